@@ -1,0 +1,156 @@
+"""Locating benchmark files: MEMEVALS_DATA_DIR / data_dir override, else a verified per-user cache.
+
+Every file we read is pinned by URL and sha256, so a number computed today can be recomputed
+on the same bytes later. Nothing falls back silently: a missing override or a bad checksum is
+an error that says which file and what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA_DIR_ENV = "MEMEVALS_DATA_DIR"
+CACHE_DIR_ENV = "MEMEVALS_CACHE_DIR"
+
+
+class DataError(ValueError):
+    """A benchmark file is missing, corrupt or does not match its schema."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | os.PathLike[str] | None = None,
+        record: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.file = str(file) if file is not None else None
+        self.record = record
+        self.field = field
+        where = []
+        if self.file:
+            where.append(f"file {self.file}")
+        if record:
+            where.append(f"record {record}")
+        if field:
+            where.append(f"field '{field}'")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+@dataclass(frozen=True)
+class PinnedFile:
+    """A file identified by its place under the data dir, its pinned URL and its digest."""
+
+    relpath: str
+    url: str
+    sha256: str
+    size: int | None = None
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cache_dir() -> Path:
+    """Per-user cache (override with MEMEVALS_CACHE_DIR)."""
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "memevals"
+
+
+def _override_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
+    if data_dir is not None and str(data_dir) != "":
+        return Path(data_dir).expanduser()
+    env = os.environ.get(DATA_DIR_ENV)
+    return Path(env).expanduser() if env else None
+
+
+def _verify(path: Path, pinned: PinnedFile, *, how_to_fix: str) -> None:
+    actual = sha256_of(path)
+    if actual != pinned.sha256:
+        raise DataError(
+            f"sha256 is {actual}, expected {pinned.sha256} (the pinned release). {how_to_fix}",
+            file=path,
+        )
+
+
+def download(url: str, dest: Path, *, timeout: float = 60.0) -> None:
+    """Fetch `url` into `dest` atomically (temporary file in the same folder, then rename)."""
+    if not url.startswith("https://"):
+        raise DataError(f"refusing to download over a non-HTTPS URL: {url}", file=dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+            while True:
+                block = resp.read(1 << 20)
+                if not block:
+                    break
+                out.write(block)
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def resolve(pinned: PinnedFile, data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Return a verified local path for `pinned`.
+
+    With `data_dir` (or MEMEVALS_DATA_DIR) the file must be at `<dir>/<relpath>` and nothing is
+    downloaded. Otherwise the cache is used, downloading once; a cached file with a wrong
+    checksum is fetched again, a fresh download with a wrong checksum is an error.
+    """
+    override = _override_dir(data_dir)
+    if override is not None:
+        path = override / pinned.relpath
+        if not path.is_file():
+            raise DataError(
+                f"not found under the data dir {override} (from data_dir or {DATA_DIR_ENV}). "
+                f"Put the pinned file there, or unset {DATA_DIR_ENV} to download {pinned.url}.",
+                file=path,
+            )
+        _verify(
+            path,
+            pinned,
+            how_to_fix=f"Replace it with the pinned file from {pinned.url}, "
+            f"or unset {DATA_DIR_ENV} to use the verified cache.",
+        )
+        return path
+
+    path = cache_dir() / pinned.relpath
+    if path.is_file():
+        if sha256_of(path) == pinned.sha256:
+            return path
+        path.unlink()  # a corrupt cache entry is replaced, never used
+    try:
+        download(pinned.url, path)
+    except OSError as exc:
+        raise DataError(
+            f"could not download {pinned.url} ({exc}). Without network, point "
+            f"{DATA_DIR_ENV} (or -T data_dir=) at a folder holding {pinned.relpath}.",
+            file=path,
+        ) from exc
+    actual = sha256_of(path)
+    if actual != pinned.sha256:
+        path.unlink(missing_ok=True)
+        raise DataError(
+            f"downloaded sha256 {actual} does not match the pinned {pinned.sha256}; the file "
+            f"was removed. Check your network or proxy, or place the pinned file under "
+            f"{DATA_DIR_ENV}.",
+            file=path,
+        )
+    return path

@@ -1,0 +1,1 @@
+"""Inspect AI tasks, solvers and scorer wrappers (import memevals._registry to register all)."""

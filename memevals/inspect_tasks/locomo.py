@@ -1,0 +1,110 @@
+"""LoCoMo QA on Inspect: `locomo` and one task per category, scored with the official F1."""
+
+from __future__ import annotations
+
+from inspect_ai import Task, task
+from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import (
+    Score,
+    Scorer,
+    Target,
+    grouped,
+    mean,
+    scorer,
+    stderr,
+)
+from inspect_ai.solver import TaskState, generate
+
+from memevals.adapters.locomo import CATEGORY_NAMES, LOCOMO_FILE, load_locomo
+from memevals.inspect_tasks._common import fixed_param_task, to_dataset
+from memevals.memory import locomo_context
+from memevals.prompts.locomo import build_items, prediction_for_scoring
+from memevals.scorers import locomo_f1
+
+
+@scorer(metrics=[mean(), stderr(), grouped(mean(), "category", all=False)])
+def locomo_f1_scorer() -> Scorer:
+    """Official LoCoMo QA F1 per sample; letter replies to two-option questions are mapped to
+    their option text first, as the official pipeline does."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        reply = state.output.completion
+        md = state.metadata
+        prediction = prediction_for_scoring(reply, md)
+        value = locomo_f1(prediction, md["answer"], int(md["category_id"]))
+        return Score(
+            value=value,
+            answer=prediction,
+            explanation=f"gold: {target.text!r}; category {md['category']}",
+            metadata={"reply": reply, "category": md["category"]},
+        )
+
+    return score
+
+
+@task
+def locomo(
+    categories: str | None = None,
+    context: str = "full",
+    adversarial: str = "choice",
+    seed: int = 0,
+    max_tokens: int = 32,
+    data_dir: str | None = None,
+) -> Task:
+    """LoCoMo QA (1,986 questions over 10 long conversations), official F1.
+
+    Args:
+        categories: comma-separated subset (single_hop, multi_hop, temporal, open_domain,
+            adversarial); default all.
+        context: how the conversation is given: full (default) or none.
+        adversarial: "choice" (the paper's two-option question, seeded order) or "open".
+        seed: seed of the two-option order.
+        max_tokens: answer length limit (the paper used 32).
+        data_dir: folder holding locomo/locomo10.json (overrides MEMEVALS_DATA_DIR).
+    """
+    context_fn = locomo_context(context)
+    conversations = load_locomo(data_dir)
+    items = build_items(
+        conversations,
+        categories=categories,
+        context=context_fn,
+        context_mode=context,
+        adversarial=adversarial,
+        seed=seed,
+    )
+    return Task(
+        dataset=to_dataset(items, "locomo"),
+        solver=generate(),
+        scorer=locomo_f1_scorer(),
+        config=GenerateConfig(max_tokens=max_tokens),
+        metadata={
+            "benchmark": "locomo",
+            "context": context,
+            "adversarial": adversarial,
+            "seed": seed,
+            "data_sha256": LOCOMO_FILE.sha256,
+        },
+    )
+
+
+def _category_doc(name: str) -> str:
+    return f"LoCoMo QA, {name.replace('_', '-')} questions only, official F1."
+
+
+locomo_single_hop = fixed_param_task(
+    locomo, "locomo_single_hop", {"categories": "single_hop"}, _category_doc("single_hop")
+)
+locomo_multi_hop = fixed_param_task(
+    locomo, "locomo_multi_hop", {"categories": "multi_hop"}, _category_doc("multi_hop")
+)
+locomo_temporal = fixed_param_task(
+    locomo, "locomo_temporal", {"categories": "temporal"}, _category_doc("temporal")
+)
+locomo_open_domain = fixed_param_task(
+    locomo, "locomo_open_domain", {"categories": "open_domain"}, _category_doc("open_domain")
+)
+locomo_adversarial = fixed_param_task(
+    locomo, "locomo_adversarial", {"categories": "adversarial"}, _category_doc("adversarial")
+)
+
+__all_tasks__ = ["locomo"] + [f"locomo_{name}" for name in CATEGORY_NAMES.values()]

@@ -1,0 +1,28 @@
+"""Run the real `inspect` CLI with mockllm's token counting made offline.
+
+mockllm counts tokens with tiktoken, which downloads its vocabulary on first use; these machines
+have no network. We replace only that count (with a whitespace estimate), then hand over to
+Inspect's own command-line entry point, unchanged.
+Usage: python tests/inspect_offline.py eval memevals/locomo --model mockllm/model ...
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def patch_mockllm_token_count() -> None:
+    from inspect_ai.model._providers.mockllm import MockLLM
+
+    async def count_text_tokens(self: MockLLM, text: str) -> int:
+        return max(1, len(text.split()))
+
+    MockLLM.count_text_tokens = count_text_tokens  # type: ignore[method-assign]
+
+
+if __name__ == "__main__":
+    patch_mockllm_token_count()
+    from inspect_ai._cli.main import main
+
+    sys.argv[0] = "inspect"
+    main()
