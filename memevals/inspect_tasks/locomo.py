@@ -17,6 +17,7 @@ from inspect_ai.solver import TaskState, generate
 
 from memevals.adapters.locomo import CATEGORY_NAMES, LOCOMO_FILE, load_locomo
 from memevals.inspect_tasks._common import fixed_param_task, to_dataset
+from memevals.inspect_tasks.judge import llm_judge
 from memevals.memory import locomo_context
 from memevals.prompts.locomo import build_items, prediction_for_scoring
 from memevals.scorers import locomo_f1
@@ -50,6 +51,7 @@ def locomo(
     seed: int = 0,
     max_tokens: int = 32,
     data_dir: str | None = None,
+    judge: bool = False,
 ) -> Task:
     """LoCoMo QA (1,986 questions over 10 long conversations), official F1.
 
@@ -61,6 +63,8 @@ def locomo(
         seed: seed of the two-option order.
         max_tokens: answer length limit (the paper used 32).
         data_dir: folder holding locomo/locomo10.json (overrides MEMEVALS_DATA_DIR).
+        judge: also score with the LLM judge (model role `grader`; falls back to the model
+            under test), reported beside F1.
     """
     context_fn = locomo_context(context)
     conversations = load_locomo(data_dir)
@@ -75,13 +79,14 @@ def locomo(
     return Task(
         dataset=to_dataset(items, "locomo"),
         solver=generate(),
-        scorer=locomo_f1_scorer(),
+        scorer=[locomo_f1_scorer(), llm_judge()] if judge else locomo_f1_scorer(),
         config=GenerateConfig(max_tokens=max_tokens),
         metadata={
             "benchmark": "locomo",
             "context": context,
             "adversarial": adversarial,
             "seed": seed,
+            "judge": judge,
             "data_sha256": LOCOMO_FILE.sha256,
         },
     )

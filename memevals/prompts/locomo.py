@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from memevals.adapters.locomo import CATEGORY_IDS, CATEGORY_NAMES, QA, Conversation, Session, Turn
 from memevals.prompts import PromptItem
+from memevals.scorers.judge import criterion_for_locomo
 
 #: The refusal option of the two-option adversarial question.
 NOT_MENTIONED = "Not mentioned in the conversation"
@@ -127,6 +128,33 @@ def sample_id(conv: Conversation, qa: QA) -> str:
     return f"{conv.sample_id}-q{qa.index}"
 
 
+def judge_inputs(conv: Conversation, qa: QA) -> dict[str, object]:
+    """The LLM judge's inputs for one question (``metadata["judge"]``, see scorers.judge).
+
+    Factual and temporal questions show the evidence turns; temporal ones also list the
+    session dates compactly, so the judge can resolve relative dates. Adversarial questions
+    show no reference (their gold is a refusal). Letter replies are mapped to option text.
+    """
+    criterion = criterion_for_locomo(CATEGORY_NAMES[qa.category])
+    judge: dict[str, object] = {
+        "criterion": criterion,
+        "question": qa.question,
+        "prediction_map": "locomo",
+    }
+    if criterion == "adversarial":
+        return judge
+    judge["reference"] = str(qa.answer)
+    lines = []
+    for dia_id in qa.evidence_ids:
+        turn = conv.turn(dia_id)
+        lines.append(f"[{dia_id}] " + (turn_line(turn) if turn else "(no such turn)"))
+    lines += [f"[{bad}] (unreadable evidence id)" for bad in qa.malformed_evidence]
+    judge["evidence"] = lines
+    if criterion == "temporal":
+        judge["session_dates"] = [f"session {s.index}: {s.date_time}" for s in conv.sessions]
+    return judge
+
+
 def gold_text(qa: QA) -> str:
     if qa.category == CATEGORY_IDS["adversarial"]:
         return NOT_MENTIONED
@@ -179,6 +207,7 @@ def build_items(
                         "evidence": list(qa.evidence),
                         "evidence_ids": list(qa.evidence_ids),
                         "choices": options,
+                        "judge": judge_inputs(conv, qa),
                         "context": context_mode,
                         "retrieved_ids": (
                             list(ctx.retrieved_ids) if ctx.retrieved_ids is not None else None

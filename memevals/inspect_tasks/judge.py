@@ -1,0 +1,210 @@
+"""`llm_judge()`: the Inspect scorer around memevals.scorers.judge.
+
+Each sample carries ``metadata["judge"]`` — the JudgeInput fields except the prediction (the
+criterion, question, reference, evidence, dates). The prediction is the model's completion,
+optionally mapped first (e.g. a LoCoMo two-option letter -> its option text); the map is named
+by the scorer argument ``prediction`` or by ``metadata["judge"]["prediction_map"]``, so
+re-judging a log with ``inspect score LOG --scorer memevals/llm_judge`` needs no arguments.
+
+The judge is ``get_model(role="grader")``: pass ``--model-role grader=<model>``. Without a grader
+role it falls back to the model under test; every Score records which model judged and whether
+that was the fallback. Temperature 0, bounded tokens; one retry on an unreadable verdict, then
+the sample is left unscored (value NaN under the "judge" key, so means and stderrs exclude it)
+and counted by the "unscored" metric.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    get_model,
+    model_roles,
+)
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    Target,
+    grouped,
+    mean,
+    metric,
+    scorer,
+    stderr,
+)
+from inspect_ai.solver import TaskState
+
+from memevals.prompts.locomo import prediction_for_scoring
+from memevals.scorers.judge import (
+    JudgeInput,
+    Verdict,
+    judge_prompt,
+    parse_verdict,
+    repair_message,
+)
+
+__all__ = [
+    "GRADER_ROLE",
+    "PREDICTION_MAPS",
+    "PredictionMap",
+    "count",
+    "llm_judge",
+    "register_prediction_map",
+]
+
+logger = logging.getLogger(__name__)
+
+GRADER_ROLE = "grader"
+
+#: (model completion, sample metadata) -> the text the judge grades.
+PredictionMap = Callable[[str, Mapping[str, Any]], str]
+
+
+def _completion(reply: str, metadata: Mapping[str, Any]) -> str:
+    return reply
+
+
+def _locomo(reply: str, metadata: Mapping[str, Any]) -> str:
+    return prediction_for_scoring(reply, dict(metadata))
+
+
+#: Named prediction maps; tasks with their own answer format register one.
+PREDICTION_MAPS: dict[str, PredictionMap] = {"completion": _completion, "locomo": _locomo}
+
+
+def register_prediction_map(name: str, fn: PredictionMap) -> None:
+    """Make `fn` available as ``llm_judge(prediction=name)`` / ``prediction_map: name``."""
+    if name in PREDICTION_MAPS and PREDICTION_MAPS[name] is not fn:
+        raise ValueError(f"prediction map {name!r} is already registered")
+    PREDICTION_MAPS[name] = fn
+
+
+def _prediction_map(name: str, sample_id: object) -> PredictionMap:
+    try:
+        return PREDICTION_MAPS[name]
+    except KeyError:
+        raise ValueError(
+            f"sample {sample_id}: unknown prediction map {name!r}; "
+            f"registered: {', '.join(PREDICTION_MAPS)}"
+        ) from None
+
+
+@metric
+def count() -> Metric:
+    """Sum of the values: with the 0/1 "unscored" key, the number of unscored samples."""
+
+    def total(scores: list[SampleScore]) -> float:
+        return float(sum(s.score.as_float() for s in scores))
+
+    return total
+
+
+_fallback_warned = False
+
+
+def _grader() -> tuple[Model, bool]:
+    """The grader model and whether it is the fallback (the model under test)."""
+    global _fallback_warned
+    bound = GRADER_ROLE in model_roles()
+    model = get_model(role=GRADER_ROLE)
+    if not bound and not _fallback_warned:
+        _fallback_warned = True
+        logger.warning(
+            "llm_judge: no '%s' model role given; the model under test (%s) judges its own "
+            "answers. Pass --model-role grader=<model> for an independent judge.",
+            GRADER_ROLE,
+            model,
+        )
+    return model, not bound
+
+
+@scorer(
+    metrics={
+        "judge": [mean(), stderr(), grouped(mean(), "category", all=False)],
+        "unscored": [count()],
+    }
+)
+def llm_judge(prediction: str | None = None, max_tokens: int = 256, retries: int = 1) -> Scorer:
+    """LLM-judge score per sample (criterion from ``metadata["judge"]``).
+
+    Args:
+        prediction: name of the prediction map (see PREDICTION_MAPS); default: the sample's
+            ``judge.prediction_map``, else the raw completion.
+        max_tokens: the judge's token limit per reply.
+        retries: extra attempts after an unreadable verdict (the issue's rule is one).
+    """
+    if max_tokens < 1:
+        raise ValueError(f"llm_judge: max_tokens must be positive, got {max_tokens}")
+    if retries < 0:
+        raise ValueError(f"llm_judge: retries must be >= 0, got {retries}")
+    config = GenerateConfig(temperature=0.0, max_tokens=max_tokens)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        judge_md = state.metadata.get("judge")
+        if not isinstance(judge_md, Mapping):
+            raise ValueError(
+                f"sample {state.sample_id}: llm_judge needs metadata['judge'] (a dict of judge "
+                "inputs); this task does not provide one"
+            )
+        map_name = prediction or str(judge_md.get("prediction_map") or "completion")
+        mapped = _prediction_map(map_name, state.sample_id)(state.output.completion, state.metadata)
+        try:
+            inp = JudgeInput.from_metadata(judge_md, mapped, ignore=("prediction_map",))
+            prompt = judge_prompt(inp)
+        except ValueError as exc:
+            raise ValueError(f"sample {state.sample_id}: metadata['judge']: {exc}") from exc
+
+        grader, fallback = _grader()
+        messages: list[ChatMessage] = [ChatMessageUser(content=prompt)]
+        replies: list[str] = []
+        verdict: Verdict | None = None
+        for _ in range(1 + retries):
+            output = await grader.generate(messages, config=config)
+            reply = output.completion
+            replies.append(reply)
+            verdict = parse_verdict(reply, inp.criterion)
+            if verdict is not None:
+                break
+            messages = [
+                *messages,
+                ChatMessageAssistant(content=reply),
+                ChatMessageUser(content=repair_message(inp.criterion)),
+            ]
+
+        metadata: dict[str, Any] = {
+            "criterion": inp.criterion,
+            "label": verdict.label if verdict else None,
+            "grader": str(grader),
+            "grader_fallback": fallback,
+            "judge_replies": replies,
+            "prediction_map": map_name,
+            "category": state.metadata.get("category"),
+        }
+        if verdict is None:
+            return Score(
+                value={"judge": math.nan, "unscored": 1},
+                answer=mapped,
+                reason="grader_failed",
+                explanation=(
+                    f"UNSCORED: no readable verdict from {grader} after {len(replies)} "
+                    f"attempt(s). Raw replies: {replies!r}"
+                ),
+                metadata=metadata,
+            )
+        return Score(
+            value={"judge": verdict.score, "unscored": 0},
+            answer=mapped,
+            explanation=f"{verdict.label}: {verdict.reason}",
+            metadata=metadata,
+        )
+
+    return score
