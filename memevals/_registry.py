@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from memevals.inspect_tasks import judge as _judge  # noqa: F401  (registers llm_judge)
 from memevals.inspect_tasks import locomo as _locomo
 
 logger = logging.getLogger(__name__)
