@@ -15,10 +15,11 @@ from typing import Any
 
 from memevals.inspect_tasks import judge as _judge  # noqa: F401  (registers llm_judge)
 from memevals.inspect_tasks import locomo as _locomo
+from memevals.inspect_tasks import longmemeval as _longmemeval
 
 logger = logging.getLogger(__name__)
 
-TASK_MODULES = [_locomo]
+TASK_MODULES = [_locomo, _longmemeval]
 
 #: The tasks memevals provides (bare names).
 TASK_NAMES: list[str] = [name for mod in TASK_MODULES for name in mod.__all_tasks__]

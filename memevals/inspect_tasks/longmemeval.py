@@ -1,0 +1,361 @@
+"""LongMemEval on Inspect: `longmemeval` (-T variant=oracle|s|m), one task per variant and one
+per category, judged per question type by the LLM judge with the official aggregation."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Mapping, Sequence
+
+from inspect_ai import Task, task
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    get_model,
+)
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    Target,
+    metric,
+    scorer,
+    stderr,
+)
+from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
+
+from memevals.adapters.longmemeval import (
+    CATEGORIES,
+    REVISION,
+    VARIANTS,
+    data_file,
+    iter_longmemeval,
+)
+from memevals.inspect_tasks._common import fixed_param_task, to_dataset
+from memevals.inspect_tasks.judge import count, llm_judge
+from memevals.prompts import PromptItem
+from memevals.prompts.longmemeval import (
+    CONTEXT_MODES,
+    HISTORY_FORMATS,
+    SessionBlock,
+    build_item,
+    is_empty_note,
+    note_prompt,
+    notes_text,
+    parse_categories,
+    select_sessions,
+    session_blocks,
+    wanted,
+)
+from memevals.scorers.longmemeval import LmeLabel, LmeSummary, summarize
+
+# ---------------------------------------------------------------------------------------------
+# Metrics (official aggregation, memevals.scorers.longmemeval)
+
+
+def _summary(scores: list[SampleScore]) -> LmeSummary:
+    labels = []
+    for s in scores:
+        md = s.sample_metadata or {}
+        if "category" not in md or "abstention" not in md:
+            raise ValueError(
+                f"sample {s.sample_id}: LongMemEval metrics need metadata 'category' and "
+                "'abstention' (samples of the longmemeval tasks carry them)"
+            )
+        try:
+            value: float | None = s.score.as_float()
+        except (TypeError, ValueError):
+            value = None
+        labels.append(LmeLabel(str(md["category"]), bool(md["abstention"]), value))
+    return summarize(labels)
+
+
+def _or_nan(value: float | None) -> float:
+    # Inspect metrics are numbers; "no item to average" is NaN, never a made-up 0
+    return math.nan if value is None else value
+
+
+@metric
+def overall_accuracy() -> Metric:
+    """Micro mean over all judged questions."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return _or_nan(_summary(scores).overall)
+
+    return compute
+
+
+@metric
+def task_averaged_accuracy() -> Metric:
+    """Unweighted mean of the per-type accuracies (the types present in the run)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return _or_nan(_summary(scores).task_averaged)
+
+    return compute
+
+
+@metric
+def abstention_accuracy() -> Metric:
+    """Mean over the `_abs` questions (NaN when the run has none)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return _or_nan(_summary(scores).abstention)
+
+    return compute
+
+
+@metric
+def type_accuracy() -> Metric:
+    """Accuracy per question type (`_abs` items count in their type)."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        return dict(_summary(scores).per_type)
+
+    return compute
+
+
+LME_METRICS: list[Metric] = [
+    overall_accuracy(),
+    stderr(),
+    task_averaged_accuracy(),
+    abstention_accuracy(),
+    type_accuracy(),
+]
+
+
+@scorer(metrics={"judge": LME_METRICS, "unscored": [count()]})
+def longmemeval_judge(max_tokens: int = 256, retries: int = 1) -> Scorer:
+    """The LLM judge (criterion per question type, abstention for `_abs` ids) with
+    LongMemEval's aggregation: overall, per-type, task-averaged and abstention accuracy."""
+    inner = llm_judge(max_tokens=max_tokens, retries=retries)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        result = await inner(state, target)
+        if result is None:  # llm_judge always scores; keep the contract explicit
+            raise RuntimeError(f"sample {state.sample_id}: the judge returned no score")
+        return result
+
+    return score
+
+
+# ---------------------------------------------------------------------------------------------
+# Chain-of-note
+
+
+@solver
+def take_notes(blocks: Mapping[str, Sequence[SessionBlock]], note_max_tokens: int = 500) -> Solver:
+    """One call per session asks the model for notes relevant to the question (or "empty");
+    the notes then replace the history in the system message before the answer is generated.
+
+    `blocks` maps each sample id to its sessions (chronological), built with the dataset.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        sid = str(state.sample_id)
+        if sid not in blocks:
+            raise ValueError(f"sample {sid}: chain_of_note has no sessions for this sample")
+        sample_blocks = list(blocks[sid])
+        md = state.metadata
+        model = get_model()
+        config = GenerateConfig(max_tokens=note_max_tokens)
+        outputs = await asyncio.gather(
+            *(
+                model.generate(
+                    [ChatMessageUser(content=note_prompt(b, md["question"], md["question_date"]))],
+                    config=config,
+                )
+                for b in sample_blocks
+            )
+        )
+        notes = [o.completion for o in outputs]
+        state.metadata["notes_kept"] = sum(not is_empty_note(n) for n in notes)
+        state.metadata["notes_total"] = len(notes)
+        rest: list[ChatMessage] = [
+            m for m in state.messages if not isinstance(m, ChatMessageSystem)
+        ]
+        state.messages = [ChatMessageSystem(content=notes_text(sample_blocks, notes)), *rest]
+        return state
+
+    return solve
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks
+
+
+def _check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+
+
+@task
+def longmemeval(
+    variant: str = "s",
+    categories: str | None = None,
+    context: str = "full",
+    history_format: str = "json",
+    chain_of_note: bool = False,
+    max_tokens: int = 500,
+    note_max_tokens: int = 500,
+    judge_max_tokens: int = 256,
+    data_dir: str | None = None,
+    verify_checksum: bool = True,
+) -> Task:
+    """LongMemEval (500 questions; oracle, S ≈115K-token or M ≈1.5M-token histories), judged
+    per question type by the LLM judge (`--model-role grader=...`).
+
+    Args:
+        variant: oracle (evidence sessions only), s (default) or m. M is read streaming.
+        categories: comma-separated subset of single_session_user, single_session_assistant,
+            single_session_preference, multi_session, temporal_reasoning, knowledge_update,
+            abstention (the `_abs` questions of every type); default all.
+        context: full (every haystack session, default), oracle (the answer sessions only)
+            or none (the question alone).
+        history_format: json (each session's turns as a JSON list, default) or text
+            (`role: content` lines). `has_answer` is never shown.
+        chain_of_note: first take notes on each session (one call per session), then answer
+            from the notes.
+        max_tokens: answer length limit (the paper used 500).
+        note_max_tokens: length limit of each chain-of-note call.
+        judge_max_tokens: length limit of the judge's verdict.
+        data_dir: folder holding longmemeval/<file> (overrides MEMEVALS_DATA_DIR).
+        verify_checksum: check the S file's sha256 (set false for same-schema copies under
+            data_dir, such as the test fixture; the log then says the data is unverified).
+    """
+    _check_choice("variant", variant, VARIANTS)
+    _check_choice("context", context, CONTEXT_MODES)
+    _check_choice("history_format", history_format, HISTORY_FORMATS)
+    for name, value in (
+        ("max_tokens", max_tokens),
+        ("note_max_tokens", note_max_tokens),
+        ("judge_max_tokens", judge_max_tokens),
+    ):
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    wanted_categories = parse_categories(categories)
+    spec = data_file(variant)
+
+    digest: list[str] = []
+    items: list[PromptItem] = []
+    notes_input: dict[str, tuple[SessionBlock, ...]] = {}
+    for inst in iter_longmemeval(
+        variant, data_dir, verify_checksum=verify_checksum, digest_out=digest
+    ):
+        if not wanted(inst, wanted_categories):
+            continue
+        blocks = session_blocks(select_sessions(inst, context), history_format)
+        item = build_item(
+            inst,
+            variant=variant,
+            blocks=blocks,
+            context=context,
+            history_format=history_format,
+            extra={
+                "chain_of_note": chain_of_note,
+                "missing_answer_sessions": list(inst.missing_answer_session_ids),
+            },
+        )
+        if chain_of_note:
+            notes_input[inst.question_id] = blocks
+            # the history reaches the model only through the notes
+            item = PromptItem(item.id, "", item.user, item.target, item.metadata)
+        items.append(item)
+    if not items:
+        raise ValueError(
+            f"no LongMemEval question matches categories={categories!r} in variant {variant}"
+        )
+
+    solvers: list[Solver] = []
+    if chain_of_note:
+        solvers.append(take_notes(notes_input, note_max_tokens))
+    solvers.append(generate())
+    return Task(
+        dataset=to_dataset(items, f"longmemeval_{variant}"),
+        solver=solvers,
+        scorer=longmemeval_judge(max_tokens=judge_max_tokens),
+        config=GenerateConfig(max_tokens=max_tokens),
+        metadata={
+            "benchmark": "longmemeval",
+            "variant": variant,
+            "data_file": spec.filename,
+            "data_revision": REVISION,
+            "data_sha256": digest[0] if digest else None,
+            "data_sha256_pinned": spec.sha256,
+            "checksum_verified": spec.sha256 is not None and verify_checksum,
+            "categories": wanted_categories,
+            "context": context,
+            "history_format": history_format,
+            "chain_of_note": chain_of_note,
+        },
+    )
+
+
+def _variant_doc(variant: str) -> str:
+    return f"LongMemEval, variant {variant} (all question types), LLM-judged."
+
+
+def _category_doc(name: str) -> str:
+    what = (
+        "the `_abs` (abstention) questions of every type"
+        if name == "abstention"
+        else f"{name.replace('_', '-')} questions only (including their `_abs` items)"
+    )
+    return f"LongMemEval, {what}; -T variant=oracle|s|m (default s), LLM-judged."
+
+
+longmemeval_oracle = fixed_param_task(
+    longmemeval, "longmemeval_oracle", {"variant": "oracle"}, _variant_doc("oracle")
+)
+longmemeval_s = fixed_param_task(longmemeval, "longmemeval_s", {"variant": "s"}, _variant_doc("s"))
+longmemeval_m = fixed_param_task(longmemeval, "longmemeval_m", {"variant": "m"}, _variant_doc("m"))
+
+longmemeval_single_session_user = fixed_param_task(
+    longmemeval,
+    "longmemeval_single_session_user",
+    {"categories": "single_session_user"},
+    _category_doc("single_session_user"),
+)
+longmemeval_single_session_assistant = fixed_param_task(
+    longmemeval,
+    "longmemeval_single_session_assistant",
+    {"categories": "single_session_assistant"},
+    _category_doc("single_session_assistant"),
+)
+longmemeval_single_session_preference = fixed_param_task(
+    longmemeval,
+    "longmemeval_single_session_preference",
+    {"categories": "single_session_preference"},
+    _category_doc("single_session_preference"),
+)
+longmemeval_multi_session = fixed_param_task(
+    longmemeval,
+    "longmemeval_multi_session",
+    {"categories": "multi_session"},
+    _category_doc("multi_session"),
+)
+longmemeval_temporal_reasoning = fixed_param_task(
+    longmemeval,
+    "longmemeval_temporal_reasoning",
+    {"categories": "temporal_reasoning"},
+    _category_doc("temporal_reasoning"),
+)
+longmemeval_knowledge_update = fixed_param_task(
+    longmemeval,
+    "longmemeval_knowledge_update",
+    {"categories": "knowledge_update"},
+    _category_doc("knowledge_update"),
+)
+longmemeval_abstention = fixed_param_task(
+    longmemeval,
+    "longmemeval_abstention",
+    {"categories": "abstention"},
+    _category_doc("abstention"),
+)
+
+__all_tasks__ = ["longmemeval", "longmemeval_oracle", "longmemeval_s", "longmemeval_m"] + [
+    f"longmemeval_{name}" for name in CATEGORIES
+]
