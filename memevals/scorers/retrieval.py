@@ -1,0 +1,151 @@
+"""Retrieval metrics with the exact rules of the official code (BENCHMARKS.md §1.10, §3.6, §4, §6).
+
+Three families, kept apart on purpose because their rules disagree:
+
+- `locomo_evidence_recall`: LoCoMo's R@k. Evidence is a *list* (duplicates count), ids are
+  compared as raw strings, and session-summary runs (first retrieved id starts with ``S``) match on
+  the session number only.
+- `turn_precision_recall`: HiGMem's question-level precision/recall over *sets* of raw ids; a
+  question without gold evidence is skipped (``None``).
+- `recall_any_at_k`, `recall_all_at_k`, `ndcg_any_at_k`: LongMemEval's metrics over the whole
+  ranked corpus; `turn_to_session` converts a turn-level ranking to the session level.
+
+Aggregation helpers (`locomo_recall_for_mean`) say how a per-question value enters an average,
+because the official denominators differ from a plain mean over scored questions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+
+import numpy as np
+
+
+def locomo_evidence_recall(retrieved_ids: Sequence[str], evidence_ids: Sequence[str]) -> float:
+    """LoCoMo recall of one question: hits / len(evidence), unrounded.
+
+    `evidence_ids` are the question's raw `evidence` strings (not normalised: malformed ids never
+    hit, duplicates count). `retrieved_ids` are the retrieved units' ids in rank order, observation
+    ids already flattened. Summary mode is chosen by the first retrieved id alone (starts with
+    ``S``); then evidence ``D<n>:<j>`` hits when ``S<n>`` was retrieved, comparing
+    ``ev.split(':')[0][1:]`` with each retrieved id minus its first character.
+
+    Empty evidence gives 1.0 (the official per-question value; it still adds 0 to a category sum,
+    see `locomo_recall_for_mean`). Empty retrieval with evidence gives 0.0 (the official code
+    crashes there).
+    """
+    evidence = list(evidence_ids)
+    retrieved = list(retrieved_ids)
+    if not evidence:
+        return 1.0
+    if not retrieved:
+        return 0.0
+    if retrieved[0].startswith("S"):
+        sessions = [r[1:] for r in retrieved]
+        hits = sum(ev.split(":")[0][1:] in sessions for ev in evidence)
+    else:
+        hits = sum(ev in retrieved for ev in evidence)
+    return float(hits) / len(evidence)
+
+
+def locomo_recall_for_mean(retrieved_ids: Sequence[str], evidence_ids: Sequence[str]) -> float:
+    """The value one question adds to the official LoCoMo recall average.
+
+    The official pipeline stores each recall rounded to 3 decimals and sums it only for questions
+    with evidence, dividing by *all* questions of the category: a plain mean of these values
+    therefore reproduces the per-category and overall recall.
+    """
+    if not list(evidence_ids):
+        return 0.0
+    return round(locomo_evidence_recall(retrieved_ids, evidence_ids), 3)
+
+
+def turn_precision_recall(
+    selected_ids: Collection[str], gold_ids: Collection[str]
+) -> tuple[float, float] | None:
+    """HiGMem (precision, recall) of one question over sets of raw turn ids.
+
+    None when there is no gold evidence (the question is skipped); precision 0 when nothing was
+    selected (the question still counts). K(q), the HiGMem "Avg K" term, is ``len(set(selected))``.
+    """
+    gold = set(gold_ids)
+    if not gold:
+        return None
+    selected = set(selected_ids)
+    hits = len(gold & selected)
+    precision = hits / len(selected) if selected else 0.0
+    return precision, hits / len(gold)
+
+
+def _check_k(k: int) -> None:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+
+
+def recall_any_at_k(ranked_ids: Sequence[str], gold_ids: Collection[str], k: int) -> float:
+    """LongMemEval recall_any@k: 1.0 if any gold id is among the top k ranked ids (0 if no gold)."""
+    _check_k(k)
+    top = set(ranked_ids[:k])
+    return float(any(g in top for g in gold_ids))
+
+
+def recall_all_at_k(ranked_ids: Sequence[str], gold_ids: Collection[str], k: int) -> float:
+    """LongMemEval recall_all@k: 1.0 if every gold id is among the top k (1.0 if no gold)."""
+    _check_k(k)
+    top = set(ranked_ids[:k])
+    return float(all(g in top for g in gold_ids))
+
+
+def _dcg(relevances: Sequence[int], k: int) -> float:
+    rel = np.asarray(relevances, dtype=np.float64)[:k]
+    if rel.size == 0:
+        return 0.0
+    # Position 1 is not discounted and position i >= 2 is divided by log2(i): ranks 1 and 2 weigh
+    # the same, as in the official code.
+    return float(rel[0] + np.sum(rel[1:] / np.log2(np.arange(2, rel.size + 1))))
+
+
+def ndcg_any_at_k(ranked_ids: Sequence[str], gold_ids: Collection[str], k: int) -> float:
+    """LongMemEval ndcg_any@k with binary relevance.
+
+    `ranked_ids` must be the *whole* ranked corpus, best first: the ideal DCG is built from the
+    relevance of every corpus entry (duplicate ids each count; gold ids absent from the corpus do
+    not), so nDCG can be 1.0 while recall_all is 0. No relevant entry gives 0.0.
+    """
+    _check_k(k)
+    gold = set(gold_ids)
+    relevances = [1 if doc in gold else 0 for doc in ranked_ids]
+    ideal = _dcg(sorted(relevances, reverse=True), k)
+    if ideal == 0:
+        return 0.0
+    return _dcg(relevances, k) / ideal
+
+
+def strip_turn_index(turn_id: str) -> str:
+    """LongMemEval turn id ``<session_id>_<t>`` -> ``<session_id>`` (drops the last ``_`` part)."""
+    return "_".join(turn_id.split("_")[:-1])
+
+
+def turn_to_session(
+    ranked_turn_ids: Sequence[str], gold_turn_ids: Collection[str], k: int
+) -> tuple[list[str], list[str], int]:
+    """Turn-level ranking -> (session-level ranked ids, session gold ids, effective k).
+
+    As the official code: session ids keep their duplicates in rank order, the gold is
+    de-duplicated, and k grows until the top k' turns cover k distinct sessions (or the corpus
+    is exhausted). Score with the three metrics above at the returned k.
+    """
+    _check_k(k)
+    sessions = [strip_turn_index(t) for t in ranked_turn_ids]
+    gold = list(dict.fromkeys(strip_turn_index(t) for t in gold_turn_ids))
+    effective = k
+    while effective <= len(sessions) and len(set(sessions[:effective])) < k:
+        effective += 1
+    return sessions, gold, effective
+
+
+def mean_skipping_none(values: Sequence[float | None]) -> float:
+    """Macro mean over the questions that were not skipped (NaN if all were)."""
+    kept = [v for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else math.nan
