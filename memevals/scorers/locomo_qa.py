@@ -29,20 +29,46 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
-@lru_cache(maxsize=1 << 18)
+_ARTICLE_WORDS = frozenset({"a", "an", "the", "and"})
+_STEMS: dict[str, str] = {}
+_STEM_CACHE_LIMIT = 1 << 20
+
+
 def _stem(word: str) -> str:
-    return str(_STEMMER.stem(word))
+    stem = _STEMS.get(word)
+    if stem is None:
+        if len(_STEMS) >= _STEM_CACHE_LIMIT:
+            _STEMS.clear()
+        stem = _STEMS[word] = str(_STEMMER.stem(word))
+    return stem
+
+
+def _tokens(text: str) -> list[str]:
+    """normalize_answer + split + stem, in one pass.
+
+    Equivalent to splitting normalize_answer(text): the article rule can only match inside a
+    whitespace-free word, and a word of letters/digits only (no non-ASCII punctuation left)
+    is an article exactly when it equals one, so the regex runs only on the rare other words.
+    """
+    out: list[str] = []
+    for word in text.replace(",", "").lower().translate(_PUNCT_TABLE).split():
+        if word.isalnum():
+            if word not in _ARTICLE_WORDS:
+                out.append(_stem(word))
+        else:
+            out.extend(_stem(piece) for piece in _ARTICLES.sub(" ", word).split())
+    return out
 
 
 @lru_cache(maxsize=1 << 16)
 def _token_counts(text: str) -> tuple[Counter[str], int]:
-    tokens = [_stem(w) for w in normalize_answer(text).split()]
+    tokens = _tokens(text)
     return Counter(tokens), len(tokens)
 
 
 def answer_tokens(text: str) -> list[str]:
     """Stemmed tokens of `text` after normalisation (what F1 counts)."""
-    return [_stem(w) for w in normalize_answer(text).split()]
+    return _tokens(text)
 
 
 def token_f1(prediction: str, gold: str) -> float:

