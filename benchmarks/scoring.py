@@ -14,11 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from reference_locomo import prediction_variants, ref_score  # noqa: E402
+from reference_locomo import prediction_variants, ref_score
 
-from memevals.adapters.locomo import load_locomo  # noqa: E402
-from memevals.scorers import locomo_f1  # noqa: E402
-from memevals.scorers.locomo_qa import _STEMS, _token_counts  # noqa: E402
+from memevals.adapters.locomo import load_locomo
+from memevals.scorers import locomo_f1
+from memevals.scorers.locomo_qa import _STEMS, _token_counts
 
 
 def main() -> None:
@@ -41,9 +41,7 @@ def main() -> None:
     t_ours = time.perf_counter() - t0
 
     mismatches = sum(1 for x, y in zip(ours, ref, strict=True) if abs(x - y) > 1e-9)
-    print(
-        f"machine: {platform.machine()} {platform.processor() or ''} python {sys.version.split()[0]}"
-    )
+    print(f"machine: {platform.machine()}, python {sys.version.split()[0]}")
     print(f"cases: {len(cases)} (1,986 questions x 15 prediction variants)")
     print(f"plain implementation: {t_ref:.3f} s ({1e6 * t_ref / len(cases):.1f} us/case)")
     print(f"memevals.locomo_f1:   {t_ours:.3f} s ({1e6 * t_ours / len(cases):.1f} us/case)")

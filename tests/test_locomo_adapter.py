@@ -171,7 +171,7 @@ def test_override_dir_checksum_mismatch_says_what_to_do(
     (tmp_path / "locomo").mkdir()
     (tmp_path / "locomo" / "locomo10.json").write_text("[]")
     monkeypatch.setenv("MEMEVALS_DATA_DIR", str(tmp_path))
-    with pytest.raises(DataError, match="expected 79fa87e9.*Replace it with the pinned file"):
+    with pytest.raises(DataError, match=r"expected 79fa87e9.*Replace it with the pinned file"):
         load_locomo()
 
 

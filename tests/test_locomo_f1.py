@@ -1,4 +1,4 @@
-"""Official LoCoMo QA score: worked examples (BENCHMARKS.md §1.8) and parity with the plain rules."""
+"""Official LoCoMo QA score: worked examples (BENCHMARKS.md §1.8) and parity with plain rules."""
 
 from __future__ import annotations
 
