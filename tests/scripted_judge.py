@@ -1,0 +1,115 @@
+"""A deterministic, rule-based stand-in for an LLM judge, usable in-process and from the real CLI.
+
+It reads our judge prompt the way a model would, extracts the quoted candidate and the reference,
+and answers with a verdict JSON by a fixed rule:
+
+* ``scripted/strict``: "correct"/"yes" when the normalised candidate equals the reference;
+* ``scripted/lenient``: when the reference's words all occur in the candidate;
+* adversarial / abstention items: when the candidate says the information is not there.
+
+Every verdict's reason quotes the candidate (JSON-escaped) so the parser is exercised on hostile
+text. Usage from the command line (the real Inspect CLI, with this provider registered):
+
+    python tests/scripted_judge.py score LOG --scorer memevals/llm_judge \
+        --model-role grader=scripted/strict
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.model import (
+    ChatMessage,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+    modelapi,
+)
+from inspect_ai.tool import ToolChoice, ToolInfo
+
+_OPEN = re.compile(r"<<<CANDIDATE ([0-9A-F]{12})\n")
+_LABELS = re.compile(r"The label must be one of: (.*)\.")
+
+
+def quoted_candidate(prompt: str) -> str:
+    m = _OPEN.search(prompt)
+    if m is None:
+        raise AssertionError("judge prompt has no candidate marker")
+    rest = prompt[m.end() :]
+    close = f"\nCANDIDATE {m.group(1)}>>>"
+    if rest.count(close) != 1:
+        raise AssertionError("candidate closing marker is not unique")
+    return rest.split(close)[0]
+
+
+def section(prompt: str, heading: str) -> str | None:
+    """Text under `heading:` up to the next blank line (None when absent)."""
+    marker = f"\n{heading}:\n"
+    if marker not in prompt:
+        return None
+    return prompt.split(marker, 1)[1].split("\n\n", 1)[0]
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def scripted_verdict(prompt: str, mode: str) -> str:
+    labels = re.findall(r'"(\w+)"', _LABELS.search(prompt).group(1))  # type: ignore[union-attr]
+    good, bad = labels[0], labels[-1]
+    cand = quoted_candidate(prompt)
+    reference = section(prompt, "Reference answer (ground truth)")
+    if reference is None:  # adversarial / abstention: credit a refusal
+        ok = any(p in cand.lower() for p in ("not mentioned", "no information", "never said"))
+    elif mode == "strict":
+        ok = _norm(cand) == _norm(reference)
+    else:
+        ok = bool(_norm(reference)) and set(_norm(reference).split()) <= set(_norm(cand).split())
+    label = good if ok else bad
+    return json.dumps({"label": label, "reason": f"{mode} rule on reply {cand!r}"})
+
+
+class ScriptedJudge(ModelAPI):
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig | None = None,
+        **model_args: Any,
+    ) -> None:
+        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
+        if model_name not in ("strict", "lenient"):
+            raise ValueError(f"scripted judge mode must be strict or lenient, got {model_name}")
+
+    async def generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        assert config.temperature == 0.0, config.temperature
+        assert config.max_tokens is not None and config.max_tokens <= 512
+        reply = scripted_verdict(input[0].text, self.model_name)
+        return ModelOutput.from_content(model=f"scripted/{self.model_name}", content=reply)
+
+
+@modelapi(name="scripted")
+def scripted() -> type[ModelAPI]:
+    return ScriptedJudge
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    from inspect_offline import patch_mockllm_token_count
+
+    patch_mockllm_token_count()
+    from inspect_ai._cli.main import main
+
+    sys.argv[0] = "inspect"
+    main()
