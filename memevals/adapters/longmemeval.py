@@ -268,10 +268,16 @@ class _TrackingReader:
 
 
 _CARET = "(right here) ------^"
+_WORDISH = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.+-")
+
+
+def _error_text(exc: Exception) -> str:
+    arg = exc.args[0] if exc.args else ""
+    return arg.decode("latin-1") if isinstance(arg, bytes) else str(arg)
 
 
 def _locate_in_block(message: str, block: bytes) -> int | None:
-    """yajl's verbose error shows the 30 bytes either side of the error with a caret under it;
+    """yajl's verbose error shows the 30 bytes either side of where it stopped, with a caret;
     find the unique position in the block that renders to that context line."""
     lines = message.split("\n")
     try:
@@ -295,8 +301,34 @@ def _locate_in_block(message: str, block: bytes) -> int | None:
     return hits[0] if hits else None
 
 
-def _parse_error(path: Path, exc: Exception, reader: _TrackingReader, last_id: str | None) -> Any:
-    message = str(exc)
+def _token_start(block: bytes, end: int) -> int:
+    """yajl stops just after the offending token; step back to where that token starts."""
+    if end <= 0:
+        return 0
+    last = block[end - 1]
+    if last == ord('"'):  # a string: find its unescaped opening quote
+        i = end - 2
+        while i >= 0:
+            if block[i] == ord('"'):
+                j = i - 1
+                while j >= 0 and block[j] == ord("\\"):
+                    j -= 1
+                if (i - 1 - j) % 2 == 0:
+                    return i
+            i -= 1
+        return end - 1
+    if last in _WORDISH:  # a number or literal
+        i = end - 1
+        while i > 0 and block[i - 1] in _WORDISH:
+            i -= 1
+        return i
+    return end - 1
+
+
+def _parse_error(
+    path: Path, exc: Exception, reader: _TrackingReader, last_id: str | None
+) -> DataError:
+    message = _error_text(exc)
     first = message.strip().split("\n")[0]
     after = f"after question_id {last_id!r}" if last_id is not None else "before the first instance"
     if "premature EOF" in message or reader.consumed == 0:
@@ -306,16 +338,13 @@ def _parse_error(path: Path, exc: Exception, reader: _TrackingReader, last_id: s
         off = _locate_in_block(message, reader.block)
         end = reader.block_start + len(reader.block)
         where = (
-            f"at byte {reader.block_start + off}"
+            f"at byte {reader.block_start + _token_start(reader.block, off)}"
             if off is not None
             else f"between bytes {reader.block_start} and {end}"
         )
         hint = "The file is corrupt; restore the pinned file."
-    return DataError(
-        f"invalid JSON {where}, {after}: {first}. {hint}",
-        file=path,
-        record=last_id,
-    )
+    # the record is unknown (the broken instance was never read); name the last good one
+    return DataError(f"invalid JSON {where}, {after}: {first}. {hint}", file=path)
 
 
 def _first_byte(fh: BinaryIO) -> bytes:
