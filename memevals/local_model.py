@@ -61,7 +61,7 @@ def prepare_smollm2(dest: Path | None = None) -> Path:
         config = loaded.config
         if hasattr(config, "quantization_config"):
             del config.quantization_config
-        model = AutoModelForCausalLM.from_config(config)
+        model = AutoModelForCausalLM.from_config(config)  # type: ignore[no-untyped-call]
         model.load_state_dict(loaded.state_dict())
         model.generation_config = loaded.generation_config
         model.save_pretrained(tmp)
