@@ -21,6 +21,7 @@ from inspect_ai.scorer import (
     Score,
     Scorer,
     Target,
+    mean,
     metric,
     scorer,
     stderr,
@@ -36,9 +37,9 @@ from memevals.adapters.longmemeval import (
 )
 from memevals.inspect_tasks._common import fixed_param_task, to_dataset
 from memevals.inspect_tasks.judge import count, llm_judge
+from memevals.memory.longmemeval import headline_keys, longmemeval_memory
 from memevals.prompts import PromptItem
 from memevals.prompts.longmemeval import (
-    CONTEXT_MODES,
     HISTORY_FORMATS,
     SessionBlock,
     build_item,
@@ -46,8 +47,6 @@ from memevals.prompts.longmemeval import (
     note_prompt,
     notes_text,
     parse_categories,
-    select_sessions,
-    session_blocks,
     wanted,
 )
 from memevals.scorers.longmemeval import LmeLabel, LmeSummary, summarize
@@ -142,6 +141,35 @@ def longmemeval_judge(max_tokens: int = 256, retries: int = 1) -> Scorer:
     return score
 
 
+@scorer(metrics={"*": [mean()]})
+def longmemeval_retrieval() -> Scorer:
+    """Official LongMemEval retrieval metrics of the rag context (computed when the context was
+    built, from the whole ranked haystack): recall_any / recall_all / ndcg_any at 5 and 10 at
+    session level, plus recall_all / ndcg_any at 5, 10, 50 for turn units. Every k of 1, 3, 5,
+    10, 30, 50 is in the score metadata. `_abs` questions and questions without a gold unit are
+    skipped (unscored), as in the official runner."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        md = state.metadata
+        if md.get("context") != "rag":
+            raise ValueError(f"sample {state.sample_id}: retrieval metrics need context=rag")
+        scores = md.get("retrieval_scores")
+        if scores is None:
+            return Score(
+                value=math.nan,
+                explanation=f"skipped for retrieval metrics: {md.get('retrieval_skipped')}",
+                metadata={"retrieved_ids": md.get("retrieved_ids")},
+            )
+        keys = headline_keys(str(md["retrieval_unit"]))
+        return Score(
+            value={k: scores[k] for k in keys},
+            explanation=f"retrieved (best first): {md.get('retrieved_ids')}",
+            metadata={"all_k": scores, "retrieved_ids": md.get("retrieved_ids")},
+        )
+
+    return score
+
+
 # ---------------------------------------------------------------------------------------------
 # Chain-of-note
 
@@ -202,6 +230,10 @@ def longmemeval(
     max_tokens: int = 500,
     note_max_tokens: int = 500,
     judge_max_tokens: int = 256,
+    retrieval_unit: str | None = None,
+    top_k: int | None = None,
+    retriever: str | None = None,
+    embedding_model: str | None = None,
     data_dir: str | None = None,
     verify_checksum: bool = True,
 ) -> Task:
@@ -213,8 +245,8 @@ def longmemeval(
         categories: comma-separated subset of single_session_user, single_session_assistant,
             single_session_preference, multi_session, temporal_reasoning, knowledge_update,
             abstention (the `_abs` questions of every type); default all.
-        context: full (every haystack session, default), oracle (the answer sessions only)
-            or none (the question alone).
+        context: full (every haystack session, default), rag (retrieved sessions or turns),
+            oracle (the answer sessions only) or none (the question alone).
         history_format: json (each session's turns as a JSON list, default) or text
             (`role: content` lines). `has_answer` is never shown.
         chain_of_note: first take notes on each session (one call per session), then answer
@@ -222,12 +254,17 @@ def longmemeval(
         max_tokens: answer length limit (the paper used 500).
         note_max_tokens: length limit of each chain-of-note call.
         judge_max_tokens: length limit of the judge's verdict.
+        retrieval_unit: rag only: session (default) or turn (user turns, shown with the
+            assistant reply that follows).
+        top_k: rag only: units retrieved per question (default 5).
+        retriever: rag only: bm25 (default) or embedding.
+        embedding_model: rag with retriever=embedding: a local sentence-transformers folder or
+            hub id (default all-MiniLM-L6-v2).
         data_dir: folder holding longmemeval/<file> (overrides MEMEVALS_DATA_DIR).
         verify_checksum: check the S file's sha256 (set false for same-schema copies under
             data_dir, such as the test fixture; the log then says the data is unverified).
     """
     _check_choice("variant", variant, VARIANTS)
-    _check_choice("context", context, CONTEXT_MODES)
     _check_choice("history_format", history_format, HISTORY_FORMATS)
     for name, value in (
         ("max_tokens", max_tokens),
@@ -237,6 +274,14 @@ def longmemeval(
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     wanted_categories = parse_categories(categories)
+    memory = longmemeval_memory(
+        context,
+        history_format=history_format,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+    )
     spec = data_file(variant)
 
     digest: list[str] = []
@@ -247,17 +292,26 @@ def longmemeval(
     ):
         if not wanted(inst, wanted_categories):
             continue
-        blocks = session_blocks(select_sessions(inst, context), history_format)
+        ctx = memory(inst)
+        blocks = ctx.blocks
+        extra: dict[str, object] = {
+            "chain_of_note": chain_of_note,
+            "missing_answer_sessions": list(inst.missing_answer_session_ids),
+        }
+        if context == "rag":
+            extra |= {
+                "retrieval_unit": memory.retrieval_unit,
+                "retrieved_ids": list(ctx.retrieved_ids or ()),
+                "retrieval_scores": ctx.retrieval_scores,
+                "retrieval_skipped": ctx.retrieval_skipped,
+            }
         item = build_item(
             inst,
             variant=variant,
             blocks=blocks,
             context=context,
             history_format=history_format,
-            extra={
-                "chain_of_note": chain_of_note,
-                "missing_answer_sessions": list(inst.missing_answer_session_ids),
-            },
+            extra=extra,
         )
         if chain_of_note:
             notes_input[inst.question_id] = blocks
@@ -273,10 +327,13 @@ def longmemeval(
     if chain_of_note:
         solvers.append(take_notes(notes_input, note_max_tokens))
     solvers.append(generate())
+    scorers = [longmemeval_judge(max_tokens=judge_max_tokens)]
+    if context == "rag":
+        scorers.append(longmemeval_retrieval())
     return Task(
         dataset=to_dataset(items, f"longmemeval_{variant}"),
         solver=solvers,
-        scorer=longmemeval_judge(max_tokens=judge_max_tokens),
+        scorer=scorers,
         config=GenerateConfig(max_tokens=max_tokens),
         metadata={
             "benchmark": "longmemeval",
@@ -287,8 +344,7 @@ def longmemeval(
             "data_sha256_pinned": spec.sha256,
             "checksum_verified": spec.sha256 is not None and verify_checksum,
             "categories": wanted_categories,
-            "context": context,
-            "history_format": history_format,
+            **memory.settings(),
             "chain_of_note": chain_of_note,
         },
     )
