@@ -1,0 +1,170 @@
+"""Cost estimator: LoCoMo full-context numbers against a direct token-by-token count, the cache
+and cost rules on a worked example, and the command line."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memevals.estimate import (
+    MESSAGE_OVERHEAD,
+    REQUEST_OVERHEAD,
+    CacheRule,
+    Estimate,
+    SampleTokens,
+    build_task,
+    cacheable,
+    estimate_samples,
+    main,
+    parse_task_args,
+    shared_prefix_tokens,
+)
+from memevals.memory import approx_token_count, get_token_counter
+
+
+def test_locomo_full_context_matches_a_direct_count(data_dir: Path) -> None:
+    """Totals equal a direct cl100k count of every message; the shared prefix is within a
+    line of the literal common prefix of consecutive token streams, and at least 99 %."""
+    bpe_openai = pytest.importorskip("bpe_openai")
+    enc = bpe_openai.get_encoding("cl100k_base")
+    samples = list(build_task("locomo", {"context": "full"}).dataset)
+    est = estimate_samples(samples, get_token_counter("cl100k_base"))
+    assert len(est) == 1986 == len(samples)
+
+    ids_cache: dict[str, list[int]] = {}
+    role_marker = {"system": -1, "user": -2, "assistant": -3}
+    streams: list[np.ndarray] = []
+    for s in samples:
+        assert isinstance(s.input, list)
+        stream: list[int] = []
+        for m in s.input:
+            if m.text not in ids_cache:
+                ids_cache[m.text] = enc.encode_ordinary(m.text)
+            stream += [role_marker[m.role]] * MESSAGE_OVERHEAD + ids_cache[m.text]
+        streams.append(np.array(stream + [-9] * REQUEST_OVERHEAD))
+
+    direct_shared = [0]
+    for prev, cur in itertools.pairwise(streams):
+        n = min(len(prev), len(cur))
+        diff = np.nonzero(prev[:n] != cur[:n])[0]
+        direct_shared.append(int(diff[0]) if len(diff) else n)
+
+    for e, s, stream, shared in zip(est, samples, streams, direct_shared, strict=True):
+        assert e.id == s.id
+        assert e.input_tokens == len(stream)
+        # never claims more than is really shared; loses at most the unfinished last line
+        assert 0 <= shared - e.shared_prefix <= 64, (e.id, shared, e.shared_prefix)
+
+    total = sum(len(x) for x in streams)
+    est_total = sum(e.input_tokens for e in est)
+    est_shared = sum(e.shared_prefix for e in est)
+    assert est_total == total
+    assert est_shared / total >= 0.99
+    assert sum(direct_shared) / total >= 0.99
+    assert abs(sum(direct_shared) - est_shared) / total < 2e-4  # 0.02 percentage points
+    # the first question on each of the 10 conversations shares nothing with the one before
+    # (beyond the system message's role header)
+    firsts = [e for e, s in zip(est, samples, strict=True) if s.id.endswith("-q0")]  # type: ignore[union-attr]
+    assert len(firsts) == 10 and all(e.shared_prefix <= MESSAGE_OVERHEAD for e in firsts)
+
+
+def test_shared_prefix_stops_at_the_last_common_newline() -> None:
+    prev = [("system", "alpha beta\ngamma delta\nepsilon"), ("user", "q1")]
+    cur = [("system", "alpha beta\ngamma delta\nzeta"), ("user", "q1")]
+    expected = MESSAGE_OVERHEAD + approx_token_count("alpha beta\ngamma delta\n")
+    assert shared_prefix_tokens(prev, cur, approx_token_count) == expected
+    same_system = [("system", prev[0][1]), ("user", "another question")]
+    assert shared_prefix_tokens(prev, same_system, approx_token_count) == (
+        2 * MESSAGE_OVERHEAD + approx_token_count(prev[0][1])
+    )
+    assert shared_prefix_tokens(prev, [("user", "x")], approx_token_count) == 0
+
+
+def test_cache_rule_and_costs_worked_example() -> None:
+    rule = CacheRule(min_tokens=1024, block=128)
+    assert cacheable(1023, rule) == 0
+    assert cacheable(1024, rule) == 1024
+    assert cacheable(1500, rule) == 1024 + 3 * 128
+    assert cacheable(1500, CacheRule(1, 1)) == 1500
+
+    est = Estimate(
+        task="t",
+        task_args={},
+        token_counter="approx",
+        samples=[
+            SampleTokens("a", 2000, 0),
+            SampleTokens("b", 2100, 1500),
+            SampleTokens("c", 500, 400),
+        ],
+        output_tokens_per_sample=10,
+        output_tokens_source="test",
+        notes=[],
+    )
+    assert est.input_tokens == 4600 and est.shared_prefix_tokens == 1900
+    c = est.costs(price_in=1.0, price_out=2.0, cached_ratio=0.5, write_ratio=1.25, rule=rule)
+    # cached: b reads 1,408; written: a's first 1,408 tokens (read by b); the rest at full price
+    assert c.cached_tokens == 1408 and c.written_tokens == 1408
+    assert c.without_cache == pytest.approx(4600e-6 + 30 * 2e-6)
+    assert c.with_cache == pytest.approx((1784 + 1408 * 0.5 + 1408 * 1.25) * 1e-6 + 60e-6)
+    with pytest.raises(ValueError, match="negative"):
+        est.costs(price_in=-1, price_out=0)
+
+
+def test_parse_task_args() -> None:
+    args = ["context=none", "top_k=5", "judge=true", "retriever=null", "categories=a,b"]
+    assert parse_task_args(args) == {
+        "context": "none",
+        "top_k": 5,
+        "judge": True,
+        "retriever": None,
+        "categories": ["a", "b"],
+    }
+    with pytest.raises(ValueError, match="name=value"):
+        parse_task_args(["context"])
+
+
+def test_cli_prints_counts_and_costs(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "memevals/locomo_adversarial",
+            "-T",
+            "context=none",
+            "--limit",
+            "4",
+            "--price-in",
+            "1",
+            "--price-out",
+            "4",
+            "--output-tokens",
+            "5",
+            "--token-counter",
+            "approx",
+            "--per-sample",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "samples: 4" in out
+    assert "output tokens: 5 per sample (--output-tokens) = 20" in out
+    assert "without caching: $" in out and "with caching:" in out
+    rows = [line for line in out.splitlines() if line.startswith("| conv-")]
+    assert len(rows) == 4
+    # context=none: each sample is one user message, nothing is shared across questions
+    sizes = [int(r.split("|")[2]) for r in rows]
+    shared = [int(r.split("|")[3]) for r in rows]
+    assert all(s > MESSAGE_OVERHEAD + REQUEST_OVERHEAD for s in sizes)
+    assert all(x <= MESSAGE_OVERHEAD + 50 for x in shared)
+
+
+def test_cli_rejects_unknown_task_and_parameter(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["no_such_task"])
+    assert exc.value.code == 2
+    assert "unknown task 'no_such_task'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["locomo", "-T", "contxt=full"])
+    err = capsys.readouterr().err
+    assert "no parameter contxt" in err and "context" in err
