@@ -13,25 +13,33 @@ and reject a key that looks like a misspelt option rather than silently running 
 from __future__ import annotations
 
 import difflib
+import inspect
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any, TypeVar
 
 from datasets import Dataset, DatasetDict
 
 from memevals.adapters.locomo import load_locomo
-from memevals.memory import locomo_context
+from memevals.adapters.locomo_plus import load_locomo_plus, stitch_all
+from memevals.adapters.longmemeval import CATEGORIES, iter_longmemeval
+from memevals.memory import LocomoMemory, get_token_counter, locomo_context
+from memevals.memory.locomo_plus import annotate_cognitive_items, cognitive_context
+from memevals.memory.longmemeval import headline_keys, longmemeval_memory
 from memevals.prompts import PromptItem
+from memevals.prompts import longmemeval as lme_prompts
 from memevals.prompts.locomo import build_items as build_locomo_items
 from memevals.prompts.locomo import prediction_for_scoring as locomo_prediction
+from memevals.prompts.locomo_plus import COGNITIVE, build_plus_items
 from memevals.scorers import abstained, locomo_f1
+from memevals.scorers.retrieval import locomo_recall_for_mean, turn_precision_recall
 
 logger = logging.getLogger(__name__)
 
-#: Document fields (every benchmark): the PromptItem plus its metadata as JSON, because
-#: Arrow needs one type per column and metadata values differ (e.g. int or str answers).
-DOC_FIELDS = ("id", "system", "user", "target", "category", "metadata")
+T = TypeVar("T")
 
 #: Keys lm-eval itself puts into the metadata it passes to `custom_dataset`.
 _LM_EVAL_KEYS = frozenset({"version", "config_source", "_metadata"})
@@ -68,10 +76,39 @@ def _options(
     return out
 
 
+def _keyword_names(fn: Callable[..., Any]) -> list[str]:
+    """Option names a core builder accepts (so its new options need no glue here)."""
+    return [
+        name
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+
+
+def _as_bool(task: str, name: str, value: Any) -> bool:
+    """JSON gives booleans; `--model_args`-style strings give "true"/"false"."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    raise OptionError(f"{task}: option {name!r} must be true or false, got {value!r}")
+
+
+def _checked(task: str, build: Callable[[], T]) -> T:
+    """Run `build`, prefixing a ValueError from the shared core with the task name."""
+    try:
+        return build()
+    except OptionError:
+        raise
+    except ValueError as exc:
+        raise OptionError(f"{task}: {exc}") from exc
+
+
 def to_docs(items: Sequence[PromptItem], task: str) -> DatasetDict:
-    """PromptItems as a one-split ("test") dataset of flat string fields."""
+    """PromptItems as a one-split ("test") dataset of flat string fields. The metadata travels
+    as JSON, because Arrow needs one type per column (LoCoMo answers are str or int)."""
     if not items:
-        raise ValueError(f"{task}: no documents (check the category and data options)")
+        raise OptionError(f"{task}: no documents (check the category and data options)")
     rows = [
         {
             "id": item.id,
@@ -121,41 +158,238 @@ def _reply(results: Sequence[Any]) -> str:
     return str(results[0])
 
 
+def _prompt_tokens(doc: Mapping[str, Any], md: Mapping[str, Any]) -> float:
+    """Prompt size by the same offline counter the Inspect tasks log (memevals.memory.tokens);
+    the count a builder already stored in the metadata is reused."""
+    if md.get("prompt_tokens") is not None:
+        return float(md["prompt_tokens"])
+    counter = get_token_counter(str(md.get("token_counter") or "auto"))
+    return float(counter(doc_to_text(doc)))
+
+
 # --------------------------------------------------------------------------- LoCoMo
 
+#: LoCoMo options besides the memory options of `locomo_context` (context, max_context_tokens,
+#: retrieval_unit, top_k, retriever, embedding_model, token_counter). `choice_seed` is the
+#: Inspect task's `seed`: lm-eval merges model arguments into the metadata, and vLLM's own
+#: `seed` model argument must not reorder the options.
 LOCOMO_OPTIONS: dict[str, Any] = {
-    "context": "full",
     "adversarial": "choice",
     "choice_seed": 0,
     "data_dir": None,
 }
 
 
+def _memory_option_names() -> list[str]:
+    """The keyword options `locomo_context` accepts (so new memory options need no glue)."""
+    return _keyword_names(locomo_context)
+
+
+def _memory(task: str, opts: Mapping[str, Any]) -> LocomoMemory:
+    names = _memory_option_names()
+    return _checked(task, lambda: locomo_context(**{k: opts[k] for k in names if k in opts}))
+
+
+def _with_memory_fields(items: Iterable[PromptItem], memory: LocomoMemory) -> list[PromptItem]:
+    """What process_results needs to know about the strategy, per document."""
+    extra = {"turn_level": memory.turn_level, "token_counter": memory.token_counter.name}
+    return [replace(i, metadata={**i.metadata, **extra}) for i in items]
+
+
 def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
     """LoCoMo QA documents of `categories` (from the YAML), options from `--metadata`."""
     task = f"locomo[{categories}]"
-    opts = _options(task, metadata, LOCOMO_OPTIONS, LOCOMO_OPTIONS)
-    context_fn = locomo_context(opts["context"])
-    items = build_locomo_items(
-        load_locomo(opts["data_dir"]),
-        categories=categories,
-        context=context_fn,
-        context_mode=opts["context"],
-        adversarial=opts["adversarial"],
-        seed=int(opts["choice_seed"]),
+    opts = _options(task, metadata, [*LOCOMO_OPTIONS, *_memory_option_names()], LOCOMO_OPTIONS)
+    memory = _memory(task, opts)
+    items = _checked(
+        task,
+        lambda: build_locomo_items(
+            load_locomo(opts["data_dir"]),
+            categories=categories,
+            context=memory,
+            context_mode=memory.context,
+            adversarial=opts["adversarial"],
+            seed=int(opts["choice_seed"]),
+        ),
     )
-    return to_docs(items, task)
+    return to_docs(_with_memory_fields(items, memory), task)
+
+
+def _locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) -> dict[str, float]:
+    prediction = locomo_prediction(reply, dict(md))
+    out = {
+        "f1": locomo_f1(prediction, md["answer"], int(md["category_id"])),
+        "abstention": 1.0 if abstained(prediction) else 0.0,
+        "prompt_tokens": _prompt_tokens(doc, md),
+    }
+    retrieved = md.get("retrieved_ids")
+    if retrieved is not None:
+        retrieved_ids = [str(i) for i in retrieved]
+        evidence = [str(e) for e in md["evidence"]]
+        out["evidence_recall"] = locomo_recall_for_mean(retrieved_ids, evidence)
+        pr = turn_precision_recall(retrieved_ids, evidence) if md.get("turn_level") else None
+        if pr is not None:
+            out["turn_precision"], out["turn_recall"] = pr
+            out["k"] = float(len(set(retrieved_ids)))
+    return out
 
 
 def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
-    """Official LoCoMo F1 of one reply, plus whether it declines to answer.
+    """Official LoCoMo F1 of one reply, whether it declines, its prompt size, and retrieval
+    metrics when the context mode retrieves.
 
     `abstention` applies the official category-5 phrase rule to every reply: on the
     adversarial task it equals F1, elsewhere it is the rate of wrongful refusals.
+    `evidence_recall` is the value the official LoCoMo recall averages (so its plain mean is the
+    official figure); `turn_precision` / `turn_recall` / `k` are HiGMem's set metrics over dia
+    ids, absent for questions without evidence (HiGMem skips them) and for session summaries.
     """
     md = doc_item(doc).metadata
-    prediction = locomo_prediction(_reply(results), md)
-    return {
-        "f1": locomo_f1(prediction, md["answer"], int(md["category_id"])),
-        "abstention": 1.0 if abstained(prediction) else 0.0,
-    }
+    return _locomo_metrics(doc, md, _reply(results))
+
+
+# --------------------------------------------------------------------------- LoCoMo-Plus
+
+LOCOMO_PLUS_OPTIONS: dict[str, Any] = {
+    **LOCOMO_OPTIONS,
+    "disclose_task": False,
+    "gap_fix": False,
+}
+
+
+def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
+    """LoCoMo-Plus documents of one category: a LoCoMo question category or `cognitive`."""
+    task = f"locomo_plus[{categories}]"
+    opts = _options(
+        task, metadata, [*LOCOMO_PLUS_OPTIONS, *_memory_option_names()], LOCOMO_PLUS_OPTIONS
+    )
+    disclose = _as_bool(task, "disclose_task", opts["disclose_task"])
+    gap_fix = _as_bool(task, "gap_fix", opts["gap_fix"])
+    memory = _memory(task, opts)
+    conversations = load_locomo(opts["data_dir"])
+    cognitive = categories == COGNITIVE
+    cognitive_fn = _checked(task, lambda: cognitive_context(memory)) if cognitive else None
+    stitched = (
+        stitch_all(load_locomo_plus(opts["data_dir"]), conversations, gap_fix=gap_fix)
+        if cognitive
+        else []
+    )
+    items = _checked(
+        task,
+        lambda: build_plus_items(
+            conversations,
+            stitched,
+            categories=categories,
+            context=memory,
+            **({"cognitive": cognitive_fn} if cognitive_fn is not None else {}),
+            context_mode=memory.context,
+            disclose_task=disclose,
+            adversarial=opts["adversarial"],
+            seed=int(opts["choice_seed"]),
+            gap_fix=gap_fix,
+        ),
+    )
+    if cognitive:
+        # prompt size and, when the mode retrieves, whether the cue was found (cue_recall)
+        items, _ = annotate_cognitive_items(items, stitched, memory)
+    return to_docs(_with_memory_fields(items, memory), task)
+
+
+def locomo_plus_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
+    """LoCoMo questions: the LoCoMo metrics. Cognitive samples have no reference reply, so
+    natively they get only the prompt size and, when the mode retrieves, `cue_recall` (the share
+    of cue turns retrieved); `python -m memevals.judge` scores the replies."""
+    md = doc_item(doc).metadata
+    reply = _reply(results)
+    if md.get("category") == COGNITIVE:
+        out = {"prompt_tokens": _prompt_tokens(doc, md)}
+        if md.get("cue_recall") is not None:
+            out["cue_recall"] = float(md["cue_recall"])
+        return out
+    return _locomo_metrics(doc, md, reply)
+
+
+# --------------------------------------------------------------------------- LongMemEval
+
+#: LongMemEval options besides those of `longmemeval_memory` (context, history_format,
+#: retrieval_unit, top_k, retriever, embedding_model).
+LONGMEMEVAL_OPTIONS: dict[str, Any] = {
+    "data_dir": None,
+    "verify_checksum": True,
+    "chain_of_note": False,
+}
+
+
+@lru_cache(maxsize=1)
+def _longmemeval_items(
+    variant: str,
+    memory_options: tuple[tuple[str, Any], ...],
+    data_dir: str | None,
+    verify: bool,
+) -> dict[str, tuple[PromptItem, ...]]:
+    """Category -> its questions, for every category of a variant, built as the Inspect task
+    builds them. Built once for all the category subtasks of a run: the files are large
+    (S 277 MB, M 2.7 GB) and each subtask would otherwise re-read it (and re-run retrieval)."""
+    memory = longmemeval_memory(**dict(memory_options))
+    by_category: dict[str, list[PromptItem]] = {c: [] for c in CATEGORIES}
+    for inst in iter_longmemeval(variant, data_dir, verify_checksum=verify):
+        ctx = memory(inst)
+        extra: dict[str, object] = {
+            "chain_of_note": False,
+            "missing_answer_sessions": list(inst.missing_answer_session_ids),
+        }
+        if memory.context == "rag":
+            extra |= {
+                "retrieval_unit": memory.retrieval_unit,
+                "retrieved_ids": list(ctx.retrieved_ids or ()),
+                "retrieval_scores": ctx.retrieval_scores,
+                "retrieval_skipped": ctx.retrieval_skipped,
+            }
+        item = lme_prompts.build_item(
+            inst,
+            variant=variant,
+            blocks=ctx.blocks,
+            context=memory.context,
+            history_format=memory.history_format,
+            extra=extra,
+        )
+        for category, members in by_category.items():
+            if lme_prompts.wanted(inst, [category]):
+                members.append(item)
+    return {c: tuple(members) for c, members in by_category.items()}
+
+
+def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetDict:
+    """LongMemEval documents of one variant and category (both from the YAML)."""
+    task = f"longmemeval_{variant}[{categories}]"
+    memory_names = _keyword_names(longmemeval_memory)
+    opts = _options(task, metadata, [*LONGMEMEVAL_OPTIONS, *memory_names], LONGMEMEVAL_OPTIONS)
+    if _as_bool(task, "chain_of_note", opts["chain_of_note"]):
+        raise OptionError(
+            f"{task}: chain_of_note needs one model call per session before the answer, which "
+            "an lm-eval generate_until task cannot make; use the Inspect task "
+            "(inspect eval memevals/longmemeval -T chain_of_note=true)"
+        )
+    memory_options = tuple(sorted((k, opts[k]) for k in memory_names if k in opts))
+    _checked(task, lambda: longmemeval_memory(**dict(memory_options)))  # fail before reading
+    wanted = _checked(task, lambda: lme_prompts.parse_categories(categories))
+    data_dir = None if opts["data_dir"] is None else str(opts["data_dir"])
+    verify = _as_bool(task, "verify_checksum", opts["verify_checksum"])
+    everything = _checked(
+        task, lambda: _longmemeval_items(variant, memory_options, data_dir, verify)
+    )
+    items = [item for category in wanted for item in everything[category]]
+    return to_docs(items, task)
+
+
+def longmemeval_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
+    """LongMemEval is judged (`python -m memevals.judge`); natively the prompt size and, with
+    context=rag, the official headline retrieval metrics (absent for the questions the official
+    runner skips: `_abs` ones and those without a gold unit)."""
+    md = doc_item(doc).metadata
+    _reply(results)
+    out = {"prompt_tokens": _prompt_tokens(doc, md)}
+    scores = md.get("retrieval_scores")
+    if scores is not None:
+        out |= {k: float(scores[k]) for k in headline_keys(str(md["retrieval_unit"]))}
+    return out

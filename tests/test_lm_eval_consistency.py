@@ -1,0 +1,170 @@
+"""Cross-framework consistency: the same replies scored through lm-eval and through Inspect.
+
+A deterministic "model" answers from a table keyed by the exact prompt text. lm-eval gets it
+as a registered LM subclass; Inspect gets it as mockllm with a callable output. A prompt that
+differs between the frameworks is not in the table and fails the run, so the test also
+proves both frameworks send the same text. Then per-sample F1 must be identical and the
+aggregates (per category and overall) equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("lm_eval")
+
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
+from lm_eval import simple_evaluate
+from lm_eval.api.model import LM
+from lm_eval.api.registry import register_model
+from lm_eval.tasks import TaskManager
+
+from memevals.lm_eval_tasks import include_path
+from memevals.prompts import PromptItem
+
+#: Questions per category taken by both frameworks (the first ones, in file order).
+PER_CATEGORY = 6
+
+
+@register_model("memevals_fixed_answers")
+class FixedAnswers(LM):  # type: ignore[misc]
+    """Replies from a table keyed by prompt text; an unknown prompt is an error."""
+
+    def __init__(self, answers: dict[str, str] | None = None) -> None:
+        super().__init__()
+        self.answers = answers or {}
+        self.prompts: list[str] = []
+
+    def generate_until(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[str]:
+        out = []
+        for req in requests:
+            prompt = req.args[0]
+            self.prompts.append(prompt)
+            if prompt not in self.answers:
+                raise AssertionError(f"lm-eval sent a prompt Inspect never sees: {prompt[-300:]!r}")
+            out.append(self.answers[prompt])
+        return out
+
+    def loglikelihood(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[Any]:
+        raise NotImplementedError
+
+    def loglikelihood_rolling(
+        self, requests: Sequence[Any], disable_tqdm: bool = False
+    ) -> list[Any]:
+        raise NotImplementedError
+
+
+def inspect_prompt(messages: list[ChatMessage]) -> str:
+    """What the Inspect sample sends, as PromptItem.as_text() joins it (system + user)."""
+    system = "".join(m.text for m in messages if m.role == "system")
+    user = "".join(m.text for m in messages if m.role == "user")
+    return PromptItem(id="", system=system, user=user, target="").as_text()
+
+
+def mock_from_table(answers: dict[str, str]) -> Callable[..., ModelOutput]:
+    def reply(
+        messages: list[ChatMessage], tools: Any, tool_choice: Any, config: GenerateConfig
+    ) -> ModelOutput:
+        prompt = inspect_prompt(messages)
+        if prompt not in answers:
+            raise AssertionError(f"Inspect sent a prompt lm-eval never sees: {prompt[-300:]!r}")
+        return ModelOutput.from_content(model="mockllm/model", content=answers[prompt])
+
+    return reply
+
+
+def varied_reply(index: int, item: PromptItem) -> str:
+    """Replies spanning the scoring paths: exact gold, partial, padded, wrong, letters, refusals."""
+    gold = str(item.metadata.get("answer") or item.target)
+    words = gold.split()
+    choices = item.metadata.get("choices") or []
+    kind = index % 7
+    if kind == 0:
+        return gold
+    if kind == 1:
+        return " ".join(words[: max(1, len(words) // 2)])
+    if kind == 2:
+        return f"I think it was {gold.lower()}, probably."
+    if kind == 3:
+        return "Not mentioned in the conversation."
+    if kind == 4:
+        return "(b)" if choices else "a completely unrelated reply"
+    if kind == 5:
+        return "a" if choices else ", ".join(reversed([p.strip() for p in gold.split(",")]))
+    return "No information available"
+
+
+def run_lm_eval(
+    tasks: list[str], answers: dict[str, str], metadata: dict[str, Any], limit: int
+) -> dict[str, Any]:
+    lm = FixedAnswers(answers)
+    results = simple_evaluate(
+        model=lm,
+        tasks=tasks,
+        task_manager=TaskManager(include_path=include_path(), metadata=metadata),
+        limit=limit,
+        log_samples=True,
+        bootstrap_iters=0,
+    )
+    assert results is not None
+    assert lm.prompts, "lm-eval sent no prompts"
+    return results
+
+
+def lm_eval_sample_scores(results: dict[str, Any], metric: str) -> dict[str, float]:
+    scores: dict[str, float] = {}
+    for samples in results["samples"].values():
+        for s in samples:
+            scores[s["doc"]["id"]] = s[metric]
+    return scores
+
+
+def run_inspect(task: Task, answers: dict[str, str], ids: list[str], log_dir: Path) -> Any:
+    [log] = inspect_eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=mock_from_table(answers)),
+        sample_id=ids,
+        display="none",
+        log_dir=str(log_dir),
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def test_locomo_scores_match_across_frameworks(data_dir: Path, tmp_path: Path) -> None:
+    from memevals.adapters.locomo import CATEGORY_NAMES, load_locomo
+    from memevals.inspect_tasks.locomo import locomo
+    from memevals.prompts.locomo import build_items
+
+    # The first PER_CATEGORY questions of each category, as lm-eval's --limit takes them.
+    items = build_items(load_locomo(), context_mode="full")
+    chosen: list[PromptItem] = []
+    for name in CATEGORY_NAMES.values():
+        chosen += [i for i in items if i.metadata["category"] == name][:PER_CATEGORY]
+    answers = {item.as_text(): varied_reply(n, item) for n, item in enumerate(chosen)}
+
+    lm_results = run_lm_eval(["locomo"], answers, {"context": "full"}, PER_CATEGORY)
+    lm_f1 = lm_eval_sample_scores(lm_results, "f1")
+    ids = [i.id for i in chosen]
+    assert sorted(lm_f1) == sorted(ids)
+
+    log = run_inspect(locomo(context="full"), answers, ids, tmp_path)
+    inspect_f1 = {str(s.id): s.scores["locomo_f1_scorer"].value for s in log.samples}
+    assert inspect_f1 == lm_f1  # identical per sample, not approximately
+
+    # The replies really exercise the score: several distinct values, not all 0 or 1.
+    assert len(set(lm_f1.values())) >= 4
+
+    metrics = {k: v.value for k, v in log.results.scores[0].metrics.items()}
+    for name in CATEGORY_NAMES.values():
+        lm_value = lm_results["results"][f"locomo_{name}"]["f1,none"]
+        assert lm_value == pytest.approx(metrics[name], abs=1e-12), name
+    overall = lm_results["groups"]["locomo"]["f1,none"]
+    assert overall == pytest.approx(metrics["mean"], abs=1e-12)
+    assert overall == pytest.approx(sum(lm_f1.values()) / len(lm_f1), abs=1e-12)
