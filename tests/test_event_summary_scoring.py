@@ -185,9 +185,7 @@ REFERENCE = "\n".join(
 
 
 def test_factscore_decomposes_both_sides_and_checks_each_direction() -> None:
-    summary = (
-        "7 May, 2023: Caroline attends a support group.\n1 June, 2023: Caroline buys a boat."
-    )
+    summary = "7 May, 2023: Caroline attends a support group.\n1 June, 2023: Caroline buys a boat."
     grader = Script()
     result = asyncio.run(factscore(summary, REFERENCE, "Caroline", grader, facts_per_call=2))
     s = result.score
@@ -196,7 +194,7 @@ def test_factscore_decomposes_both_sides_and_checks_each_direction() -> None:
     assert (s.precision, s.recall) == (0.5, 1 / 3)
     assert s.f1 == pytest.approx(0.4)
     assert [c.supported for c in result.generated] == [True, False]
-    assert [c.fact for c in result.reference][0] == "8 May, 2023: Caroline attends a support group."
+    assert result.reference[0].fact == "8 May, 2023: Caroline attends a support group."
     # 2 decompositions + 1 precision batch + 2 recall batches (3 facts, 2 per call)
     assert len(grader.calls) == 5 and len(result.replies) == 5
 

@@ -171,16 +171,26 @@ def get_bertscorer(model: str | None = None, num_layers: int | None = None) -> A
 def bertscore(
     predictions: Sequence[str], references: Sequence[str], scorer: Any, batch_size: int = 32
 ) -> list[BertScore]:
-    """BERTScore P/R/F1 of each prediction against its reference with a prebuilt scorer."""
+    """BERTScore P/R/F1 of each prediction against its reference with a prebuilt scorer.
+
+    A pair with an empty (or whitespace-only) side scores 0, as bert-score intends for empty
+    candidates; it is not sent to the model (current tokenizers reject empty input there).
+    """
     if len(predictions) != len(references):
         raise ValueError("bertscore needs as many references as predictions")
-    if not predictions:
-        return []
-    p, r, f = scorer.score(list(predictions), list(references), batch_size=batch_size)
-    return [
-        BertScore(float(a), float(b), float(c))
-        for a, b, c in zip(p.tolist(), r.tolist(), f.tolist(), strict=True)
+    keep = [
+        i
+        for i, (p, r) in enumerate(zip(predictions, references, strict=True))
+        if p.strip() and r.strip()
     ]
+    out = [BertScore(0.0, 0.0, 0.0) for _ in predictions]
+    if keep:
+        p, r, f = scorer.score(
+            [predictions[i] for i in keep], [references[i] for i in keep], batch_size=batch_size
+        )
+        for i, a, b, c in zip(keep, p.tolist(), r.tolist(), f.tolist(), strict=True):
+            out[i] = BertScore(float(a), float(b), float(c))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
