@@ -18,7 +18,8 @@ from inspect_ai.solver import TaskState, generate
 from memevals.adapters.locomo import CATEGORY_NAMES, LOCOMO_FILE, load_locomo
 from memevals.inspect_tasks._common import fixed_param_task, to_dataset
 from memevals.inspect_tasks.judge import llm_judge
-from memevals.memory import locomo_context
+from memevals.inspect_tasks.retrieval import prompt_tokens, retrieval_scorers
+from memevals.memory import annotate_items, locomo_context
 from memevals.prompts.locomo import build_items, prediction_for_scoring
 from memevals.scorers import locomo_f1
 
@@ -52,21 +53,42 @@ def locomo(
     max_tokens: int = 32,
     data_dir: str | None = None,
     judge: bool = False,
+    max_context_tokens: int | None = None,
+    retrieval_unit: str | None = None,
+    top_k: int | None = None,
+    retriever: str | None = None,
+    embedding_model: str | None = None,
 ) -> Task:
     """LoCoMo QA (1,986 questions over 10 long conversations), official F1.
 
     Args:
         categories: comma-separated subset (single_hop, multi_hop, temporal, open_domain,
             adversarial); default all.
-        context: how the conversation is given: full (default) or none.
+        context: how the conversation is given: full (default), truncated (the most recent
+            turns within max_context_tokens), rag (top_k retrieved units), oracle (only the
+            gold evidence turns) or none (the question alone).
         adversarial: "choice" (the paper's two-option question, seeded order) or "open".
         seed: seed of the two-option order.
         max_tokens: answer length limit (the paper used 32).
         data_dir: folder holding locomo/locomo10.json (overrides MEMEVALS_DATA_DIR).
         judge: also score with the LLM judge (model role `grader`; falls back to the model
             under test), reported beside F1.
+        max_context_tokens: token budget of the context for context=truncated (default 4000;
+            cl100k_base count, see README "Memory strategies").
+        retrieval_unit: context=rag only: dialog (default), observation or summary.
+        top_k: context=rag only: number of units retrieved (default 5).
+        retriever: context=rag only: bm25 (default) or embedding.
+        embedding_model: retriever=embedding only: a local sentence-transformers folder or a
+            hub id (default all-MiniLM-L6-v2).
     """
-    context_fn = locomo_context(context)
+    context_fn = locomo_context(
+        context,
+        max_context_tokens=max_context_tokens,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+    )
     conversations = load_locomo(data_dir)
     items = build_items(
         conversations,
@@ -76,10 +98,16 @@ def locomo(
         adversarial=adversarial,
         seed=seed,
     )
+    items, memory_log = annotate_items(items, conversations, context_fn)
+    scorers = [locomo_f1_scorer(), prompt_tokens()]
+    if context_fn.retrieves:
+        scorers += retrieval_scorers(context_fn.turn_level)
+    if judge:
+        scorers.append(llm_judge())
     return Task(
         dataset=to_dataset(items, "locomo"),
         solver=generate(),
-        scorer=[locomo_f1_scorer(), llm_judge()] if judge else locomo_f1_scorer(),
+        scorer=scorers,
         config=GenerateConfig(max_tokens=max_tokens),
         metadata={
             "benchmark": "locomo",
@@ -88,6 +116,7 @@ def locomo(
             "seed": seed,
             "judge": judge,
             "data_sha256": LOCOMO_FILE.sha256,
+            "memory": memory_log,
         },
     )
 

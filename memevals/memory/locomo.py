@@ -229,6 +229,7 @@ class LocomoMemory:
     embedding_model: str | None = None
     index_cache: IndexCache | None = None
     _truncated: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
+    _rankings: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False)
 
     @property
     def retrieves(self) -> bool:
@@ -287,11 +288,21 @@ class LocomoMemory:
     def retrieve(
         self, conv: Conversation, question: str
     ) -> tuple[list[int], tuple[MemoryUnit, ...]]:
-        """(positions of the top_k units for `question`, best first; all units of `conv`)."""
+        """(positions of the top_k units for `question`, best first; all units of `conv`).
+
+        The first question of a conversation ranks all its questions in one batch (one encoder
+        call instead of hundreds for the embedding retriever); later questions hit the cache.
+        """
         assert self.index_cache is not None and self.retrieval_unit and self.top_k
         build = UNIT_BUILDERS[self.retrieval_unit]
         index, units = self.index_cache.get(conv.sample_id, lambda: build(conv))
-        return index.rank(question)[: self.top_k], units
+        key = (conv.sample_id, question)
+        if key not in self._rankings:
+            pending = list(dict.fromkeys([question, *(q.question for q in conv.qa)]))
+            pending = [q for q in pending if (conv.sample_id, q) not in self._rankings]
+            for q, ranking in zip(pending, index.rank_many(pending), strict=True):
+                self._rankings[(conv.sample_id, q)] = ranking[: self.top_k]
+        return self._rankings[key], units
 
     def _rag(self, conv: Conversation, qa: QA) -> LocomoContext:
         positions, units = self.retrieve(conv, qa.question)  # the raw question, no hint

@@ -55,6 +55,10 @@ class Index(Protocol):
         """Positions of all indexed units, best first."""
         ...
 
+    def rank_many(self, queries: Sequence[str]) -> list[list[int]]:
+        """`rank` for several queries at once (batched where the retriever can batch)."""
+        ...
+
 
 class Retriever(Protocol):
     name: str
@@ -125,6 +129,9 @@ class _BM25Index:
         scores = np.asarray(self.model.get_scores(tokens))
         return _ranking(scores)
 
+    def rank_many(self, queries: Sequence[str]) -> list[list[int]]:
+        return [self.rank(q) for q in queries]
+
 
 @dataclass
 class BM25Retriever:
@@ -185,6 +192,11 @@ def load_embedding_model(name: str) -> Any:
     Raises ValueError naming `embedding_model` when the package is missing or the model cannot
     be loaded (not a local folder, not in the cache, no network).
     """
+    if name.startswith(("/", "./", "../", "~")) and not Path(name).expanduser().is_dir():
+        raise ValueError(
+            f"embedding_model={name!r} is not a folder. Allowed values: a local "
+            "sentence-transformers folder, a Hugging Face model id, or 'all-MiniLM-L6-v2'"
+        )
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
@@ -218,12 +230,19 @@ class _EmbeddingIndex:
     batch_size: int
 
     def rank(self, query: str) -> list[int]:
+        return self.rank_many([query])[0]
+
+    def rank_many(self, queries: Sequence[str]) -> list[list[int]]:
         if self.vectors.shape[0] == 0:
-            return []
+            return [[] for _ in queries]
         q = self.model.encode(
-            [query], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-        )[0]
-        return _ranking(self.vectors @ q)
+            list(queries),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [_ranking(self.vectors @ v) for v in q]
 
 
 @dataclass

@@ -1,0 +1,162 @@
+"""Inspect scorers for the cost and the retrieval quality of a memory strategy.
+
+- `prompt_tokens`: the prompt size of each sample (the same offline counter as the token
+  budgets), with its mean, total and per-category mean: what a strategy costs.
+- `evidence_recall`: LoCoMo evidence recall with the official denominators (per category: sum
+  over questions with evidence / all questions of the category).
+- `turn_precision`, `turn_recall`, `selected_k`: HiGMem's question-level metrics (questions
+  without evidence skipped) and K = number of distinct ids selected ("Avg K" is its mean).
+
+The rules live in `memevals.scorers.retrieval`; this module only records them per sample
+(Score.metadata) and aggregates them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from inspect_ai.model import ChatMessage
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    Target,
+    grouped,
+    mean,
+    metric,
+    scorer,
+)
+from inspect_ai.solver import TaskState
+
+from memevals.memory.tokens import get_token_counter
+from memevals.scorers.retrieval import (
+    locomo_evidence_recall,
+    locomo_recall_for_mean,
+    turn_precision_recall,
+)
+
+
+@metric
+def total() -> Metric:
+    """Sum of the sample values (e.g. all prompt tokens of a run)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return float(sum(s.score.as_float() for s in scores))
+
+    return compute
+
+
+def _input_text(messages: list[ChatMessage]) -> str:
+    return "\n\n".join(m.text for m in messages)
+
+
+@scorer(metrics=[mean(), total(), grouped(mean(), "category", all=False)])
+def prompt_tokens() -> Scorer:
+    """Input tokens of each sample by the offline counter (memevals.memory.tokens).
+
+    Uses the count the task stored in the sample metadata (`prompt_tokens`, counted on the
+    framework-neutral prompt text); otherwise counts the input messages.
+    """
+
+    async def score(state: TaskState, target: Target) -> Score:
+        md = state.metadata
+        if "prompt_tokens" in md:
+            n = int(md["prompt_tokens"])
+            counter = str(md.get("token_counter", ""))
+        else:
+            tc = get_token_counter()
+            messages = state.input if isinstance(state.input, list) else []
+            text = _input_text(messages) if messages else str(state.input)
+            n, counter = tc(text), tc.name
+        return Score(value=n, metadata={"prompt_tokens": n, "token_counter": counter})
+
+    return score
+
+
+def _retrieval(state: TaskState) -> tuple[list[str], list[str]]:
+    md = state.metadata
+    retrieved = md.get("retrieved_ids")
+    if retrieved is None:
+        raise ValueError(
+            f"sample {state.sample_id}: no 'retrieved_ids' in the metadata; retrieval scorers "
+            "need a context mode that retrieves (rag or oracle)"
+        )
+    return [str(i) for i in retrieved], [str(e) for e in md.get("evidence", [])]
+
+
+@scorer(metrics=[mean(), grouped(mean(), "category", all=False)])
+def evidence_recall() -> Scorer:
+    """Official LoCoMo R@k: the mean per category is the official per-category recall.
+
+    The value is what a question adds to the official average (recall rounded to 3 decimals, 0
+    for a question without evidence, whose category still counts it); the unrounded recall,
+    the retrieved ids and any evidence ids that match no turn are in Score.metadata.
+    """
+
+    async def score(state: TaskState, target: Target) -> Score:
+        retrieved_ids, evidence = _retrieval(state)
+        recall = locomo_evidence_recall(retrieved_ids, evidence)
+        return Score(
+            value=locomo_recall_for_mean(retrieved_ids, evidence),
+            explanation=f"retrieved {retrieved_ids}; evidence {evidence}",
+            metadata={
+                "retrieved_ids": retrieved_ids,
+                "evidence": evidence,
+                "evidence_recall": recall,
+                "selected_k": len(set(retrieved_ids)),
+                "unmatched_evidence": list(state.metadata.get("unmatched_evidence", [])),
+            },
+        )
+
+    return score
+
+
+def _turn_pr(state: TaskState) -> tuple[float, float, int] | None:
+    retrieved_ids, evidence = _retrieval(state)
+    pr = turn_precision_recall(retrieved_ids, evidence)
+    return None if pr is None else (pr[0], pr[1], len(set(retrieved_ids)))
+
+
+@scorer(metrics=[mean(), grouped(mean(), "category", all=False)])
+def turn_precision() -> Scorer:
+    """HiGMem precision |G∩F|/|F| over dia-id sets (0 if nothing selected); questions without
+    evidence are skipped (unscored), and the mean is the macro average over the rest."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        pr = _turn_pr(state)
+        return Score(value=math.nan if pr is None else pr[0])
+
+    return score
+
+
+@scorer(metrics=[mean(), grouped(mean(), "category", all=False)])
+def turn_recall() -> Scorer:
+    """HiGMem recall |G∩F|/|G| over dia-id sets; questions without evidence are skipped."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        pr = _turn_pr(state)
+        return Score(value=math.nan if pr is None else pr[1])
+
+    return score
+
+
+@scorer(metrics=[mean(), grouped(mean(), "category", all=False)])
+def selected_k() -> Scorer:
+    """HiGMem K(q) = number of distinct ids selected; its mean is "Avg K" (same questions as
+    turn precision/recall)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        pr = _turn_pr(state)
+        return Score(value=math.nan if pr is None else float(pr[2]))
+
+    return score
+
+
+def retrieval_scorers(turn_level: bool) -> list[Scorer]:
+    """The retrieval scorers for a strategy: HiGMem turn metrics only when ids are dia ids
+    (session-summary ids `S<n>` are not turns)."""
+    out = [evidence_recall()]
+    if turn_level:
+        out += [turn_precision(), turn_recall(), selected_k()]
+    return out
