@@ -272,3 +272,34 @@ def test_real_cli_all_variants(tmp_path: Path) -> None:
         raw = json.loads(path.read_text())
         assert raw["eval"]["model_roles"]["grader"]["model"] == "lmetable/fixture"
     assert sorted(variants) == ["m", "oracle", "s"]
+
+
+@pytest.mark.slow
+def test_real_local_model_with_chain_of_note(smollm2_dir: Path, tmp_path: Path) -> None:
+    """SmolLM2-135M takes notes on each session and answers; the table grader judges."""
+    task = longmemeval(
+        variant="oracle",
+        categories="knowledge_update",
+        context="oracle",
+        chain_of_note=True,
+        max_tokens=24,
+        note_max_tokens=24,
+        **FX,
+    )
+    model = get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False)
+    grader = get_model("mockllm/model", custom_outputs=mock_grader())
+    (log,) = eval(
+        task,
+        model=model,
+        model_roles={"grader": grader},
+        limit=1,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+    assert log.samples is not None
+    (sample,) = log.samples
+    assert sample.id == "fx14c9d0"
+    assert sample.metadata["notes_total"] == 2
+    assert sample.output.completion.strip()
+    assert judge_metrics(log)["overall_accuracy"] == 1.0  # fx14 is a "yes" in the table

@@ -402,6 +402,13 @@ def iter_instances(
             last_id = inst.question_id
             count += 1
             yield inst
+        # hash whatever the parser did not need to read (only whitespace may follow the array)
+        while rest := reader.read(1 << 20):
+            if rest.strip():
+                raise DataError(
+                    f"unexpected data after the closing ']' near byte {reader.block_start}",
+                    file=p,
+                )
     if count == 0:
         raise DataError("the file holds no instances (empty array)", file=p)
     digest = reader.digest.hexdigest()
