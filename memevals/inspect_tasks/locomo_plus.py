@@ -1,0 +1,218 @@
+"""LoCoMo-Plus on Inspect: `locomo_plus` (2,387 samples) and `locomo_plus_cognitive` (401).
+
+The LoCoMo questions keep their official F1 beside the judge so the two metric families can be
+compared on the same replies; cognitive samples have no reference reply and are judged only.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from inspect_ai import Task, task
+from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    Target,
+    Value,
+    grouped,
+    mean,
+    metric,
+    scorer,
+    stderr,
+)
+from inspect_ai.solver import TaskState, generate
+
+from memevals.adapters.locomo import LOCOMO_FILE, load_locomo
+from memevals.adapters.locomo_plus import (
+    LOCOMO_PLUS_FILE,
+    RELATION_TYPES,
+    load_locomo_plus,
+    stitch_all,
+)
+from memevals.inspect_tasks._common import fixed_param_task, to_dataset
+from memevals.inspect_tasks.judge import count, llm_judge
+from memevals.inspect_tasks.locomo import locomo_f1_scorer
+from memevals.memory import annotate_items, locomo_context
+from memevals.memory.locomo_plus import annotate_cognitive_items, cognitive_context
+from memevals.prompts.locomo_plus import COGNITIVE, build_plus_items, parse_plus_categories
+
+#: Official answering defaults of the LoCoMo-Plus framework (BENCHMARKS.md §2.7).
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_TEMPERATURE = 0.3
+
+
+@metric(name="relation_type")
+def relation_type_mean() -> Metric:
+    """Mean per cognitive relation type (causal, state, goal, value); other samples are ignored.
+
+    `grouped()` needs the key on every sample, and the LoCoMo questions have no relation type.
+    """
+
+    def compute(scores: list[SampleScore]) -> Value:
+        groups: dict[str, list[float]] = defaultdict(list)
+        for s in scores:
+            relation = (s.sample_metadata or {}).get("relation_type")
+            if relation is not None:
+                groups[str(relation)].append(s.score.as_float())
+        order = [r for r in RELATION_TYPES if r in groups] + sorted(
+            r for r in groups if r not in RELATION_TYPES
+        )
+        return {r: sum(groups[r]) / len(groups[r]) for r in order}
+
+    return compute
+
+
+@scorer(metrics=[mean(), stderr(), grouped(mean(), "category", all=False)])
+def locomo_plus_f1() -> Scorer:
+    """Official LoCoMo F1 for the LoCoMo questions; cognitive samples get no F1 (no reference)."""
+    inner = locomo_f1_scorer()
+
+    async def score(state: TaskState, target: Target) -> Score | None:
+        if state.metadata.get("category") == COGNITIVE:
+            return None
+        result: Score | None = await inner(state, target)
+        return result
+
+    return score
+
+
+@scorer(
+    metrics={
+        "judge": [
+            mean(),
+            stderr(),
+            grouped(mean(), "category", all=False),
+            relation_type_mean(),
+        ],
+        "unscored": [count()],
+    }
+)
+def locomo_plus_judge(max_tokens: int = 256) -> Scorer:
+    """The shared LLM judge (`llm_judge`), reported overall, per category and, for cognitive
+    samples, per relation type. Unreadable verdicts stay unscored and are counted."""
+    inner = llm_judge(max_tokens=max_tokens)
+
+    async def score(state: TaskState, target: Target) -> Score | None:
+        result: Score | None = await inner(state, target)
+        return result
+
+    return score
+
+
+@task
+def locomo_plus(
+    categories: str | None = None,
+    disclose_task: bool = False,
+    gap_fix: bool = False,
+    context: str = "full",
+    max_context_tokens: int | None = None,
+    retrieval_unit: str | None = None,
+    top_k: int | None = None,
+    retriever: str | None = None,
+    embedding_model: str | None = None,
+    token_counter: str = "auto",
+    adversarial: str = "choice",
+    seed: int = 0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    judge_max_tokens: int = 256,
+    data_dir: str | None = None,
+) -> Task:
+    """LoCoMo-Plus: LoCoMo's 1,986 questions plus 401 cognitive cue-trigger samples, LLM-judged
+    (grader model role), with official F1 beside the judge for the LoCoMo questions.
+
+    Args:
+        categories: comma-separated subset of single_hop, multi_hop, temporal, open_domain,
+            adversarial, cognitive; default all six.
+        disclose_task: false (default) = the unified input, one instruction for every category;
+            true = category-specific instructions (LoCoMo's short-answer, date-hint and
+            two-option forms; an explicit memory instruction for cognitive samples).
+        gap_fix: read vague gaps ("several months later") as numbers instead of the official
+            0 days; moves 15 cues. Off by default for parity.
+        context: how the history is given: full (default), truncated, rag, oracle (LoCoMo
+            evidence turns / the cognitive cue only) or none.
+        max_context_tokens: token budget of context=truncated (default 4000).
+        retrieval_unit: context=rag unit: dialog (default; the only one for cognitive samples),
+            observation or summary.
+        top_k: context=rag units retrieved (default 5).
+        retriever: context=rag retriever: bm25 (default) or embedding.
+        embedding_model: retriever=embedding model (local path or hub id).
+        token_counter: counter for budgets and prompt sizes: auto, cl100k_base, o200k_base,
+            approx.
+        adversarial: with disclose_task, "choice" (two options, seeded order) or "open".
+        seed: seed of the two-option order.
+        max_tokens: answer length limit (official default 1024).
+        judge_max_tokens: the judge's token limit per verdict.
+        data_dir: folder holding locomo/locomo10.json and locomo_plus/locomo_plus.json
+            (overrides MEMEVALS_DATA_DIR).
+    """
+    wanted = parse_plus_categories(categories)
+    memory = locomo_context(
+        context,
+        max_context_tokens=max_context_tokens,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+        token_counter=token_counter,
+    )
+    cognitive_fn = cognitive_context(memory) if COGNITIVE in wanted else None
+    conversations = load_locomo(data_dir)
+    stitched = (
+        stitch_all(load_locomo_plus(data_dir), conversations, gap_fix=gap_fix)
+        if cognitive_fn is not None
+        else []
+    )
+    items = build_plus_items(
+        conversations,
+        stitched,
+        categories=wanted,
+        context=memory,
+        **({"cognitive": cognitive_fn} if cognitive_fn is not None else {}),
+        context_mode=context,
+        disclose_task=disclose_task,
+        adversarial=adversarial,
+        seed=seed,
+        gap_fix=gap_fix,
+    )
+    locomo_items, memory_summary = annotate_items(
+        [i for i in items if i.metadata["category"] != COGNITIVE], conversations, memory
+    )
+    cognitive_items, cognitive_summary = annotate_cognitive_items(
+        [i for i in items if i.metadata["category"] == COGNITIVE], stitched, memory
+    )
+    scorers: list[Scorer] = []
+    if locomo_items:
+        scorers.append(locomo_plus_f1())
+    scorers.append(locomo_plus_judge(max_tokens=judge_max_tokens))
+    return Task(
+        dataset=to_dataset([*locomo_items, *cognitive_items], "locomo_plus"),
+        solver=generate(),
+        scorer=scorers,
+        config=GenerateConfig(max_tokens=max_tokens, temperature=DEFAULT_TEMPERATURE),
+        metadata={
+            "benchmark": "locomo_plus",
+            "categories": wanted,
+            "disclose_task": disclose_task,
+            "gap_fix": gap_fix,
+            "adversarial": adversarial,
+            "seed": seed,
+            "memory": memory_summary | cognitive_summary,
+            "data_sha256": {
+                "locomo": LOCOMO_FILE.sha256,
+                "locomo_plus": LOCOMO_PLUS_FILE.sha256,
+            },
+        },
+    )
+
+
+locomo_plus_cognitive = fixed_param_task(
+    locomo_plus,
+    "locomo_plus_cognitive",
+    {"categories": COGNITIVE},
+    "LoCoMo-Plus cognitive samples only (401 cue-trigger pairs), LLM-judged.",
+)
+
+__all_tasks__ = ["locomo_plus", "locomo_plus_cognitive"]

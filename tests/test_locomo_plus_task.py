@@ -1,0 +1,223 @@
+"""LoCoMo-Plus on Inspect: task shape, all 2,387 samples end to end with a scripted answerer and
+a scripted grader (exact judge and F1 metrics), the real CLI under both names, bad parameters,
+and a real local model as answerer and grader."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
+
+from memevals.inspect_tasks.locomo_plus import locomo_plus, locomo_plus_cognitive
+from memevals.prompts.locomo import prediction_for_scoring
+from memevals.scorers import locomo_f1
+
+RELATIONS = ("causal", "state", "goal", "value")
+SIX = ("single_hop", "multi_hop", "temporal", "open_domain", "adversarial", "cognitive")
+
+
+def _metrics(log: EvalLog) -> dict[tuple[str, str, str], float]:
+    """(score name, metric group, metric name) -> value; groups: "" (plain), "grouped" (per
+    category), "relation_type" (per cognitive relation type)."""
+    assert log.results is not None
+    return {
+        (s.name, m.group or "", m.name): float(m.value)
+        for s in log.results.scores
+        for m in s.metrics.values()
+    }
+
+
+@pytest.fixture(scope="module")
+def full_task(data_dir: Path) -> Any:
+    return locomo_plus()
+
+
+def test_task_shape(full_task: Any) -> None:
+    samples = list(full_task.dataset)
+    assert len(samples) == 2387
+    ids = [s.id for s in samples]
+    assert len(set(ids)) == 2387 and ids[-1] == "plus-400"
+    cog = [s for s in samples if s.metadata["category"] == "cognitive"]
+    assert len(cog) == 401
+    for s in cog:
+        md = s.metadata
+        for key in ("host", "gap_days", "cue_position", "relation_type", "cue_session_idx"):
+            assert key in md, key
+        assert md["judge"]["criterion"] == "cognitive" and md["judge"]["evidence"]
+        assert md["prompt_tokens"] > 0
+    assert {s.metadata["relation_type"] for s in cog} == set(RELATIONS)
+    for s in samples:
+        assert set(s.metadata["judge"]) <= {
+            "criterion",
+            "question",
+            "reference",
+            "evidence",
+            "question_date",
+            "session_dates",
+            "prediction_map",
+        }
+    assert full_task.config.max_tokens == 1024 and full_task.config.temperature == 0.3
+    assert [type(s).__name__ for s in full_task.scorer] == ["function", "function"]
+    assert full_task.metadata["memory"]["context"] == "full"
+
+
+def test_cognitive_task_and_gap_fix(data_dir: Path) -> None:
+    fixed = {s.id: s for s in locomo_plus_cognitive(gap_fix=True).dataset}
+    plain = {s.id: s for s in locomo_plus_cognitive().dataset}
+    assert len(plain) == len(fixed) == 401
+
+    def texts(sample: Any) -> list[str]:
+        return [m.text for m in sample.input]
+
+    moved = [i for i in plain if texts(plain[i]) != texts(fixed[i])]
+    assert len(moved) == 15
+    assert all(plain[i].metadata["gap_days"] == 0 for i in moved)
+    assert {fixed[i].metadata["time_gap"]: fixed[i].metadata["gap_days"] for i in moved} == {
+        "several months later": 90,
+        "several years later": 1095,
+        "a couple of months later": 60,
+        "several weeks later": 21,
+        "a few weeks later": 21,
+    }
+
+
+def test_bad_parameters_fail_before_any_model_call(data_dir: Path) -> None:
+    with pytest.raises(ValueError, match="unknown LoCoMo-Plus category 'memory'"):
+        locomo_plus(categories="memory")
+    with pytest.raises(ValueError, match="context='windowed' is not supported"):
+        locomo_plus(context="windowed")
+    with pytest.raises(ValueError, match="retrieval_unit='observation' does not apply"):
+        locomo_plus(context="rag", retrieval_unit="observation")
+    # without cognitive samples the observation unit is fine
+    assert (
+        len(locomo_plus(categories="temporal", context="rag", retrieval_unit="observation").dataset)
+        == 321
+    )
+
+
+# --------------------------------------------------------------------------- scripted run
+
+_CANDIDATE = re.compile(r"<<<CANDIDATE ([0-9A-F]{12})\n(.*?)\nCANDIDATE \1>>>", re.DOTALL)
+_LABELS = re.compile(r"The label must be one of: (.*)\.")
+
+
+def _bucket(text: str) -> int:
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) % 3
+
+
+def scripted_reply(md: dict[str, Any], target: str, user: str) -> str:
+    """The answerer's rule, a function of the sample alone."""
+    if md["category"] == "cognitive":
+        i = md["instance_index"]
+        if i % 40 == 1:
+            return "GARBLE"  # the grader will fail to produce a verdict -> unscored
+        return f"I remember: {md['cue']}" if i % 2 == 0 else "Sounds nice."
+    kind = _bucket(user)
+    if kind == 0:
+        return target
+    if kind == 1:
+        return "I do not know."
+    return f"Perhaps {target}"
+
+
+def expected_judge(md: dict[str, Any], reply: str) -> float | None:
+    if reply == "GARBLE":
+        return None
+    if reply.startswith(("I do not know.", "Sounds nice.")):
+        return 0.0
+    if reply.startswith("Perhaps "):
+        return 0.5 if md["judge"]["criterion"] == "factual" else 0.0
+    return 1.0
+
+
+def _grade(input: list[ChatMessage], tools: Any, tc: Any, config: GenerateConfig) -> ModelOutput:
+    prompt = input[0].text
+    m = _CANDIDATE.search(prompt)
+    assert m is not None and config.temperature == 0.0
+    candidate = m.group(2)
+    labels = re.findall(r'"(\w+)"', _LABELS.search(prompt).group(1))  # type: ignore[union-attr]
+    if candidate == "GARBLE":
+        return ModelOutput.from_content("mockllm", "I cannot decide.")
+    if candidate.startswith(("I do not know.", "Sounds nice.")):
+        label = labels[-1]
+    elif candidate.startswith("Perhaps "):
+        label = "partial" if "partial" in labels else labels[-1]
+    else:
+        label = labels[0]
+    return ModelOutput.from_content("mockllm", json.dumps({"label": label, "reason": "rule"}))
+
+
+@pytest.mark.slow
+def test_all_2387_samples_with_scripted_answerer_and_grader(full_task: Any, tmp_path: Path) -> None:
+    by_input: dict[tuple[str, str], str] = {}
+    expected: dict[str, tuple[str, dict[str, Any]]] = {}
+    for s in full_task.dataset:
+        system = s.input[0].text if s.input[0].role == "system" else ""
+        user = s.input[-1].text
+        reply = scripted_reply(s.metadata, s.target, user)
+        by_input.setdefault((system, user), reply)
+        expected[str(s.id)] = (by_input[(system, user)], s.metadata)
+
+    def answer(input: list[ChatMessage], tools: Any, tc: Any, config: GenerateConfig) -> Any:
+        system = input[0].text if input[0].role == "system" else ""
+        return ModelOutput.from_content("mockllm", by_input[(system, input[-1].text)])
+
+    log = inspect_eval(
+        full_task,
+        model=get_model("mockllm/model", custom_outputs=answer),
+        model_roles={"grader": get_model("mockllm/model", custom_outputs=_grade)},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_connections=64,
+    )[0]
+    assert log.status == "success", log.error
+    assert log.results is not None and log.results.completed_samples == 2387
+    got = _metrics(log)
+
+    # independent expectation from the scripted rules
+    judge: dict[str, list[float]] = defaultdict(list)
+    f1: dict[str, list[float]] = defaultdict(list)
+    unscored = 0
+    for reply, md in expected.values():
+        value = expected_judge(md, reply)
+        if value is None:
+            unscored += 1
+        else:
+            judge["all"].append(value)
+            judge[md["category"]].append(value)
+            if md["relation_type"]:
+                judge[md["relation_type"]].append(value)
+        if md["category"] != "cognitive":
+            score = locomo_f1(prediction_for_scoring(reply, md), md["answer"], md["category_id"])
+            f1["all"].append(score)
+            f1[md["category"]].append(score)
+
+    def mean(xs: list[float]) -> float:
+        return sum(xs) / len(xs)
+
+    assert unscored == 10
+    assert got[("unscored", "", "count")] == 10
+    assert math.isclose(got[("judge", "", "mean")], mean(judge["all"]), abs_tol=1e-12)
+    for group in SIX:
+        assert math.isclose(got[("judge", "grouped", group)], mean(judge[group]), abs_tol=1e-12)
+    for relation in RELATIONS:
+        value = got[("judge", "relation_type", relation)]
+        assert math.isclose(value, mean(judge[relation]), abs_tol=1e-12), relation
+    assert len(judge["cognitive"]) == 391 and len(judge["all"]) == 2377
+    assert len(f1["all"]) == 1986
+    assert math.isclose(got[("locomo_plus_f1", "", "mean")], mean(f1["all"]), abs_tol=1e-12)
+    for group in SIX[:5]:
+        value = got[("locomo_plus_f1", "grouped", group)]
+        assert math.isclose(value, mean(f1[group]), abs_tol=1e-12), group
+    assert ("locomo_plus_f1", "grouped", "cognitive") not in got
+    # the scripted mix exercises every label: 1, 0.5 and 0 all occur
+    assert {0.0, 0.5, 1.0} <= set(judge["all"])
