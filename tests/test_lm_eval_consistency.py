@@ -9,6 +9,7 @@ aggregates (per category and overall) equal.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -118,10 +119,12 @@ def run_lm_eval(
 
 
 def lm_eval_sample_scores(results: dict[str, Any], metric: str) -> dict[str, float]:
+    """Per-document values of `metric` (documents without it are left out)."""
     scores: dict[str, float] = {}
     for samples in results["samples"].values():
         for s in samples:
-            scores[s["doc"]["id"]] = s[metric]
+            if metric in s:
+                scores[s["doc"]["id"]] = s[metric]
     return scores
 
 
@@ -137,24 +140,34 @@ def run_inspect(task: Task, answers: dict[str, str], ids: list[str], log_dir: Pa
     return log
 
 
-def test_locomo_scores_match_across_frameworks(data_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "options",
+    [{"context": "full"}, {"context": "rag", "top_k": 5}],
+    ids=["full", "rag"],
+)
+def test_locomo_scores_match_across_frameworks(
+    options: dict[str, Any], data_dir: Path, tmp_path: Path
+) -> None:
     from memevals.adapters.locomo import CATEGORY_NAMES, load_locomo
     from memevals.inspect_tasks.locomo import locomo
+    from memevals.memory import locomo_context
     from memevals.prompts.locomo import build_items
 
     # The first PER_CATEGORY questions of each category, as lm-eval's --limit takes them.
-    items = build_items(load_locomo(), context_mode="full")
+    items = build_items(
+        load_locomo(), context=locomo_context(**options), context_mode=options["context"]
+    )
     chosen: list[PromptItem] = []
     for name in CATEGORY_NAMES.values():
         chosen += [i for i in items if i.metadata["category"] == name][:PER_CATEGORY]
     answers = {item.as_text(): varied_reply(n, item) for n, item in enumerate(chosen)}
 
-    lm_results = run_lm_eval(["locomo"], answers, {"context": "full"}, PER_CATEGORY)
+    lm_results = run_lm_eval(["locomo"], answers, options, PER_CATEGORY)
     lm_f1 = lm_eval_sample_scores(lm_results, "f1")
     ids = [i.id for i in chosen]
     assert sorted(lm_f1) == sorted(ids)
 
-    log = run_inspect(locomo(context="full"), answers, ids, tmp_path)
+    log = run_inspect(locomo(**options), answers, ids, tmp_path)
     inspect_f1 = {str(s.id): s.scores["locomo_f1_scorer"].value for s in log.samples}
     assert inspect_f1 == lm_f1  # identical per sample, not approximately
 
@@ -168,3 +181,78 @@ def test_locomo_scores_match_across_frameworks(data_dir: Path, tmp_path: Path) -
     overall = lm_results["groups"]["locomo"]["f1,none"]
     assert overall == pytest.approx(metrics["mean"], abs=1e-12)
     assert overall == pytest.approx(sum(lm_f1.values()) / len(lm_f1), abs=1e-12)
+
+    if options["context"] != "rag":
+        return
+    # Retrieval: the same ids reach the same official rules in both frameworks (Inspect leaves
+    # the HiGMem metrics unscored, NaN, where lm-eval leaves them out).
+    for name in ("evidence_recall", "turn_precision", "turn_recall", "selected_k"):
+        lm_values = lm_eval_sample_scores(lm_results, name)
+        inspect_values = {
+            str(s.id): s.scores[name].value
+            for s in log.samples
+            if not math.isnan(float(s.scores[name].value))
+        }
+        assert lm_values == inspect_values, name
+        assert len(lm_values) >= len(ids) - 1, name
+    recalls = lm_eval_sample_scores(lm_results, "evidence_recall")
+    assert len(set(recalls.values())) >= 2
+    by_name = {s.name: s for s in log.results.scores}
+    assert lm_results["groups"]["locomo"]["evidence_recall,none"] == pytest.approx(
+        by_name["evidence_recall"].metrics["mean"].value, abs=1e-12
+    )
+
+
+def grader_verdicts() -> Any:
+    """A grader that always answers with a readable verdict (the Plus task always judges)."""
+    verdict = '{"label": "correct", "reason": "scripted grader"}'
+    return get_model(
+        "mockllm/model",
+        custom_outputs=lambda *_: ModelOutput.from_content(model="mockllm/model", content=verdict),
+    )
+
+
+def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_path: Path) -> None:
+    from memevals.adapters.locomo import CATEGORY_NAMES, load_locomo
+    from memevals.inspect_tasks.locomo_plus import locomo_plus
+    from memevals.memory import locomo_context
+    from memevals.prompts.locomo_plus import build_plus_items
+
+    factual = list(CATEGORY_NAMES.values())
+    items = build_plus_items(
+        load_locomo(),
+        [],
+        categories=factual,
+        context=locomo_context("oracle"),
+        context_mode="oracle",
+    )
+    chosen: list[PromptItem] = []
+    for name in factual:
+        chosen += [i for i in items if i.metadata["category"] == name][:PER_CATEGORY]
+    answers = {item.as_text(): varied_reply(n + 3, item) for n, item in enumerate(chosen)}
+
+    tasks = [f"locomo_plus_{name}" for name in factual]
+    lm_results = run_lm_eval(tasks, answers, {"context": "oracle"}, PER_CATEGORY)
+    lm_f1 = lm_eval_sample_scores(lm_results, "f1")
+    ids = [i.id for i in chosen]
+    assert sorted(lm_f1) == sorted(ids)
+
+    [log] = inspect_eval(
+        locomo_plus(categories=",".join(factual), context="oracle"),
+        model=get_model("mockllm/model", custom_outputs=mock_from_table(answers)),
+        model_roles={"grader": grader_verdicts()},
+        sample_id=ids,
+        display="none",
+        log_dir=str(tmp_path),
+    )
+    assert log.status == "success", log.error
+    inspect_f1 = {str(s.id): s.scores["locomo_plus_f1"].value for s in log.samples}
+    assert inspect_f1 == lm_f1
+    assert len(set(lm_f1.values())) >= 3
+
+    scores = {s.name: s for s in log.results.scores}
+    metrics = {k: v.value for k, v in scores["locomo_plus_f1"].metrics.items()}
+    for name in factual:
+        lm_value = lm_results["results"][f"locomo_plus_{name}"]["f1,none"]
+        assert lm_value == pytest.approx(metrics[name], abs=1e-12), name
+    assert sum(lm_f1.values()) / len(lm_f1) == pytest.approx(metrics["mean"], abs=1e-12)

@@ -230,7 +230,7 @@ def _locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) -
         pr = turn_precision_recall(retrieved_ids, evidence) if md.get("turn_level") else None
         if pr is not None:
             out["turn_precision"], out["turn_recall"] = pr
-            out["k"] = float(len(set(retrieved_ids)))
+            out["selected_k"] = float(len(set(retrieved_ids)))
     return out
 
 
@@ -240,9 +240,10 @@ def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, 
 
     `abstention` applies the official category-5 phrase rule to every reply: on the
     adversarial task it equals F1, elsewhere it is the rate of wrongful refusals.
-    `evidence_recall` is the value the official LoCoMo recall averages (so its plain mean is the
-    official figure); `turn_precision` / `turn_recall` / `k` are HiGMem's set metrics over dia
-    ids, absent for questions without evidence (HiGMem skips them) and for session summaries.
+    `evidence_recall` is the value the official LoCoMo recall averages (so its plain mean is
+    the official figure); `turn_precision` / `turn_recall` / `selected_k` are HiGMem's set
+    metrics over dia ids, absent for questions without evidence (HiGMem skips them) and for
+    session summaries.
     """
     md = doc_item(doc).metadata
     return _locomo_metrics(doc, md, _reply(results))
