@@ -1,0 +1,273 @@
+"""memevals-compare on logs of two mock "providers" with different scripted answers: the table
+values (checked against locomo_f1 and the scripted judge's rule), the judge and context labels,
+separate tables per benchmark, the CSV, and PNG charts that open."""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
+from inspect_ai.tool import ToolChoice, ToolInfo
+from scripted_judge import _norm
+
+from memevals.compare import load_rows, main, markdown_tables
+from memevals.inspect_tasks.locomo import locomo
+from memevals.inspect_tasks.longmemeval import longmemeval
+from memevals.prompts.locomo import NOT_MENTIONED, prediction_for_scoring
+from memevals.scorers import locomo_f1
+
+REPO = Path(__file__).resolve().parents[1]
+CATS = ["single_hop", "multi_hop", "temporal", "open_domain", "adversarial"]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+Answerer = Callable[[Sample], str]
+
+
+def _pick(samples: list[Sample], per_category: int = 4) -> list[Sample]:
+    """The first `per_category` samples of each category whose user text is unique."""
+    seen: dict[str, int] = {}
+    texts = [s.input[-1].text for s in samples]  # type: ignore[index]
+    counts = Counter(texts)
+    out = []
+    for s, text in zip(samples, texts, strict=True):
+        cat = s.metadata["category"]  # type: ignore[index]
+        if seen.get(cat, 0) < per_category and counts[text] == 1:
+            seen[cat] = seen.get(cat, 0) + 1
+            out.append(s)
+    assert sorted(seen.values()) == [per_category] * 5
+    return out
+
+
+def _letter_of(sample: Sample, option: str) -> str:
+    choices = sample.metadata["choices"]  # type: ignore[index]
+    return "ab"[choices.index(option)]
+
+
+def provider_a(s: Sample) -> str:
+    """Knows every answer; picks the refusal option on adversarial questions."""
+    md = s.metadata or {}
+    if md["category"] == "adversarial":
+        return _letter_of(s, NOT_MENTIONED)
+    return str(s.target)
+
+
+def provider_b(s: Sample) -> str:
+    """Knows single-hop answers, gives the first word on multi-hop, falls for the distractor."""
+    md = s.metadata or {}
+    if md["category"] == "single_hop":
+        return str(s.target)
+    if md["category"] == "multi_hop":
+        return str(s.target).split()[0]
+    if md["category"] == "adversarial":
+        return _letter_of(s, md["adversarial_answer"])
+    return "I don't know"
+
+
+def _scripted(samples: list[Sample], answer: Answerer) -> Any:
+    by_text = {s.input[-1].text: answer(s) for s in samples}  # type: ignore[index]
+
+    def reply(
+        messages: list[ChatMessage], tools: list[ToolInfo], tc: ToolChoice, cfg: GenerateConfig
+    ) -> ModelOutput:
+        return ModelOutput.from_content("mock", by_text[messages[-1].text])
+
+    return reply
+
+
+def _expected_f1(samples: list[Sample], answer: Answerer) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {c: [] for c in CATS}
+    for s in samples:
+        md = s.metadata or {}
+        pred = prediction_for_scoring(answer(s), dict(md))
+        out[md["category"]].append(locomo_f1(pred, md["answer"], int(md["category_id"])))
+    return out
+
+
+def _expected_judge(samples: list[Sample], answer: Answerer, mode: str) -> dict[str, list[float]]:
+    """The scripted judge's rule (tests/scripted_judge.py), applied to the mapped prediction."""
+    out: dict[str, list[float]] = {c: [] for c in CATS}
+    for s in samples:
+        md = s.metadata or {}
+        cand = prediction_for_scoring(answer(s), dict(md))
+        if md["category"] == "adversarial":
+            ok = "not mentioned" in cand.lower()
+        elif mode == "strict":
+            ok = _norm(cand) == _norm(str(md["answer"]))
+        else:
+            ok = set(_norm(str(md["answer"])).split()) <= set(_norm(cand).split())
+        out[md["category"]].append(1.0 if ok else 0.0)
+    return out
+
+
+def _stderr(values: list[float]) -> float:
+    return statistics.stdev(values) / math.sqrt(len(values))
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Path, list[Sample]]:
+    from inspect_offline import patch_mockllm_token_count
+
+    patch_mockllm_token_count()
+    import scripted_judge  # noqa: F401  (registers the scripted/ judge provider)
+
+    log_dir = tmp_path_factory.mktemp("compare-logs")
+    chosen = _pick(list(locomo(context="none").dataset))
+    ids = [str(s.id) for s in chosen]
+    runs = [
+        ("mockllm/provider-a", provider_a, "scripted/strict", 0),
+        ("mockllm/provider-b", provider_b, "scripted/lenient", 0),
+        ("mockllm/provider-a", provider_a, "scripted/strict", 1),  # same key, other seed
+    ]
+    for model, answer, grader, seed in runs:
+        task = locomo(context="none", judge=True, seed=seed)
+        # the seed changes the option order, so script from this task's own samples
+        own = [s for s in task.dataset if s.id in ids]
+        [log] = inspect_eval(
+            task,
+            model=get_model(model, custom_outputs=_scripted(own, answer)),
+            model_roles={"grader": get_model(grader)},
+            sample_id=ids,
+            log_dir=str(log_dir),
+            display="none",
+        )
+        assert log.status == "success", log.error
+    fixtures = REPO / "tests" / "fixtures"
+    [lme] = inspect_eval(
+        longmemeval(variant="oracle", data_dir=str(fixtures), verify_checksum=False),
+        model=get_model("mockllm/provider-a"),
+        model_roles={"grader": get_model("scripted/strict")},
+        log_dir=str(log_dir),
+        display="none",
+    )
+    assert lme.status == "success", lme.error
+    return log_dir, chosen
+
+
+def test_table_values_labels_and_benchmarks(logs: tuple[Path, list[Sample]]) -> None:
+    log_dir, chosen = logs
+    rows = load_rows([str(log_dir)])
+    assert sorted(r.benchmark for r in rows) == ["locomo"] * 3 + ["longmemeval"]
+    loc = {(r.model, r.context): r for r in rows if r.benchmark == "locomo"}
+    assert set(loc) == {
+        ("mockllm/provider-a", "none [seed=0]"),
+        ("mockllm/provider-a", "none [seed=1]"),
+        ("mockllm/provider-b", "none"),
+    }
+    a, b = loc["mockllm/provider-a", "none [seed=0]"], loc["mockllm/provider-b", "none"]
+    assert (a.judge, b.judge) == ("scripted/strict", "scripted/lenient")
+    assert a.samples == b.samples == 20
+
+    for row, answer, mode in ((a, provider_a, "strict"), (b, provider_b, "lenient")):
+        f1 = _expected_f1(chosen, answer)
+        judge = _expected_judge(chosen, answer, mode)
+        for kind, expected in (("f1", f1), ("judge", judge)):
+            got = row.kinds[kind]
+            flat = [v for c in CATS for v in expected[c]]
+            assert got.overall == pytest.approx(statistics.fmean(flat), abs=1e-9)
+            assert got.stderr == pytest.approx(_stderr(flat), abs=1e-9)
+            assert set(got.categories) == set(CATS)
+            for c in CATS:
+                assert got.categories[c] == pytest.approx(statistics.fmean(expected[c]), abs=1e-9)
+        assert row.kinds["judge"].extras["unscored"] == 0
+
+    # the scripted answers make the two providers clearly different
+    assert a.kinds["f1"].categories["adversarial"] == 1.0
+    assert b.kinds["f1"].categories["adversarial"] == 0.0
+    multi = _expected_judge(chosen, provider_b, "lenient")["multi_hop"]
+    assert b.kinds["judge"].overall == pytest.approx((4 + sum(multi)) / 20)
+    assert b.kinds["judge"].categories == {
+        "single_hop": 1.0,
+        "multi_hop": pytest.approx(statistics.fmean(multi)),
+        "temporal": 0.0,
+        "open_domain": 0.0,
+        "adversarial": 0.0,
+    }
+
+    md = markdown_tables(rows)
+    assert md.count("### ") == 2 and "### locomo\n" in md and "### longmemeval\n" in md
+    locomo_part = md.split("### longmemeval")[0]
+    header = next(line for line in locomo_part.splitlines() if line.startswith("| model"))
+    assert header.startswith(
+        "| model | judge model | context | task | n | F1 | F1 stderr | F1 single_hop"
+    )
+    line_b = next(line for line in locomo_part.splitlines() if "provider-b" in line)
+    cells = [c.strip() for c in line_b.strip("|").split("|")]
+    assert cells[:5] == ["mockllm/provider-b", "scripted/lenient", "none", "locomo", "20"]
+    assert cells[5] == f"{b.kinds['f1'].overall:.3f}"
+    assert "2 different judges" in locomo_part
+    # LongMemEval's judge numbers are not in the LoCoMo table, and vice versa
+    lme_part = md.split("### longmemeval")[1]
+    assert "single_session_user" in lme_part and "single_session_user" not in locomo_part
+    assert "F1" not in lme_part
+
+
+def test_cli_writes_csv_and_charts_that_open(
+    logs: tuple[Path, list[Sample]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log_dir, _ = logs
+    out_csv = tmp_path / "report" / "compare.csv"
+    assert main([str(log_dir), "--csv", str(out_csv), "--png-dir", str(tmp_path / "png")]) == 0
+    printed = capsys.readouterr().out
+    assert "### locomo" in printed and "### longmemeval" in printed
+
+    with out_csv.open(encoding="utf-8") as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == 4
+    by = {(r["model"], r["context"]): r for r in table}
+    b = by["mockllm/provider-b", "none"]
+    rows = {(r.model, r.context): r for r in load_rows([str(log_dir)])}
+    expected = rows["mockllm/provider-b", "none"]
+    assert b["benchmark"] == "locomo" and b["judge_model"] == "scripted/lenient"
+    assert float(b["f1"]) == pytest.approx(expected.kinds["f1"].overall, abs=1e-12)
+    assert float(b["judge"]) == pytest.approx(expected.kinds["judge"].overall, abs=1e-12)
+    assert float(b["judge_single_hop"]) == 1.0
+    assert float(b["f1_stderr"]) == pytest.approx(expected.kinds["f1"].stderr, abs=1e-12)
+    lme = next(r for r in table if r["benchmark"] == "longmemeval")
+    assert lme["f1"] == "" and lme["context"] == "oracle:full" and lme["judge_task_avg"] != ""
+
+    import matplotlib.image as mpimg
+    from PIL import Image
+
+    for name in ("locomo", "longmemeval"):
+        png = tmp_path / "png" / f"{name}.png"
+        assert png.read_bytes()[:8] == PNG_SIGNATURE
+        pixels = mpimg.imread(str(png))
+        assert pixels.ndim == 3 and pixels.shape[0] > 200 and pixels.shape[1] > 300
+        with Image.open(png) as img:
+            img.verify()
+    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["locomo.png", "longmemeval.png"]
+
+
+def test_module_entry_point_and_errors(logs: tuple[Path, list[Sample]], tmp_path: Path) -> None:
+    log_dir, _ = logs
+    proc = subprocess.run(
+        [sys.executable, "-m", "memevals.compare", str(log_dir), "--no-png"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| mockllm/provider-a | scripted/strict | none [seed=1] | locomo | 20 |" in proc.stdout
+    from importlib.metadata import entry_points
+
+    scripts = entry_points(group="console_scripts", name="memevals-compare")
+    assert [ep.value for ep in scripts] == ["memevals.compare:main"]
+    missing = tmp_path / "nothing-here"
+    with pytest.raises(SystemExit) as exc:
+        main([str(missing)])
+    assert exc.value.code == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SystemExit):
+        main([str(empty)])
