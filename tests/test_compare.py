@@ -259,10 +259,11 @@ def test_module_entry_point_and_errors(logs: tuple[Path, list[Sample]], tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     assert "| mockllm/provider-a | scripted/strict | none [seed=1] | locomo | 20 |" in proc.stdout
-    from importlib.metadata import entry_points
+    import tomllib
 
-    scripts = entry_points(group="console_scripts", name="memevals-compare")
-    assert [ep.value for ep in scripts] == ["memevals.compare:main"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["scripts"]["memevals-compare"] == "memevals.compare:main"
+    assert any(dep.startswith("matplotlib") for dep in project["optional-dependencies"]["report"])
     missing = tmp_path / "nothing-here"
     with pytest.raises(SystemExit) as exc:
         main([str(missing)])
