@@ -187,7 +187,10 @@ def test_every_criterion_through_the_scorer(tmp_path: Path) -> None:
     first_label = {f"ans-{c}": next(iter(spec.scores)) for c, spec in JUDGE_CRITERIA.items()}
     calls: list[Any] = []
     grader = scripted_grader(lambda cand, _: verdict(first_label[cand]), calls)
+    # a grader role configured with its own max_tokens keeps it (default would be 256)
+    grader.config = GenerateConfig(max_tokens=64)
     log = run(judge_task(rows), tmp_path, model_roles={"grader": grader})
+    assert {(c.temperature, c.max_tokens) for _, c in calls} == {(0.0, 64)}
     scores = judge_scores(log)
     for c, spec in JUDGE_CRITERIA.items():
         label = next(iter(spec.scores))

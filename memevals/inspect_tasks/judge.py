@@ -139,14 +139,14 @@ def llm_judge(prediction: str | None = None, max_tokens: int = 256, retries: int
     Args:
         prediction: name of the prediction map (see PREDICTION_MAPS); default: the sample's
             ``judge.prediction_map``, else the raw completion.
-        max_tokens: the judge's token limit per reply.
+        max_tokens: the judge's token limit per reply; a grader role configured with its own
+            max_tokens (``--model-role grader="{model: ..., max_tokens: 64}"``) uses that.
         retries: extra attempts after an unreadable verdict (the issue's rule is one).
     """
     if max_tokens < 1:
         raise ValueError(f"llm_judge: max_tokens must be positive, got {max_tokens}")
     if retries < 0:
         raise ValueError(f"llm_judge: retries must be >= 0, got {retries}")
-    config = GenerateConfig(temperature=0.0, max_tokens=max_tokens)
 
     async def score(state: TaskState, target: Target) -> Score:
         judge_md = state.metadata.get("judge")
@@ -164,6 +164,8 @@ def llm_judge(prediction: str | None = None, max_tokens: int = 256, retries: int
             raise ValueError(f"sample {state.sample_id}: metadata['judge']: {exc}") from exc
 
         grader, fallback = _grader()
+        limit = (not fallback and grader.config.max_tokens) or max_tokens
+        config = GenerateConfig(temperature=0.0, max_tokens=limit)
         messages: list[ChatMessage] = [ChatMessageUser(content=prompt)]
         replies: list[str] = []
         verdict: Verdict | None = None

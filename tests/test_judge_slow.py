@@ -1,0 +1,69 @@
+"""The real local SmolLM2 answers LoCoMo questions and judges them: the pipeline end to end.
+
+A 135M model is a poor judge (it rarely writes the verdict JSON), so the numbers are not the
+point: the run must complete with F1 and judge metrics in one log, every judge call must come
+from the real grader role, and every sample must be either scored or explicitly unscored.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.model import GenerateConfig, get_model
+
+from memevals.inspect_tasks.locomo import locomo
+from memevals.scorers.judge import JUDGE_CRITERIA
+
+IDS = ["conv-26-q0", "conv-26-q152"]  # one temporal question, one adversarial
+
+
+@pytest.mark.slow
+def test_smollm2_answers_and_judges(smollm2_dir: Path, data_dir: Path, tmp_path: Path) -> None:
+    # one model instance in both roles; the grader role's own max_tokens bounds the judge
+    model = get_model(
+        "hf/local",
+        model_path=str(smollm2_dir),
+        device="cpu",
+        do_sample=False,
+        config=GenerateConfig(max_tokens=24),
+    )
+    task = locomo(categories="temporal,adversarial", context="none", judge=True, max_tokens=8)
+    log = eval(
+        task,
+        model=model,
+        model_roles={"grader": model},
+        sample_id=IDS,
+        display="none",
+        log_dir=str(tmp_path),
+    )[0]
+    assert log.status == "success", log.error
+    assert log.results is not None
+    by_name = {s.name: s for s in log.results.scores}
+    assert math.isfinite(by_name["locomo_f1_scorer"].metrics["mean"].value)
+    judge = by_name["judge"]
+    assert {"mean", "stderr"} <= set(judge.metrics)
+    assert (judge.scored_samples or 0) + (judge.unscored_samples or 0) == len(IDS)
+    (count,) = [m.value for k, m in by_name["unscored"].metrics.items() if k.endswith("count")]
+    assert count == judge.unscored_samples
+
+    assert log.samples is not None and {str(s.id) for s in log.samples} == set(IDS)
+    for sample in log.samples:
+        assert sample.scores is not None
+        score = sample.scores["llm_judge"]
+        md = score.metadata or {}
+        assert md["grader"].startswith("hf/") and md["grader_fallback"] is False
+        replies = md["judge_replies"]
+        assert 1 <= len(replies) <= 2 and all(isinstance(r, str) for r in replies)
+        assert isinstance(score.value, dict)
+        if md["label"] is None:
+            assert math.isnan(score.value["judge"]) and score.value["unscored"] == 1
+            assert score.explanation is not None and repr(replies[-1]) in score.explanation
+        else:
+            spec = JUDGE_CRITERIA[md["criterion"]]
+            assert score.value["judge"] == spec.scores[md["label"]]
+    temporal = next(s for s in log.samples if s.id == "conv-26-q0")
+    assert temporal.metadata["judge"]["criterion"] == "temporal"
+    assert len(temporal.metadata["judge"]["session_dates"]) == 19
