@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog
+from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 
+from memevals.adapters.locomo import load_locomo
 from memevals.inspect_tasks.locomo_plus import locomo_plus, locomo_plus_cognitive
 from memevals.prompts.locomo import prediction_for_scoring
 from memevals.scorers import locomo_f1
@@ -29,8 +30,9 @@ def _metrics(log: EvalLog) -> dict[tuple[str, str, str], float]:
     """(score name, metric group, metric name) -> value; groups: "" (plain), "grouped" (per
     category), "relation_type" (per cognitive relation type)."""
     assert log.results is not None
+    # registry names carry the package prefix ("memevals/count") when loaded via the entry point
     return {
-        (s.name, m.group or "", m.name): float(m.value)
+        (s.name, (m.group or "").split("/")[-1], m.name.split("/")[-1]): float(m.value)
         for s in log.results.scores
         for m in s.metrics.values()
     }
@@ -221,3 +223,78 @@ def test_all_2387_samples_with_scripted_answerer_and_grader(full_task: Any, tmp_
     assert ("locomo_plus_f1", "grouped", "cognitive") not in got
     # the scripted mix exercises every label: 1, 0.5 and 0 all occur
     assert {0.0, 0.5, 1.0} <= set(judge["all"])
+
+
+# --------------------------------------------------------------------------- real CLI
+
+
+@pytest.mark.slow
+def test_cli_bare_name_runs_all_2387_samples(
+    inspect_cli: Any, tmp_path: Path, data_dir: Path
+) -> None:
+    """`inspect eval locomo_plus` end to end. mockllm's default grader reply is no verdict, so
+    every judge score is unscored (counted); F1 is real for the 1,986 LoCoMo questions."""
+    res = inspect_cli(
+        "eval",
+        "locomo_plus",
+        "--model",
+        "mockllm/model",
+        "--model-role",
+        "grader=mockllm/model",
+        "--max-connections",
+        "64",
+        "--no-log-realtime",
+        "--log-dir",
+        "logs",
+        "--display",
+        "none",
+        timeout=1500,
+    )
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    [path] = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(path), header_only=True)
+    assert log.status == "success" and log.eval.task.endswith("locomo_plus")
+    assert log.results is not None and log.results.completed_samples == 2387
+    got = _metrics(log)
+    assert got[("unscored", "", "count")] == 2387  # "Default output from mockllm" is no verdict
+    # F1 of mockllm's fixed reply against every LoCoMo gold, computed here from the adapter
+    default = "Default output from mockllm/model"
+    golds = [qa for conv in load_locomo(data_dir) for qa in conv.qa]
+    expected_f1 = sum(locomo_f1(default, qa.answer, qa.category) for qa in golds) / len(golds)
+    assert 0 < expected_f1 < 0.01  # a few golds share a token ("model") with the reply
+    assert math.isclose(got[("locomo_plus_f1", "", "mean")], expected_f1, abs_tol=1e-12)
+    assert {k[2] for k in got if k[:2] == ("locomo_plus_f1", "grouped")} == set(SIX[:5])
+    scores = {s.name: s for s in log.results.scores}
+    assert scores["locomo_plus_f1"].scored_samples == 1986
+    assert scores["judge"].unscored_samples == 2387
+
+
+@pytest.mark.slow
+def test_cli_namespaced_names(inspect_cli: Any, tmp_path: Path) -> None:
+    for name, categories, size in (
+        ("memevals/locomo_plus", "temporal,cognitive", 722),
+        ("memevals/locomo_plus_cognitive", None, 401),
+    ):
+        args = ["-T", f"categories={categories}"] if categories else []
+        res = inspect_cli(
+            "eval",
+            name,
+            "--model",
+            "mockllm/model",
+            "--model-role",
+            "grader=mockllm/model",
+            *args,
+            "-T",
+            "context=oracle",
+            "--limit",
+            "4",
+            "--log-dir",
+            name.replace("/", "_"),
+            "--display",
+            "none",
+        )
+        assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+        [path] = (tmp_path / name.replace("/", "_")).glob("*.eval")
+        log = read_eval_log(str(path), header_only=True)
+        assert log.status == "success" and log.eval.dataset.samples == size
+        assert log.results is not None and log.results.completed_samples == 4
