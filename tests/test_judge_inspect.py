@@ -54,14 +54,16 @@ def scripted_grader(script: Callable[[str, int], str], calls: list[Any]) -> Any:
     return get_model("mockllm/model", custom_outputs=grade)
 
 
-def judge_task(rows: list[tuple[str, str, dict[str, Any], str]]) -> Task:
-    """rows: (id, category, judge metadata, candidate)."""
+def judge_task(rows: list[tuple[str, str, dict[str, Any], str]], **judge_args: Any) -> Task:
+    """rows: (id, category, judge metadata, candidate); judge_args go to llm_judge()."""
     samples = [
         Sample(id=sid, input=cand, target="", metadata={"category": cat, "judge": judge})
         for sid, cat, judge, cand in rows
     ]
     return Task(
-        dataset=MemoryDataset(samples, shuffled=False), solver=generate(), scorer=llm_judge()
+        dataset=MemoryDataset(samples, shuffled=False),
+        solver=generate(),
+        scorer=llm_judge(**judge_args),
     )
 
 
@@ -191,6 +193,10 @@ def test_every_criterion_through_the_scorer(tmp_path: Path) -> None:
     grader.config = GenerateConfig(max_tokens=64)
     log = run(judge_task(rows), tmp_path, model_roles={"grader": grader})
     assert {(c.temperature, c.max_tokens) for _, c in calls} == {(0.0, 64)}
+    # an explicit scorer argument wins over the role's setting
+    calls.clear()
+    run(judge_task(rows[:1], max_tokens=100), tmp_path, model_roles={"grader": grader})
+    assert [c.max_tokens for _, c in calls] == [100]
     scores = judge_scores(log)
     for c, spec in JUDGE_CRITERIA.items():
         label = next(iter(spec.scores))

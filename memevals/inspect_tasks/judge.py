@@ -64,6 +64,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 GRADER_ROLE = "grader"
+#: The judge's token limit unless the scorer argument or the grader role sets one.
+DEFAULT_MAX_TOKENS = 256
 
 #: (model completion, sample metadata) -> the text the judge grades.
 PredictionMap = Callable[[str, Mapping[str, Any]], str]
@@ -133,17 +135,20 @@ def _grader() -> tuple[Model, bool]:
         "unscored": [count()],
     }
 )
-def llm_judge(prediction: str | None = None, max_tokens: int = 256, retries: int = 1) -> Scorer:
+def llm_judge(
+    prediction: str | None = None, max_tokens: int | None = None, retries: int = 1
+) -> Scorer:
     """LLM-judge score per sample (criterion from ``metadata["judge"]``).
 
     Args:
         prediction: name of the prediction map (see PREDICTION_MAPS); default: the sample's
             ``judge.prediction_map``, else the raw completion.
-        max_tokens: the judge's token limit per reply; a grader role configured with its own
-            max_tokens (``--model-role grader="{model: ..., max_tokens: 64}"``) uses that.
+        max_tokens: the judge's token limit per reply. Default: the grader role's own
+            max_tokens if it was configured with one (``--model-role
+            grader="{model: ..., max_tokens: 64}"``), else 256.
         retries: extra attempts after an unreadable verdict (the issue's rule is one).
     """
-    if max_tokens < 1:
+    if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"llm_judge: max_tokens must be positive, got {max_tokens}")
     if retries < 0:
         raise ValueError(f"llm_judge: retries must be >= 0, got {retries}")
@@ -164,7 +169,7 @@ def llm_judge(prediction: str | None = None, max_tokens: int = 256, retries: int
             raise ValueError(f"sample {state.sample_id}: metadata['judge']: {exc}") from exc
 
         grader, fallback = _grader()
-        limit = (not fallback and grader.config.max_tokens) or max_tokens
+        limit = max_tokens or (not fallback and grader.config.max_tokens) or DEFAULT_MAX_TOKENS
         config = GenerateConfig(temperature=0.0, max_tokens=limit)
         messages: list[ChatMessage] = [ChatMessageUser(content=prompt)]
         replies: list[str] = []
