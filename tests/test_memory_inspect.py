@@ -227,6 +227,30 @@ def test_real_cli_rag_observation(inspect_cli: Any, tmp_path: Path, data_dir: Pa
         assert len(ids) >= 10  # observations may cover several dia ids each
 
 
+def test_paper_rag_sweep_runs_as_one_eval_set(tmp_path: Path, data_dir: Path) -> None:
+    """The README's sweep: one eval_set over memory settings, one log per setting."""
+    from inspect_ai import eval_set
+
+    grid = [("dialog", 5), ("observation", 10), ("summary", 2)]
+    tasks = [locomo(context="none", categories="temporal")] + [
+        locomo(context="rag", retrieval_unit=u, top_k=k, categories="temporal") for u, k in grid
+    ]
+    ok, logs = eval_set(
+        tasks,
+        log_dir=str(tmp_path / "sweep"),
+        model=get_model("mockllm/model"),
+        limit=2,
+        display="none",
+    )
+    assert ok and len(logs) == 4
+    settings = sorted(
+        (str(lg.eval.task_args.get("retrieval_unit")), lg.eval.task_args.get("top_k"))
+        for lg in logs
+    )
+    assert settings == [("None", None), ("dialog", 5), ("observation", 10), ("summary", 2)]
+    assert all(lg.status == "success" for lg in logs)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("params", [{"context": "rag", "top_k": 5}, {"context": "oracle"}])
 def test_smollm2_rag_and_oracle(params: dict[str, Any], smollm2_dir: Path, tmp_path: Path) -> None:
