@@ -1,0 +1,327 @@
+"""`python -m memevals.judge`: lm-eval --log_samples output judged by the memevals LLM judge.
+
+The samples files are written by lm-eval's own EvaluationTracker (the code its CLI uses), the
+grader is scripted (tests/scripted_judge.py rules), and the verdicts and aggregate tables must
+equal those of the Inspect task judging the same replies with the same grader.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("lm_eval")
+
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ChatMessage, ModelOutput, get_model
+from lm_eval import simple_evaluate
+from lm_eval.api.model import LM
+from lm_eval.loggers import EvaluationTracker
+from lm_eval.tasks import TaskManager
+from scripted_judge import quoted_candidate, scripted_verdict
+
+from memevals.judge import SamplesError, judge_samples
+from memevals.lm_eval_tasks import include_path
+from memevals.memory import locomo_context
+from memevals.prompts import PromptItem
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+UNREADABLE = "zzz"  # a reply containing this gets an unreadable verdict (-> unscored)
+
+
+class TableLM(LM):  # type: ignore[misc]
+    """Replies from a table keyed by the exact prompt text."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        super().__init__()
+        self.answers = answers
+
+    def generate_until(self, requests: Any, disable_tqdm: bool = False) -> list[str]:
+        return [self.answers[r.args[0]] for r in requests]
+
+    def loglikelihood(self, requests: Any, disable_tqdm: bool = False) -> list[Any]:
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests: Any, disable_tqdm: bool = False) -> list[Any]:
+        raise NotImplementedError
+
+
+def write_lm_eval_samples(
+    tasks: list[str],
+    answers: dict[str, str],
+    metadata: dict[str, Any],
+    out: Path,
+    limit: int | None,
+) -> Path:
+    """Run lm-eval in-process and save samples exactly as its CLI does; returns the folder."""
+    tracker = EvaluationTracker(output_path=str(out))
+    results = simple_evaluate(
+        model=TableLM(answers),
+        tasks=tasks,
+        task_manager=TaskManager(include_path=include_path(), metadata=metadata),
+        limit=limit,
+        log_samples=True,
+        bootstrap_iters=0,
+        evaluation_tracker=tracker,
+    )
+    assert results is not None
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for task in results["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
+
+
+def grader(calls: list[str] | None = None) -> Any:
+    """The scripted lenient judge, except that candidates containing UNREADABLE get prose."""
+
+    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        prompt = messages[0].text
+        if calls is not None:
+            calls.append(prompt)
+        if UNREADABLE in quoted_candidate(prompt):
+            content = "I think this one is probably fine."
+        else:
+            content = scripted_verdict(prompt, "lenient")
+        return ModelOutput.from_content(model="mockllm/model", content=content)
+
+    return get_model("mockllm/model", custom_outputs=reply, memoize=False)
+
+
+def table_model(answers: dict[str, str]) -> Any:
+    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        system = "".join(m.text for m in messages if m.role == "system")
+        user = "".join(m.text for m in messages if m.role == "user")
+        text = PromptItem("", system, user, "").as_text()
+        return ModelOutput.from_content(model="mockllm/model", content=answers[text])
+
+    return get_model("mockllm/model", custom_outputs=reply, memoize=False)
+
+
+def replies_for(items: list[PromptItem], pick: Callable[[int, PromptItem], str]) -> dict[str, str]:
+    return {item.as_text(): pick(n, item) for n, item in enumerate(items)}
+
+
+def reply_mix(n: int, item: PromptItem) -> str:
+    gold = str(item.metadata.get("answer") or item.target)
+    return [gold, f"I believe {gold}", "Not mentioned in the conversation", "no idea", UNREADABLE][
+        n % 5
+    ]
+
+
+def judged(value: Any) -> float:
+    """The judge value of a score (dict for llm_judge-style scorers), NaN when unscored."""
+    v = value["judge"] if isinstance(value, dict) else value
+    return math.nan if v is None else float(v)
+
+
+def same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def metrics_of(log: Any, scorer: str) -> dict[str, float]:
+    [score] = [s for s in log.results.scores if s.name == scorer]
+    return {k: v.value for k, v in score.metrics.items()}
+
+
+def assert_same_metrics(a: dict[str, float], b: dict[str, float]) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        assert same(float(a[k]), float(b[k])) or a[k] == pytest.approx(b[k], abs=1e-12), k
+
+
+def test_locomo_verdicts_and_table_equal_the_inspect_task(data_dir: Path, tmp_path: Path) -> None:
+    from memevals.adapters.locomo import CATEGORY_NAMES, load_locomo
+    from memevals.inspect_tasks.locomo import locomo
+    from memevals.prompts.locomo import build_items
+
+    per_category = 4
+    items = build_items(load_locomo(), context=locomo_context("none"), context_mode="none")
+    chosen = [
+        i for name in CATEGORY_NAMES.values() for i in
+        [x for x in items if x.metadata["category"] == name][:per_category]
+    ]  # fmt: skip
+    answers = replies_for(chosen, reply_mix)
+    run_dir = write_lm_eval_samples(
+        ["locomo"], answers, {"context": "none"}, tmp_path / "out", per_category
+    )
+
+    [run] = judge_samples(
+        [run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"), output_dir=tmp_path
+    )
+    [log] = inspect_eval(
+        locomo(context="none", judge=True),
+        model=table_model(answers),
+        model_roles={"grader": grader()},
+        sample_id=[i.id for i in chosen],
+        display="none",
+        log_dir=str(tmp_path / "inspect"),
+    )
+    assert log.status == "success", log.error
+
+    posthoc = {str(s.id): s.scores for s in run.log.samples}
+    direct = {str(s.id): s.scores for s in log.samples}
+    assert posthoc.keys() == direct.keys() == {i.id for i in chosen}
+    for sid in direct:
+        assert same(judged(posthoc[sid]["llm_judge"].value), judged(direct[sid]["llm_judge"].value))
+        assert (
+            posthoc[sid]["llm_judge"].metadata["label"]
+            == direct[sid]["llm_judge"].metadata["label"]
+        )
+        assert posthoc[sid]["locomo_f1_scorer"].value == direct[sid]["locomo_f1_scorer"].value
+    values = [judged(s["llm_judge"].value) for s in posthoc.values()]
+    assert 0 < sum(math.isnan(v) for v in values) < len(values)  # some unscored, not all
+    assert {0.0, 1.0} <= {v for v in values if not math.isnan(v)}
+
+    for scorer in ("judge", "unscored", "locomo_f1_scorer"):
+        assert_same_metrics(metrics_of(run.log, scorer), metrics_of(log, scorer))
+
+    # the files written for the user
+    rows = [json.loads(x) for x in (tmp_path / "judge_locomo.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [str(s.id) for s in run.log.samples]
+    assert {r["lm_eval_task"] for r in rows} == {f"locomo_{c}" for c in CATEGORY_NAMES.values()}
+    unscored_rows = [r for r in rows if r["llm_judge"]["unscored"] == 1]
+    assert unscored_rows and all(
+        r["label"] is None and r["llm_judge"]["judge"] is None for r in unscored_rows
+    )
+    summary = json.loads((tmp_path / "judge_locomo.json").read_text())
+    assert summary["samples"] == len(chosen)
+    assert summary["lm_eval_model"] == "TableLM"
+    assert summary["grader"] == "mockllm/model"
+
+
+def test_longmemeval_table_equals_the_inspect_task(tmp_path: Path) -> None:
+    from memevals.adapters.longmemeval import iter_longmemeval
+    from memevals.inspect_tasks.longmemeval import longmemeval
+    from memevals.memory.longmemeval import longmemeval_memory
+    from memevals.prompts.longmemeval import build_item
+
+    memory = longmemeval_memory("oracle")
+    items = [
+        build_item(inst, variant="oracle", blocks=memory(inst).blocks, context="oracle",
+                   history_format="json")
+        for inst in iter_longmemeval("oracle", FIXTURES, verify_checksum=False)
+    ]  # fmt: skip
+    answers = replies_for(items, reply_mix)
+    options = {"data_dir": str(FIXTURES), "verify_checksum": False, "context": "oracle"}
+    # the abstention task repeats the _abs questions of the group: judged once
+    run_dir = write_lm_eval_samples(
+        ["longmemeval_oracle", "longmemeval_oracle_abstention"], answers, options,
+        tmp_path / "out", None,
+    )  # fmt: skip
+    [run] = judge_samples([run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"))
+    [log] = inspect_eval(
+        longmemeval(variant="oracle", context="oracle", data_dir=str(FIXTURES),
+                    verify_checksum=False),
+        model=table_model(answers),
+        model_roles={"grader": grader()},
+        display="none",
+        log_dir=str(tmp_path / "inspect"),
+    )  # fmt: skip
+    assert log.status == "success", log.error
+    assert len(run.log.samples) == len(log.samples) == len(items)
+    assert_same_metrics(metrics_of(run.log, "judge"), metrics_of(log, "judge"))
+    assert_same_metrics(metrics_of(run.log, "unscored"), metrics_of(log, "unscored"))
+    names = set(metrics_of(log, "judge"))
+    assert {"overall_accuracy", "task_averaged_accuracy", "abstention_accuracy"} <= names
+    assert not math.isnan(metrics_of(run.log, "judge")["abstention_accuracy"])
+    assert (run_dir / "judge_longmemeval.jsonl").is_file()
+
+
+def test_grader_calls_are_cached(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memevals.adapters.locomo import load_locomo
+    from memevals.prompts.locomo import build_items
+
+    monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    items = [
+        i for i in build_items(load_locomo(), context=locomo_context("none"), context_mode="none")
+        if i.metadata["category"] == "single_hop"
+    ][:3]  # fmt: skip
+    answers = {i.as_text(): str(i.metadata["answer"]) for i in items}
+    run_dir = write_lm_eval_samples(
+        ["locomo_single_hop"], answers, {"context": "none"}, tmp_path / "out", 3
+    )
+    calls: list[str] = []
+    [first] = judge_samples([run_dir], grader(calls), log_dir=str(tmp_path / "logs"))
+    assert len(calls) == 3
+    [second] = judge_samples([run_dir], grader(calls), log_dir=str(tmp_path / "logs"))
+    assert len(calls) == 3  # every verdict came from the cache
+    assert [r["llm_judge"] for r in second.verdicts] == [r["llm_judge"] for r in first.verdicts]
+    [third] = judge_samples([run_dir], grader(calls), cache=False, log_dir=str(tmp_path / "logs"))
+    assert len(calls) == 6
+    assert [r["llm_judge"] for r in third.verdicts] == [r["llm_judge"] for r in first.verdicts]
+
+
+def test_cli_with_a_scripted_grader(data_dir: Path, tmp_path: Path) -> None:
+    """The real command line (argument parsing, printing, files) in a subprocess."""
+    from memevals.adapters.locomo import load_locomo
+    from memevals.prompts.locomo import build_items
+
+    items = [
+        i for i in build_items(load_locomo(), context=locomo_context("none"), context_mode="none")
+        if i.metadata["category"] == "temporal"
+    ][:4]  # fmt: skip
+    answers = {
+        i.as_text(): str(i.metadata["answer"]) if n % 2 else "no idea" for n, i in enumerate(items)
+    }
+    run_dir = write_lm_eval_samples(
+        ["locomo_temporal"], answers, {"context": "none"}, tmp_path / "out", 4
+    )
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import scripted_judge; "
+        "from memevals.judge import main; sys.exit(main(sys.argv[2:]))"
+    )
+    cmd = [
+        sys.executable, "-c", code, str(REPO / "tests"), str(run_dir),
+        "--grader", "scripted/strict", "--log-dir", str(tmp_path / "logs"), "--no-cache",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "locomo: 4 samples judged" in proc.stdout
+    assert "judge" in proc.stdout and "mean" in proc.stdout
+    rows = [json.loads(x) for x in (run_dir / "judge_locomo.jsonl").read_text().splitlines()]
+    assert [r["llm_judge"]["judge"] for r in rows] == [0.0, 1.0, 0.0, 1.0]
+    assert all(r["grader"] == "scripted/strict" for r in rows)
+
+
+def _write(path: Path, records: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_bad_samples_files_name_file_line_and_field(tmp_path: Path) -> None:
+    good_md = json.dumps({"benchmark": "locomo", "judge": {"criterion": "factual"}})
+    doc = {"id": "q1", "system": "", "user": "Q?", "target": "A", "metadata": good_md}
+    record = {"doc": doc, "target": "A", "filtered_resps": ["an answer"]}
+
+    bad = _write(tmp_path / "samples_locomo_x_2026-01-01T00-00-00.0.jsonl", [record, {"doc": {}}])
+    with pytest.raises(SamplesError, match=r"samples_locomo_x_.*\.jsonl:2: field 'doc.metadata'"):
+        judge_samples([bad], grader())
+
+    not_ours = {**record, "doc": {**doc, "metadata": json.dumps({"benchmark": "locomo"})}}
+    path = _write(tmp_path / "samples_other_2026-01-01T00-00-00.0.jsonl", [not_ours])
+    with pytest.raises(SamplesError, match=r":1: field 'doc.metadata.judge' is missing"):
+        judge_samples([path], grader())
+
+    twice = _write(
+        tmp_path / "samples_dup_2026-01-01T00-00-00.0.jsonl",
+        [record, {**record, "filtered_resps": ["another answer"]}],
+    )
+    with pytest.raises(SamplesError, match=r":2: locomo question 'q1' was also logged at .*:1"):
+        judge_samples([twice], grader())
+
+    (tmp_path / "garbage").mkdir()
+    with pytest.raises(SamplesError, match="no samples_"):
+        judge_samples([tmp_path / "garbage"], grader())
