@@ -13,6 +13,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from memevals.inspect_tasks import dialogue as _dialogue
+from memevals.inspect_tasks import event_summary as _event_summary
 from memevals.inspect_tasks import judge as _judge  # noqa: F401  (registers llm_judge)
 from memevals.inspect_tasks import locomo as _locomo
 from memevals.inspect_tasks import locomo_plus as _locomo_plus
@@ -20,7 +22,7 @@ from memevals.inspect_tasks import longmemeval as _longmemeval
 
 logger = logging.getLogger(__name__)
 
-TASK_MODULES = [_locomo, _locomo_plus, _longmemeval]
+TASK_MODULES = [_locomo, _locomo_plus, _longmemeval, _event_summary, _dialogue]
 
 #: The tasks memevals provides (bare names).
 TASK_NAMES: list[str] = [name for mod in TASK_MODULES for name in mod.__all_tasks__]
