@@ -424,7 +424,7 @@ def parse_verdict(reply: str, criterion: str) -> Verdict | None:
         return None
     try:
         obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except ValueError:  # includes JSONDecodeError and duplicate keys
+    except (ValueError, RecursionError):  # JSONDecodeError, duplicate keys, deep nesting
         return None
     if not isinstance(obj, dict):
         return None

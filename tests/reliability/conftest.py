@@ -1,0 +1,23 @@
+"""Reliability suite: print the measured figures at the end of the run (README "Reliability")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from reliability_figures import FIGURES, TIMINGS
+
+_OUT = Path(__file__).resolve().parents[2] / ".pytest_cache" / "reliability_figures.json"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not FIGURES and not TIMINGS:
+        return
+    terminalreporter.section("reliability figures")
+    for name, value in sorted(FIGURES.items()):
+        terminalreporter.write_line(f"{name}: {value}")
+    for name, seconds in sorted(TIMINGS.items()):
+        terminalreporter.write_line(f"{name}: {seconds}")
+    _OUT.parent.mkdir(parents=True, exist_ok=True)
+    _OUT.write_text(json.dumps({"figures": FIGURES, "timings": TIMINGS}, indent=2) + "\n")
