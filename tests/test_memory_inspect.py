@@ -71,9 +71,9 @@ def test_every_mode_runs_end_to_end(
     for sample in log.samples:
         assert sample.scores is not None
         pt = sample.scores["prompt_tokens"]
-        # the prompt size is the count of exactly what the model was sent
-        sent = "\n\n".join(m.text for m in sample.messages if m.role in ("system", "user"))
-        assert pt.value == counter(sent)
+        # the prompt size counts exactly the messages the model was sent
+        sent = [m.text for m in sample.messages if m.role in ("system", "user")]
+        assert pt.value == sum(counter(t) for t in sent)
         assert pt.metadata == {"prompt_tokens": pt.value, "token_counter": counter.name}
         system = [m.text for m in sample.messages if m.role == "system"]
         if params["context"] == "none":
@@ -86,6 +86,36 @@ def test_every_mode_runs_end_to_end(
     assert mean_tokens == pytest.approx(
         sum(float(s.scores["prompt_tokens"].value) for s in log.samples) / len(log.samples)  # type: ignore[index,arg-type]
     )
+
+
+def test_prompt_tokens_scorer_counts_plain_samples(tmp_path: Path) -> None:
+    """Without a stored count (tasks that do not annotate), the input messages are counted."""
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+    from inspect_ai.solver import generate
+
+    from memevals.inspect_tasks.retrieval import prompt_tokens
+
+    cat = {"category": "demo"}  # every memevals sample has one (per-category metric)
+    samples = [
+        Sample(id="s", input="How many tokens is this question?", target="x", metadata=cat),
+        Sample(
+            id="m",
+            input=[ChatMessageSystem(content="Some context."), ChatMessageUser(content="Why?")],
+            target="y",
+            metadata=cat,
+        ),
+    ]
+    log = _run(Task(dataset=samples, solver=generate(), scorer=prompt_tokens()), tmp_path, None)
+    counter = get_token_counter()
+    assert log.samples is not None
+    got = {str(s.id): s.scores["prompt_tokens"].value for s in log.samples if s.scores}
+    assert got == {
+        "s": counter("How many tokens is this question?"),
+        "m": counter("Some context.") + counter("Why?"),
+    }
+    assert _scores(log)["prompt_tokens"]["total"] == got["s"] + got["m"]  # type: ignore[operator]
 
 
 def test_retrieval_scores_per_sample_and_official_category_denominator(

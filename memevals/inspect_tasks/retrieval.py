@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 
-from inspect_ai.model import ChatMessage
 from inspect_ai.scorer import (
     Metric,
     SampleScore,
@@ -47,16 +46,13 @@ def total() -> Metric:
     return compute
 
 
-def _input_text(messages: list[ChatMessage]) -> str:
-    return "\n\n".join(m.text for m in messages)
-
-
 @scorer(metrics=[mean(), total(), grouped(mean(), "category", all=False)])
 def prompt_tokens() -> Scorer:
     """Input tokens of each sample by the offline counter (memevals.memory.tokens).
 
-    Uses the count the task stored in the sample metadata (`prompt_tokens`, counted on the
-    framework-neutral prompt text); otherwise counts the input messages.
+    Uses the count the task stored in the sample metadata (`prompt_tokens`: the sum over the
+    messages sent, see memevals.memory.annotate_items); otherwise counts the input messages
+    the same way.
     """
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -66,9 +62,11 @@ def prompt_tokens() -> Scorer:
             counter = str(md.get("token_counter", ""))
         else:
             tc = get_token_counter()
-            messages = state.input if isinstance(state.input, list) else []
-            text = _input_text(messages) if messages else str(state.input)
-            n, counter = tc(text), tc.name
+            if isinstance(state.input, str):
+                n = tc(state.input)
+            else:
+                n = sum(tc(m.text) for m in state.input)
+            counter = tc.name
         return Score(value=n, metadata={"prompt_tokens": n, "token_counter": counter})
 
     return score

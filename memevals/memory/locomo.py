@@ -404,18 +404,25 @@ def annotate_items(
 ) -> tuple[list[PromptItem], dict[str, Any]]:
     """Add prompt size (and, for retrieving modes, unmatched evidence) to each item's metadata.
 
+    The prompt size is the sum of the token counts of the messages sent (context, question),
+    as chat APIs tokenize each message separately; chat-template tokens are not included.
     Returns the new items and a summary for the task log: the strategy's settings, the token
     counter, total prompt tokens, index builds, and the number of evidence ids matching no turn
     (also logged as a warning, so they are never dropped silently).
     """
     by_id = {c.sample_id: c for c in conversations}
+    counter = memory.token_counter
+    context_tokens: dict[str, int] = {}  # one count per distinct context (one per conversation
+    # in full/truncated mode, where the context does not depend on the question)
     out: list[PromptItem] = []
     total_tokens = 0
     unmatched_total = 0
     unmatched_samples: list[str] = []
     for item in items:
         md = dict(item.metadata)
-        tokens = memory.token_counter(item.as_text())
+        if item.system not in context_tokens:
+            context_tokens[item.system] = counter(item.system)
+        tokens = context_tokens[item.system] + counter(item.user)
         total_tokens += tokens
         md["prompt_tokens"] = tokens
         md["token_counter"] = memory.token_counter.name
