@@ -117,8 +117,6 @@ def report(
             unscored[ja.category] += 1
             continue
         pairs[ja.category].append((ja.label, ja.score, jb.label, jb.score))
-    if "all" in pairs:
-        raise ValueError('a category is named "all", which clashes with the pooled row')
     stats = agreement_by_group(dict(sorted(pairs.items())))
     unscored["all"] = sum(unscored.values())
     rows = [_row(cat, ag, unscored[cat]) for cat, ag in stats.items()]

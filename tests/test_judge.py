@@ -408,3 +408,5 @@ def test_agreement_by_group() -> None:
     assert out["temporal"].score_a == 0.5 and out["temporal"].score_b == 1.0
     assert out["single_hop"].kappa is None and out["single_hop"].agree == 1.0
     assert out["all"].n == 3 and out["all"].agree == pytest.approx(2 / 3)
+    with pytest.raises(ValueError, match='named "all"'):
+        agreement_by_group({"all": []})

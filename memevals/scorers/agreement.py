@@ -70,6 +70,8 @@ def agreement_by_group(
 ) -> dict[str, Agreement]:
     """Per group (e.g. category): (label_a, score_a, label_b, score_b) tuples -> Agreement;
     the extra key "all" pools every group."""
+    if "all" in pairs:
+        raise ValueError('a group is named "all", which clashes with the pooled row')
     out: dict[str, Agreement] = {}
     pooled: list[tuple[str, float, str, float]] = []
     for group, rows in pairs.items():
