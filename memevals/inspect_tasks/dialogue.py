@@ -117,11 +117,14 @@ def fetch_image(url: str, timeout: float = 10.0, max_bytes: int = 20_000_000) ->
 
 @solver
 def attach_images(timeout: float = 10.0, max_bytes: int = 20_000_000) -> Solver:
-    """Replace each image URL of the prompt by the fetched image, or by its caption.
+    """Put the fetched image in place of each photo's caption; keep the caption when the image
+    cannot be fetched.
 
-    Results are cached per URL for the run. The sample's store records the dia ids of the
-    images sent (``images_sent``) and of those that fell back to their caption
-    (``image_fallbacks``).
+    The sample input carries the caption text (so it is complete without this solver, and
+    Inspect does not try to download the URLs itself); ``metadata["images"]`` says which part
+    of the user message holds which photo's caption. Downloads are cached per URL for the
+    run. The sample's store records the dia ids of the images sent (``images_sent``) and of
+    those that fell back to their caption (``image_fallbacks``).
     """
     cache: dict[str, str | None] = {}
 
@@ -141,33 +144,28 @@ def attach_images(timeout: float = 10.0, max_bytes: int = 20_000_000) -> Solver:
         return cache[url]
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        infos = [ImagePart(i["url"], i["caption"], i["dia_id"]) for i in state.metadata["images"]]
+        message = state.messages[-1]
+        content = list(message.content) if not isinstance(message.content, str) else []
         sent: list[str] = []
         fallbacks: list[str] = []
-        k = 0
-        for message in state.messages:
-            if isinstance(message.content, str):
-                continue
-            content: list[Content] = []
-            for part in message.content:
-                if not isinstance(part, ContentImage):
-                    content.append(part)
-                    continue
-                info = infos[k]
-                k += 1
-                data = await fetch(info.url)
-                if data is None:
-                    fallbacks.append(info.dia_id)
-                    content.append(ContentText(text=caption_text(info)))
-                else:
-                    sent.append(info.dia_id)
-                    content.append(ContentImage(image=data))
+        for info in state.metadata["images"]:
+            at = int(info["part"])
+            part = content[at] if at < len(content) else None
+            if not isinstance(part, ContentText) or part.text != caption_text(
+                ImagePart(info["url"], info["caption"], info["dia_id"])
+            ):
+                raise ValueError(
+                    f"sample {state.sample_id}: part {at} of the prompt is not the caption of "
+                    f"image {info['dia_id']}"
+                )
+            data = await fetch(str(info["url"]))
+            if data is None:
+                fallbacks.append(info["dia_id"])
+            else:
+                sent.append(info["dia_id"])
+                content[at] = ContentImage(image=data)
+        if state.metadata["images"]:
             message.content = content
-        if k != len(infos):
-            raise ValueError(
-                f"sample {state.sample_id}: {k} image(s) in the prompt but {len(infos)} in "
-                "metadata['images']"
-            )
         state.store.set("images_sent", sent)
         state.store.set("image_fallbacks", fallbacks)
         return state
@@ -331,11 +329,15 @@ def _sample(
         messages = [ChatMessageSystem(content=text), ChatMessageUser(content=instruction)]
     else:
         content: list[Content] = []
+        photos = iter(metadata["images"])
         for p in context_parts:
-            if isinstance(p, str):
+            if isinstance(p, ImagePart):
+                info = next(photos)
+                assert info["dia_id"] == p.dia_id
+                info["part"] = len(content)
+                content.append(ContentText(text=caption_text(p)))
+            elif p:
                 content.append(ContentText(text=p))
-            else:
-                content.append(ContentImage(image=p.url))
         content.append(ContentText(text=f"\n\n{instruction}"))
         messages = [ChatMessageUser(content=content)]
     return Sample(id=sid, input=messages, target=target, metadata=metadata)
