@@ -8,9 +8,11 @@ an error that says which file and what to do.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import tempfile
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,21 +89,69 @@ def _verify(path: Path, pinned: PinnedFile, *, how_to_fix: str) -> None:
         )
 
 
-def download(url: str, dest: Path, *, timeout: float = 60.0) -> None:
-    """Fetch `url` into `dest` atomically (temporary file in the same folder, then rename)."""
+def _cache_error(dest: Path, exc: OSError) -> DataError:
+    return DataError(
+        f"cannot write the cache ({exc.strerror or exc}). Free space or make {dest.parent} "
+        f"writable, set {CACHE_DIR_ENV} to another folder, or point {DATA_DIR_ENV} (or "
+        "-T data_dir=) at a folder that already holds the file.",
+        file=dest,
+    )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def download(
+    url: str,
+    dest: Path,
+    *,
+    timeout: float = 60.0,
+    verify: Callable[[Path], str | None] | None = None,
+) -> None:
+    """Fetch `url` into `dest` atomically: a temporary file in the same folder, flushed to disk,
+    checked by `verify` (which returns an error message or None), then renamed over `dest`.
+
+    A reader never sees a partial or unverified file at `dest`. Network failures raise OSError;
+    a cache that cannot be written (read-only, full) and a failed check raise DataError.
+    """
     if not url.startswith("https://"):
         raise DataError(f"refusing to download over a non-HTTPS URL: {url}", file=dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=dest.name + ".", suffix=".part", dir=dest.parent)
+    except OSError as exc:
+        raise _cache_error(dest, exc) from exc
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-            while True:
-                block = resp.read(1 << 20)
-                if not block:
-                    break
-                out.write(block)
-        os.replace(tmp, dest)
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
+                while True:
+                    try:
+                        block = resp.read(1 << 20)
+                    except http.client.HTTPException as exc:  # e.g. IncompleteRead
+                        raise OSError(f"broken HTTP response: {exc!r}") from exc
+                    if not block:
+                        break
+                    try:
+                        _write_all(fd, block)
+                    except OSError as exc:
+                        raise _cache_error(dest, exc) from exc
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise _cache_error(dest, exc) from exc
+        finally:
+            os.close(fd)
+        problem = verify(tmp) if verify is not None else None
+        if problem:
+            raise DataError(problem, file=dest)
+        try:
+            os.replace(tmp, dest)
+        except OSError as exc:
+            raise _cache_error(dest, exc) from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -133,24 +183,29 @@ def resolve(pinned: PinnedFile, data_dir: str | os.PathLike[str] | None = None) 
 
     path = cache_dir() / pinned.relpath
     if path.is_file():
-        if sha256_of(path) == pinned.sha256:
-            return path
-        path.unlink()  # a corrupt cache entry is replaced, never used
+        try:
+            if sha256_of(path) == pinned.sha256:
+                return path
+        except OSError as exc:
+            raise DataError(f"cannot read the cached file ({exc})", file=path) from exc
+        # a corrupt cache entry is never used: a verified download replaces it below
+
+    def mismatch(tmp: Path) -> str | None:
+        actual = sha256_of(tmp)
+        if actual == pinned.sha256:
+            return None
+        return (
+            f"downloaded sha256 {actual} does not match the pinned {pinned.sha256}; the file "
+            f"was removed. Check your network or proxy, or place the pinned file under "
+            f"{DATA_DIR_ENV}."
+        )
+
     try:
-        download(pinned.url, path)
+        download(pinned.url, path, verify=mismatch)
     except OSError as exc:
         raise DataError(
             f"could not download {pinned.url} ({exc}). Without network, point "
             f"{DATA_DIR_ENV} (or -T data_dir=) at a folder holding {pinned.relpath}.",
             file=path,
         ) from exc
-    actual = sha256_of(path)
-    if actual != pinned.sha256:
-        path.unlink(missing_ok=True)
-        raise DataError(
-            f"downloaded sha256 {actual} does not match the pinned {pinned.sha256}; the file "
-            f"was removed. Check your network or proxy, or place the pinned file under "
-            f"{DATA_DIR_ENV}.",
-            file=path,
-        )
     return path

@@ -23,6 +23,10 @@ def load_json(path: Path) -> Any:
         ) from exc
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 text ({exc})", file=path) from exc
+    except RecursionError as exc:
+        raise DataError("JSON nested too deeply to be a benchmark file", file=path) from exc
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc})", file=path) from exc
 
 
 class Reader:
