@@ -325,3 +325,51 @@ def test_bad_samples_files_name_file_line_and_field(tmp_path: Path) -> None:
     (tmp_path / "garbage").mkdir()
     with pytest.raises(SamplesError, match="no samples_"):
         judge_samples([tmp_path / "garbage"], grader())
+
+
+def test_locomo_plus_cognitive_verdicts_equal_the_inspect_task(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """Cognitive samples are judged only: same prompts, same verdicts, same per-relation table."""
+    from memevals.adapters.locomo import load_locomo
+    from memevals.adapters.locomo_plus import load_locomo_plus, stitch_all
+    from memevals.inspect_tasks.locomo_plus import locomo_plus_cognitive
+    from memevals.memory.locomo_plus import cognitive_oracle
+    from memevals.prompts.locomo_plus import cognitive_item
+
+    conversations = load_locomo()
+    stitched = stitch_all(load_locomo_plus()[:8], conversations)
+    items = [cognitive_item(st, context=cognitive_oracle, context_mode="oracle") for st in stitched]
+    cues = [str(i.metadata["cue"]).split("：", 1)[-1] for i in items]
+
+    def reply(n: int, item: PromptItem) -> str:
+        # the scripted rule has no reference for cognitive samples and credits a reply saying
+        # the thing was "never said"; some replies are unreadable
+        return [cues[n], "Sounds good!", UNREADABLE, "You never said that before."][n % 4]
+
+    answers = replies_for(items, reply)
+    run_dir = write_lm_eval_samples(
+        ["locomo_plus_cognitive"], answers, {"context": "oracle"}, tmp_path / "out", len(items)
+    )
+    [run] = judge_samples([run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"))
+    [log] = inspect_eval(
+        locomo_plus_cognitive(context="oracle"),
+        model=table_model(answers),
+        model_roles={"grader": grader()},
+        sample_id=[i.id for i in items],
+        display="none",
+        log_dir=str(tmp_path / "inspect"),
+    )
+    assert log.status == "success", log.error
+    posthoc = {str(s.id): s.scores for s in run.log.samples}
+    direct = {str(s.id): s.scores for s in log.samples}
+    assert posthoc.keys() == direct.keys() == {i.id for i in items}
+    for sid in direct:
+        [p] = posthoc[sid].values()
+        [d] = direct[sid].values()
+        assert same(judged(p.value), judged(d.value)) and p.metadata["label"] == d.metadata["label"]
+    assert_same_metrics(metrics_of(run.log, "judge"), metrics_of(log, "judge"))
+    assert_same_metrics(metrics_of(run.log, "unscored"), metrics_of(log, "unscored"))
+    assert metrics_of(log, "unscored")["count"] == 2
+    values = {judged(next(iter(v.values())).value) for v in posthoc.values()}
+    assert {0.0, 1.0} <= values
