@@ -17,7 +17,7 @@ from inspect_ai.model import GenerateConfig, get_model
 from memevals.inspect_tasks.locomo import locomo
 from memevals.scorers.judge import JUDGE_CRITERIA
 
-IDS = ["conv-26-q0", "conv-26-q152"]  # one temporal question, one adversarial
+IDS = ["conv-26-q82", "conv-26-q152"]  # one single-hop question, one adversarial
 
 
 @pytest.mark.slow
@@ -30,7 +30,7 @@ def test_smollm2_answers_and_judges(smollm2_dir: Path, data_dir: Path, tmp_path:
         do_sample=False,
         config=GenerateConfig(max_tokens=24),
     )
-    task = locomo(categories="temporal,adversarial", context="none", judge=True, max_tokens=8)
+    task = locomo(categories="single_hop,adversarial", context="none", judge=True, max_tokens=8)
     log = eval(
         task,
         model=model,
@@ -64,6 +64,5 @@ def test_smollm2_answers_and_judges(smollm2_dir: Path, data_dir: Path, tmp_path:
         else:
             spec = JUDGE_CRITERIA[md["criterion"]]
             assert score.value["judge"] == spec.scores[md["label"]]
-    temporal = next(s for s in log.samples if s.id == "conv-26-q0")
-    assert temporal.metadata["judge"]["criterion"] == "temporal"
-    assert len(temporal.metadata["judge"]["session_dates"]) == 19
+    criteria = {str(s.id): s.scores["llm_judge"].metadata["criterion"] for s in log.samples}  # type: ignore[index]
+    assert criteria == {"conv-26-q82": "factual", "conv-26-q152": "adversarial"}
