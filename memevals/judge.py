@@ -12,7 +12,8 @@ it), so the grader prompt, the verdict parsing, the unscored rule and the aggreg
 the same code. The grader is any Inspect model (`provider/model`); calls run concurrently
 (`--max-connections`) and are cached by Inspect (`--no-cache` to turn that off).
 
-Outputs: the Inspect log (`--log-dir`), and per benchmark `judge_<benchmark>.jsonl` (one verdict
+Judged: LoCoMo QA, LoCoMo-Plus, LongMemEval and LoCoMo event summaries (FactScore). Outputs:
+the Inspect log (`--log-dir`), and per benchmark `judge_<benchmark>.jsonl` (one verdict
 per sample) and `judge_<benchmark>.json` (the aggregate table) in `--output-dir` (default: the
 folder of the first samples file). The conversation context is not replayed: the judge never
 sees it, and leaving it out keeps the log small.
@@ -80,7 +81,8 @@ class LmEvalSample:
 
     @property
     def benchmark(self) -> str:
-        return str(self.metadata["benchmark"])
+        """What the sample is judged as: the metadata's `task` if any, else its benchmark."""
+        return str(self.metadata.get("task") or self.metadata["benchmark"])
 
     @property
     def where(self) -> str:
@@ -158,12 +160,10 @@ def read_samples(path: Path) -> Iterator[LmEvalSample]:
                 raise SamplesError(f"{where}: field 'doc.metadata' is not JSON ({exc})") from exc
             if not isinstance(metadata, dict):
                 raise SamplesError(f"{where}: field 'doc.metadata' is not a JSON object")
-            for key in ("benchmark", "judge"):
-                if key not in metadata:
-                    raise SamplesError(
-                        f"{where}: field 'doc.metadata.{key}' is missing; only memevals tasks "
-                        "carry the judge inputs"
-                    )
+            if "benchmark" not in metadata:
+                raise SamplesError(
+                    f"{where}: field 'doc.metadata.benchmark' is missing; is this a memevals task?"
+                )
             yield LmEvalSample(
                 file=path,
                 line=n,
@@ -200,35 +200,59 @@ def _lm_eval_model(files: Sequence[Path]) -> str | None:
 # The same scorers as the Inspect tasks
 
 
-def _locomo_scorers(samples: Sequence[LmEvalSample], max_tokens: int) -> list[Scorer]:
+def _tokens(max_tokens: int | None) -> dict[str, int]:
+    """The judge token limit, only when given (each scorer keeps its own default otherwise)."""
+    return {} if max_tokens is None else {"max_tokens": max_tokens}
+
+
+def _locomo_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
     from memevals.inspect_tasks.judge import llm_judge
     from memevals.inspect_tasks.locomo import locomo_f1_scorer
 
-    return [locomo_f1_scorer(), llm_judge(max_tokens=max_tokens)]
+    return [locomo_f1_scorer(), llm_judge(max_tokens=max_tokens)]  # None: the role's setting
 
 
-def _locomo_plus_scorers(samples: Sequence[LmEvalSample], max_tokens: int) -> list[Scorer]:
+def _locomo_plus_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
     from memevals.inspect_tasks.locomo_plus import locomo_plus_f1, locomo_plus_judge
     from memevals.prompts.locomo_plus import COGNITIVE
 
     scorers: list[Scorer] = []
     if any(s.metadata.get("category") != COGNITIVE for s in samples):
         scorers.append(locomo_plus_f1())
-    scorers.append(locomo_plus_judge(max_tokens=max_tokens))
+    scorers.append(locomo_plus_judge(**_tokens(max_tokens)))
     return scorers
 
 
-def _longmemeval_scorers(samples: Sequence[LmEvalSample], max_tokens: int) -> list[Scorer]:
+def _longmemeval_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
     from memevals.inspect_tasks.longmemeval import longmemeval_judge
 
-    return [longmemeval_judge(max_tokens=max_tokens)]
+    return [longmemeval_judge(**_tokens(max_tokens))]
 
 
-#: benchmark -> (its samples, judge max_tokens) -> the scorers its Inspect task judges with.
-BENCHMARK_SCORERS: dict[str, Callable[[Sequence[LmEvalSample], int], list[Scorer]]] = {
+def _event_summary_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+    from memevals.inspect_tasks.event_summary import event_summary_scorer
+
+    if max_tokens is None:
+        return [event_summary_scorer()]
+    return [event_summary_scorer(grader_max_tokens=max_tokens)]
+
+
+#: kind of sample -> (its samples, judge max_tokens or None) -> the scorers its Inspect task
+#: judges with. The kind is the metadata's `task` when set (LoCoMo's event summaries), else
+#: its `benchmark`.
+BENCHMARK_SCORERS: dict[str, Callable[[Sequence[LmEvalSample], int | None], list[Scorer]]] = {
     "locomo": _locomo_scorers,
     "locomo_plus": _locomo_plus_scorers,
     "longmemeval": _longmemeval_scorers,
+    "event_summary": _event_summary_scorers,
+}
+
+#: Metadata each kind's judge reads (checked up front, so a foreign file fails with its line).
+JUDGE_INPUTS: dict[str, tuple[str, ...]] = {
+    "locomo": ("judge", "answer", "category_id"),
+    "locomo_plus": ("judge", "category"),
+    "longmemeval": ("judge", "category", "abstention"),
+    "event_summary": ("speaker", "reference_events"),
 }
 
 
@@ -345,7 +369,7 @@ def judge_samples(
     grader_args: dict[str, Any] | None = None,
     max_connections: int = 10,
     cache: bool = True,
-    judge_max_tokens: int = 256,
+    judge_max_tokens: int | None = None,
     log_dir: str | None = None,
     output_dir: str | Path | None = None,
     display: str = "none",
@@ -362,6 +386,12 @@ def judge_samples(
                     f"{s.where}: benchmark {s.benchmark!r} has no judge; judged benchmarks: "
                     f"{', '.join(BENCHMARK_SCORERS)}"
                 )
+            for key in JUDGE_INPUTS[s.benchmark]:
+                if key not in s.metadata:
+                    raise SamplesError(
+                        f"{s.where}: field 'doc.metadata.{key}' is missing; the {s.benchmark} "
+                        "judge needs it (memevals tasks write it)"
+                    )
             by_benchmark.setdefault(s.benchmark, []).append(s)
     if not by_benchmark:
         raise SamplesError(f"no samples in {', '.join(str(f) for f in files)}")
@@ -461,7 +491,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--max-connections", type=int, default=10)
     parser.add_argument("--no-cache", action="store_true", help="do not cache grader calls")
-    parser.add_argument("--judge-max-tokens", type=int, default=256)
+    parser.add_argument(
+        "--judge-max-tokens", type=int, default=None,
+        help="grader token limit per reply (default: the Inspect task's)",
+    )  # fmt: skip
     parser.add_argument("--log-dir", default=None, help="Inspect log folder")
     parser.add_argument("--output-dir", default=None, help="where judge_<benchmark>.* go")
     parser.add_argument("--display", default="none", help="Inspect display (none, plain, ...)")

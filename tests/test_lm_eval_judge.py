@@ -302,7 +302,9 @@ def _write(path: Path, records: list[Any]) -> Path:
 
 
 def test_bad_samples_files_name_file_line_and_field(tmp_path: Path) -> None:
-    good_md = json.dumps({"benchmark": "locomo", "judge": {"criterion": "factual"}})
+    good_md = json.dumps(
+        {"benchmark": "locomo", "judge": {"criterion": "factual"}, "answer": "A", "category_id": 4}
+    )
     doc = {"id": "q1", "system": "", "user": "Q?", "target": "A", "metadata": good_md}
     record = {"doc": doc, "target": "A", "filtered_resps": ["an answer"]}
 
@@ -310,9 +312,12 @@ def test_bad_samples_files_name_file_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(SamplesError, match=r"samples_locomo_x_.*\.jsonl:2: field 'doc.metadata'"):
         judge_samples([bad], grader())
 
-    not_ours = {**record, "doc": {**doc, "metadata": json.dumps({"benchmark": "locomo"})}}
+    no_judge = {"benchmark": "locomo", "answer": "A", "category_id": 4}
+    not_ours = {**record, "doc": {**doc, "metadata": json.dumps(no_judge)}}
     path = _write(tmp_path / "samples_other_2026-01-01T00-00-00.0.jsonl", [not_ours])
-    with pytest.raises(SamplesError, match=r":1: field 'doc.metadata.judge' is missing"):
+    with pytest.raises(
+        SamplesError, match=r":1: field 'doc.metadata.judge' is missing; the locomo"
+    ):
         judge_samples([path], grader())
 
     twice = _write(
@@ -373,3 +378,65 @@ def test_locomo_plus_cognitive_verdicts_equal_the_inspect_task(
     assert metrics_of(log, "unscored")["count"] == 2
     values = {judged(next(iter(v.values())).value) for v in posthoc.values()}
     assert {0.0, 1.0} <= values
+
+
+def test_event_summary_rouge_and_facts_equal_the_inspect_task(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """lm-eval's locomo_event_summary: native ROUGE per sample and the post-hoc FactScore table
+    equal Inspect's locomo_event_summary on the same replies and scripted grader."""
+    from test_event_summary_task import scripted_grader
+
+    from memevals.adapters.locomo import load_locomo
+    from memevals.inspect_tasks.event_summary import locomo_event_summary
+    from memevals.prompts.event_summary import build_event_items, select_conversations
+
+    convs = "conv-26,conv-30"
+    items = build_event_items(select_conversations(load_locomo(), convs)).items
+    assert len(items) == 4
+
+    def reply(n: int, item: PromptItem) -> str:
+        lines = item.target.splitlines()
+        return [
+            "\n".join(lines),
+            "\n".join(lines[: len(lines) // 2]),
+            "Nothing happened.",
+            lines[0],
+        ][n]
+
+    answers = replies_for(items, reply)
+    run_dir = write_lm_eval_samples(
+        ["locomo_event_summary"], answers, {"conversations": convs}, tmp_path / "out", None
+    )
+    [run] = judge_samples([run_dir], scripted_grader(), cache=False, log_dir=str(tmp_path / "l"))
+    [log] = inspect_eval(
+        locomo_event_summary(conversations=convs),
+        model=table_model(answers),
+        model_roles={"grader": scripted_grader()},
+        display="none",
+        log_dir=str(tmp_path / "inspect"),
+    )
+    assert log.status == "success", log.error
+
+    lm_rows = {r["doc"]["id"]: r for r in read_samples_jsonl(run_dir, "locomo_event_summary")}
+    direct = {str(s.id): next(iter(s.scores.values())).value for s in log.samples}
+    posthoc = {str(s.id): next(iter(s.scores.values())).value for s in run.log.samples}
+    assert lm_rows.keys() == direct.keys() == posthoc.keys()
+    for sid, value in direct.items():
+        for key in ("rouge1", "rouge2", "rougeL"):
+            assert lm_rows[sid][key] == value[key] == posthoc[sid][key], (sid, key)
+        for key in ("fact_precision", "fact_recall", "fact_f1", "unscored"):
+            assert same(float(posthoc[sid][key]), float(value[key])), (sid, key)
+    assert lm_rows[items[0].id]["rouge1"] == 1.0
+    names = [sc.name for sc in log.results.scores]
+    assert names == [sc.name for sc in run.log.results.scores]
+    assert {"rouge1", "fact_f1", "unscored"} <= set(names)
+    for name in names:
+        assert_same_metrics(metrics_of(run.log, name), metrics_of(log, name))
+    unscored = [v["unscored"] for v in posthoc.values()]
+    assert 0 < sum(unscored) < len(unscored)  # Melanie's summaries: unreadable grader replies
+
+
+def read_samples_jsonl(run_dir: Path, task: str) -> list[dict[str, Any]]:
+    [path] = run_dir.glob(f"samples_{task}_*.jsonl")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

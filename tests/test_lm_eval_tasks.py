@@ -18,7 +18,12 @@ from lm_eval.api.model import LM
 from lm_eval.tasks import TaskManager
 
 from memevals.lm_eval_tasks import include_path
-from memevals.lm_eval_tasks.utils import OptionError, locomo_docs, longmemeval_docs
+from memevals.lm_eval_tasks.utils import (
+    OptionError,
+    event_summary_docs,
+    locomo_docs,
+    longmemeval_docs,
+)
 from memevals.prompts import PromptItem
 from memevals.scorers import locomo_f1
 
@@ -79,7 +84,8 @@ def test_module_prints_the_include_path() -> None:
 def test_every_task_and_group_is_indexed() -> None:
     tm = TaskManager(include_path=include_path(), include_defaults=False)
     names = set(tm.all_tasks)
-    expected = {"locomo", "locomo_plus"} | {f"locomo_{c}" for c in LOCOMO_CATEGORIES}
+    expected = {"locomo", "locomo_plus", "locomo_event_summary"}
+    expected |= {f"locomo_{c}" for c in LOCOMO_CATEGORIES}
     expected |= {f"locomo_plus_{c}" for c in [*LOCOMO_CATEGORIES, "cognitive"]}
     for variant in ("oracle", "s", "m"):
         expected |= {f"longmemeval_{variant}"}
@@ -126,6 +132,10 @@ def test_misspelt_or_misplaced_options_fail_clearly(data_dir: Path) -> None:
         locomo_docs("temporal", context="full", top_k=3)
     with pytest.raises(OptionError, match="chain_of_note"):
         longmemeval_docs("oracle", "multi_session", chain_of_note=True)
+    with pytest.raises(OptionError, match="incremental summarisation"):
+        event_summary_docs(incremental=True)
+    with pytest.raises(OptionError, match=r"locomo_event_summary: conversations='conv-1'"):
+        event_summary_docs(conversations="conv-1")
     # model arguments and lm-eval's own keys are ignored, not errors
     docs = locomo_docs("temporal", pretrained="x", device="cpu", version=1.0, context="none")
     assert docs["test"].num_rows == 321

@@ -31,10 +31,12 @@ from memevals.memory.locomo_plus import annotate_cognitive_items, cognitive_cont
 from memevals.memory.longmemeval import headline_keys, longmemeval_memory
 from memevals.prompts import PromptItem
 from memevals.prompts import longmemeval as lme_prompts
+from memevals.prompts.event_summary import build_event_items, select_conversations
 from memevals.prompts.locomo import build_items as build_locomo_items
 from memevals.prompts.locomo import prediction_for_scoring as locomo_prediction
 from memevals.prompts.locomo_plus import COGNITIVE, build_plus_items
 from memevals.scorers import abstained, locomo_f1
+from memevals.scorers.event_summary import rouge_scores
 from memevals.scorers.retrieval import locomo_recall_for_mean, turn_precision_recall
 
 logger = logging.getLogger(__name__)
@@ -393,4 +395,46 @@ def longmemeval_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[
     scores = md.get("retrieval_scores")
     if scores is not None:
         out |= {k: float(scores[k]) for k in headline_keys(str(md["retrieval_unit"]))}
+    return out
+
+
+# --------------------------------------------------------------------------- LoCoMo events
+
+EVENT_SUMMARY_OPTIONS: dict[str, Any] = {
+    "sessions": None,
+    "conversations": None,
+    "data_dir": None,
+    "incremental": False,
+}
+
+
+def event_summary_docs(**metadata: Any) -> DatasetDict:
+    """LoCoMo event summarisation: one document per conversation and speaker."""
+    task = "locomo_event_summary"
+    opts = _options(task, metadata, EVENT_SUMMARY_OPTIONS, EVENT_SUMMARY_OPTIONS)
+    if _as_bool(task, "incremental", opts["incremental"]):
+        raise OptionError(
+            f"{task}: incremental summarisation needs one model call per session, which an "
+            "lm-eval generate_until task cannot make; use the Inspect task "
+            "(inspect eval memevals/locomo_event_summary -T incremental=true)"
+        )
+    sessions = opts["sessions"]
+    if isinstance(sessions, str) and sessions.strip().isdigit():
+        sessions = int(sessions)
+    conversations = load_locomo(opts["data_dir"])
+    built = _checked(
+        task,
+        lambda: build_event_items(
+            select_conversations(conversations, opts["conversations"]), sessions=sessions
+        ),
+    )
+    return to_docs(built.items, task)
+
+
+def event_summary_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
+    """ROUGE-1/2/L against the reference events (as the Inspect task reports them) and the
+    prompt size; the FactScore precision/recall/F1 need the grader: `python -m memevals.judge`."""
+    md = doc_item(doc).metadata
+    out = dict(rouge_scores(_reply(results), str(doc["target"])))
+    out["prompt_tokens"] = _prompt_tokens(doc, md)
     return out
