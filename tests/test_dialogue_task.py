@@ -368,8 +368,9 @@ def test_real_smollm2_continues_the_conversation(smollm2_dir: Path, data_dir: Pa
         locomo_dialogue(
             conversations="conv-26",
             turns_per_conversation=2,
-            context="session",
-            max_tokens=24,
+            context="truncated",
+            max_context_tokens=200,
+            max_tokens=16,
             bertscore_model=MINILM,
             bertscore_layers=6,
         ),
