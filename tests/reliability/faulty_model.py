@@ -21,6 +21,8 @@ Model args (``-M`` on the CLI):
         a test for long).
     fault_log: file that gets one JSON line per injected fault (counts across processes).
     call_log: file that gets one JSON line per successful call.
+    judge: answer judge prompts with a verdict JSON by tests/scripted_judge.py's lenient rule
+        (a grader that is flaky at the transport level but never unreadable).
 
 The answer is a fixed function of the last user message (never of the attempt), so a retried
 call gets the same answer as a first-time call.
@@ -82,19 +84,22 @@ class FaultyModel(ModelAPI):
         api_key: str | None = None,
         config: GenerateConfig | None = None,
         fault_rate: float = 0.0,
-        faults: str = "error",
+        faults: str | list[str] = "error",
         seed: int = 0,
         delay: float = 0.0,
         hang: float = 5.0,
         fault_log: str | None = None,
         call_log: str | None = None,
+        judge: bool = False,
         **model_args: Any,
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
         if model_args:
             raise ValueError(f"faulty model: unknown model args {sorted(model_args)}")
         self.fault_rate = float(fault_rate)
-        self.kinds = tuple(k.strip() for k in str(faults).split(",") if k.strip())
+        # the CLI reads `-M faults=error,empty` as a list
+        listed = faults if isinstance(faults, list) else str(faults).split(",")
+        self.kinds = tuple(str(k).strip() for k in listed if str(k).strip())
         unknown = set(self.kinds) - set(KINDS)
         if unknown or not self.kinds:
             raise ValueError(f"faulty model: faults must be a subset of {KINDS}, got {faults!r}")
@@ -103,6 +108,7 @@ class FaultyModel(ModelAPI):
         self.hang = float(hang)
         self.fault_log = Path(fault_log) if fault_log else None
         self.call_log = Path(call_log) if call_log else None
+        self.judge = bool(judge)
         self.attempts: Counter[str] = Counter()
 
     def _record(self, path: Path | None, entry: dict[str, Any]) -> None:
@@ -137,7 +143,12 @@ class FaultyModel(ModelAPI):
             await anyio.sleep(self.hang)  # "timeout": Inspect's attempt_timeout cancels this
             raise ProviderFault(f"injected hang outlived its {self.hang}s bound")
         last_user = next((m.text for m in reversed(input) if m.role == "user"), "")
-        answer = scripted_answer(last_user)
+        if self.judge:
+            from scripted_judge import scripted_verdict
+
+            answer = scripted_verdict(input[0].text, "lenient")
+        else:
+            answer = scripted_answer(last_user)
         self._record(self.call_log, {"key": key[:16], "attempt": attempt})
         return ModelOutput.from_content(model=f"faulty/{self.model_name}", content=answer)
 
