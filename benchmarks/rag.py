@@ -90,7 +90,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--embedding-model", default=DEFAULT_EMBEDDING_MODEL)
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--torch-threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads for the embedding model (1 avoids oversubscription on a "
+        "shared machine; default: torch's own choice)",
+    )
     args = ap.parse_args(argv)
+    if args.torch_threads is not None and "embedding" in args.retrievers:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     # The 4 unresolvable evidence ids are reported by the task; not needed in this report.
     logging.getLogger("memevals.memory.locomo").setLevel(logging.ERROR)
 
@@ -100,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         "conversations": [c.sample_id for c in convs],
         "token_counter": counter.name,
         "python": sys.version.split()[0],
+        "torch_threads": args.torch_threads,
     }
 
     print(f"LoCoMo, {len(convs)} conversation(s); token counter {counter.name}")
