@@ -1,6 +1,8 @@
 """Framework-free scoring functions: score your own predictions with these."""
 
 from memevals.scorers.agreement import cohen_kappa
+from memevals.scorers.dialogue import bertscore, bleu, clean_reply, corpus_bleu, rouge_l
+from memevals.scorers.event_summary import fact_score, factscore, rouge_scores
 from memevals.scorers.judge import (
     JUDGE_CRITERIA,
     JudgeInput,
@@ -35,9 +37,15 @@ __all__ = [
     "Verdict",
     "abstained",
     "answer_tokens",
+    "bertscore",
+    "bleu",
+    "clean_reply",
     "cohen_kappa",
+    "corpus_bleu",
     "criterion_for_locomo",
     "criterion_for_longmemeval",
+    "fact_score",
+    "factscore",
     "judge_prompt",
     "locomo_evidence_recall",
     "locomo_f1",
@@ -47,6 +55,8 @@ __all__ = [
     "parse_verdict",
     "recall_all_at_k",
     "recall_any_at_k",
+    "rouge_l",
+    "rouge_scores",
     "token_f1",
     "turn_precision_recall",
     "turn_to_session",
