@@ -66,6 +66,16 @@ class Reader:
         value: str = self.get(field, str)
         return value
 
+    def id_(self, field: str) -> str:
+        """A sample id: a non-empty string of printable characters. Inspect names each logged
+        sample after its id, and an id with a NUL byte silently vanishes from the log."""
+        value = self.str_(field)
+        if not value:
+            raise self.error(field, "empty")
+        if not value.isprintable():
+            raise self.error(field, f"{value!r} contains a control character")
+        return value
+
     def list_(self, field: str) -> list[Any]:
         value: list[Any] = self.get(field, list)
         return value

@@ -280,7 +280,7 @@ def parse_locomo(raw: Any, file: Path) -> list[Conversation]:
     seen: set[str] = set()
     for i, obj in enumerate(raw):
         top = Reader(file, f"conversation[{i}]", obj)
-        sid = top.str_("sample_id")
+        sid = top.id_("sample_id")
         if sid in seen:
             raise top.error("sample_id", f"duplicate sample_id {sid!r}")
         seen.add(sid)

@@ -463,11 +463,9 @@ def _turn(r: Reader, field: str, obj: Any, position: int) -> Turn:
 def parse_instance(obj: Any, file: Path, index: int) -> Instance:
     """Validate one decoded instance; errors name the file, question_id and field."""
     qid = obj.get("question_id") if isinstance(obj, dict) else None
-    record = qid if isinstance(qid, str) and qid else f"instance[{index}]"
+    record = qid if isinstance(qid, str) and qid and qid.isprintable() else f"instance[{index}]"
     r = Reader(file, record, obj)
-    question_id = r.str_("question_id")
-    if not question_id:
-        raise r.error("question_id", "empty")
+    question_id = r.id_("question_id")
     question_type = r.str_("question_type")
     if question_type not in QUESTION_TYPES:
         raise r.error(
