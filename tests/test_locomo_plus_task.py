@@ -298,3 +298,42 @@ def test_cli_namespaced_names(inspect_cli: Any, tmp_path: Path) -> None:
         log = read_eval_log(str(path), header_only=True)
         assert log.status == "success" and log.eval.dataset.samples == size
         assert log.results is not None and log.results.completed_samples == 4
+
+
+# --------------------------------------------------------------------------- real local model
+
+
+@pytest.mark.slow
+def test_real_smollm2_answers_and_judges_cognitive_samples(
+    smollm2_dir: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """SmolLM2-135M (8K window) as answerer and grader on three cognitive samples. The history
+    is the cue alone (context=oracle) to keep CPU time small. Its verdicts may be unreadable:
+    then they are unscored."""
+    model = get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False)
+    task = locomo_plus_cognitive(context="oracle", max_tokens=16, judge_max_tokens=24)
+    ids = ["plus-0", "plus-1", "plus-2"]
+    log = inspect_eval(
+        task,
+        model=model,
+        model_roles={"grader": model},
+        sample_id=ids,
+        display="none",
+        log_dir=str(tmp_path),
+    )[0]
+    assert log.status == "success", log.error
+    assert log.samples is not None and sorted(str(s.id) for s in log.samples) == ids
+    judge = {s.name: s for s in log.results.scores}["judge"]  # type: ignore[union-attr]
+    assert (judge.scored_samples or 0) + (judge.unscored_samples or 0) == 3
+    for sample in log.samples:
+        assert sample.output.completion.strip()  # the model really answered
+        assert sample.metadata["prompt_tokens"] < 200  # cue + trigger + instruction
+        score = sample.scores["locomo_plus_judge"]  # type: ignore[index]
+        md = score.metadata or {}
+        assert md["criterion"] == "cognitive" and md["grader"].startswith("hf/")
+        assert 1 <= len(md["judge_replies"]) <= 2
+        assert isinstance(score.value, dict)
+        if md["label"] is None:
+            assert math.isnan(score.value["judge"]) and score.value["unscored"] == 1
+        else:
+            assert score.value["judge"] in (0.0, 1.0)
