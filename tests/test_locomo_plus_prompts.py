@@ -101,7 +101,7 @@ def test_cognitive_sample_layout(unified: dict[str, Any], stitched: list[Any]) -
     assert judge["criterion"] == "cognitive" and judge["reference"] is None
     assert judge["evidence"] == md["cue"]
     assert judge["evidence"].startswith(f"{host.speaker_a}：Running out of gas")
-    assert judge["question"] == f"{trigger.speaker}：{trigger.text}"
+    assert judge["question"] is None  # the official judge sees only the cue and the reply
     assert judge["question_date"] == "9:02 am on 29 November, 2023"
     assert judge["session_dates"][-1] == "9:02 am on 22 November, 2023"
 

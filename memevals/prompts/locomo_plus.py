@@ -222,7 +222,9 @@ def cognitive_item(
         "disclose_task": disclose_task,
         "judge": {
             "criterion": criterion_for_locomo(COGNITIVE),
-            "question": "\n".join(f"{t.speaker}：{t.text}" for t in st.trigger_turns),
+            # As in the official judge, the grader sees only the cue and the reply: showing the
+            # trigger would let it reward a reply that merely answers the trigger well.
+            "question": None,
             "reference": None,  # LoCoMo-Plus has no reference reply
             "evidence": evidence,
             "question_date": format_locomo_time(st.query_time),
