@@ -46,16 +46,11 @@ from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from memevals.adapters.locomo import LOCOMO_FILE, load_locomo
 from memevals.inspect_tasks.judge import count
-from memevals.memory import locomo_context
-from memevals.memory.locomo import LocomoMemory
 from memevals.prompts.dialogue import (
-    DIALOGUE_CONTEXT_MODES,
     ImagePart,
+    build_dialogue_items,
     caption_text,
-    dialogue_context,
-    item_metadata,
-    reply_instruction,
-    select_turns,
+    dialogue_memory,
 )
 from memevals.prompts.event_summary import select_conversations
 from memevals.scorers.dialogue import (
@@ -82,7 +77,6 @@ __all__ = [
     "locomo_dialogue",
 ]
 
-DEFAULT_RETRIEVAL_UNIT = "observation"
 _IMAGE_MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
     b"\xff\xd8\xff": "image/jpeg",
@@ -273,48 +267,6 @@ def dialogue_images() -> Scorer:
 # Task
 
 
-def _memory(
-    context: str,
-    max_context_tokens: int | None,
-    retrieval_unit: str | None,
-    top_k: int | None,
-    retriever: str | None,
-    embedding_model: str | None,
-) -> LocomoMemory:
-    if context not in DIALOGUE_CONTEXT_MODES:
-        raise ValueError(
-            f"context={context!r} is not supported; allowed values: "
-            + ", ".join(DIALOGUE_CONTEXT_MODES)
-        )
-    rag_options = {
-        "retrieval_unit": retrieval_unit,
-        "top_k": top_k,
-        "retriever": retriever,
-        "embedding_model": embedding_model,
-    }
-    if context != "rag":
-        given = [k for k, v in rag_options.items() if v is not None]
-        if given:
-            raise ValueError(
-                f"{', '.join(given)} applies only to context=rag (context={context!r})"
-            )
-    if context != "truncated" and max_context_tokens is not None:
-        raise ValueError(
-            f"max_context_tokens applies only to context=truncated (context={context!r})"
-        )
-    if context == "truncated":
-        return locomo_context("truncated", max_context_tokens=max_context_tokens)
-    if context == "rag":
-        return locomo_context(
-            "rag",
-            retrieval_unit=retrieval_unit or DEFAULT_RETRIEVAL_UNIT,
-            top_k=top_k,
-            retriever=retriever,
-            embedding_model=embedding_model,
-        )
-    return locomo_context("full")
-
-
 def _sample(
     sid: str,
     context_parts: list[str | ImagePart],
@@ -395,33 +347,32 @@ def locomo_dialogue(
         raise ValueError(f"image_timeout must be positive, got {image_timeout!r}")
     if not bertscore and (bertscore_model is not None or bertscore_layers is not None):
         raise ValueError("bertscore_model and bertscore_layers apply only with bertscore=true")
-    strategy = _memory(
-        context, max_context_tokens, retrieval_unit, top_k, retriever, embedding_model
+    strategy = dialogue_memory(
+        context,
+        max_context_tokens=max_context_tokens,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
     )
     scorers = [dialogue_overlap()]
     if bertscore:  # loads the model now: fails before any model call
         scorers.append(dialogue_bertscore(bertscore_model, bertscore_layers))
     chosen = select_conversations(load_locomo(data_dir), conversations)
-    samples: list[Sample] = []
-    total_tokens = 0
-    for conv in chosen:
-        for target in select_turns(conv, turns_per_conversation, seed):
-            ctx = dialogue_context(target, context, strategy, images=images, max_images=max_images)
-            instruction = reply_instruction(target)
-            md = item_metadata(target, ctx)
-            tokens = strategy.token_counter(f"{ctx.text}\n\n{instruction}")
-            md |= {"context": context, "prompt_tokens": tokens}
-            total_tokens += tokens
-            samples.append(
-                _sample(
-                    f"{conv.sample_id}-{target.turn.dia_id}",
-                    ctx.parts,
-                    instruction,
-                    target.turn.text.strip(),
-                    md,
-                    images,
-                )
-            )
+    built = build_dialogue_items(
+        chosen,
+        context,
+        strategy,
+        turns_per_conversation=turns_per_conversation,
+        seed=seed,
+        images=images,
+        max_images=max_images,
+    )
+    samples = [
+        _sample(item.id, ctx.parts, item.user, item.target, item.metadata, images)
+        for item, ctx in built
+    ]
+    total_tokens = sum(int(item.metadata["prompt_tokens"]) for item, _ in built)
     solvers: list[Solver] = [generate()]
     if images:
         solvers.insert(0, attach_images(timeout=image_timeout))

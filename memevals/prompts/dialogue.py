@@ -32,18 +32,22 @@ from typing import Any
 
 from memevals.adapters.locomo import Conversation, Session, Turn
 from memevals.memory import locomo as memory
-from memevals.memory.locomo import LocomoMemory
+from memevals.memory.locomo import LocomoMemory, locomo_context
 from memevals.memory.retrieval import MemoryUnit
+from memevals.prompts import PromptItem
 from memevals.prompts.locomo import preamble, session_header, turn_line
 
 __all__ = [
     "DIALOGUE_CONTEXT_MODES",
+    "DIALOGUE_RETRIEVAL_UNIT",
     "DialogueContext",
     "DialogueTurn",
     "ImagePart",
     "Part",
+    "build_dialogue_items",
     "caption_text",
     "dialogue_context",
+    "dialogue_memory",
     "eligible_turns",
     "history_sessions",
     "item_metadata",
@@ -53,6 +57,10 @@ __all__ = [
 ]
 
 DIALOGUE_CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "session", "rag")
+
+#: What context=rag retrieves when retrieval_unit is not given: observations, the paper's best
+#: setting (the QA tasks default to dialog turns instead).
+DIALOGUE_RETRIEVAL_UNIT = "observation"
 
 
 @dataclass(frozen=True)
@@ -310,3 +318,93 @@ def item_metadata(target: DialogueTurn, ctx: DialogueContext) -> dict[str, Any]:
             if isinstance(p, ImagePart)
         ],
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Options and items (shared by the Inspect and lm-eval tasks)
+
+
+def dialogue_memory(
+    context: str = "full",
+    *,
+    max_context_tokens: int | None = None,
+    retrieval_unit: str | None = None,
+    top_k: int | None = None,
+    retriever: str | None = None,
+    embedding_model: str | None = None,
+) -> LocomoMemory:
+    """Validate the dialogue task's context options and build the memory strategy behind them.
+
+    Raises ValueError naming the option. Options of another mode are rejected, not ignored.
+    `session` uses the full-history strategy (`dialogue_context` cuts the history itself);
+    `rag` retrieves observations unless told otherwise (`DIALOGUE_RETRIEVAL_UNIT`).
+    """
+    if context not in DIALOGUE_CONTEXT_MODES:
+        raise ValueError(
+            f"context={context!r} is not supported; allowed values: "
+            + ", ".join(DIALOGUE_CONTEXT_MODES)
+        )
+    rag_options = {
+        "retrieval_unit": retrieval_unit,
+        "top_k": top_k,
+        "retriever": retriever,
+        "embedding_model": embedding_model,
+    }
+    if context != "rag":
+        given = [k for k, v in rag_options.items() if v is not None]
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} applies only to context=rag (context={context!r})"
+            )
+    if context != "truncated" and max_context_tokens is not None:
+        raise ValueError(
+            f"max_context_tokens applies only to context=truncated (context={context!r})"
+        )
+    if context == "truncated":
+        return locomo_context("truncated", max_context_tokens=max_context_tokens)
+    if context == "rag":
+        return locomo_context(
+            "rag",
+            retrieval_unit=retrieval_unit or DIALOGUE_RETRIEVAL_UNIT,
+            top_k=top_k,
+            retriever=retriever,
+            embedding_model=embedding_model,
+        )
+    return locomo_context("full")
+
+
+def build_dialogue_items(
+    conversations: Sequence[Conversation],
+    context: str,
+    memory_strategy: LocomoMemory,
+    *,
+    turns_per_conversation: int = 20,
+    seed: int = 0,
+    images: bool = False,
+    max_images: int = 0,
+) -> list[tuple[PromptItem, DialogueContext]]:
+    """One item per held-out turn: the history as `system` (images as their captions), the
+    reply instruction as `user`, the real turn as `target`; with the `DialogueContext` whose
+    parts carry the images. Sample ids are `<conversation>-<dia id>`, e.g. `conv-26-D1:7`.
+
+    `prompt_tokens` in the metadata counts `PromptItem.as_text()` with the strategy's counter.
+    """
+    out: list[tuple[PromptItem, DialogueContext]] = []
+    for conv in conversations:
+        for target in select_turns(conv, turns_per_conversation, seed):
+            ctx = dialogue_context(
+                target, context, memory_strategy, images=images, max_images=max_images
+            )
+            instruction = reply_instruction(target)
+            md = item_metadata(target, ctx)
+            tokens = memory_strategy.token_counter(f"{ctx.text}\n\n{instruction}")
+            md |= {"context": context, "prompt_tokens": tokens}
+            item = PromptItem(
+                id=f"{conv.sample_id}-{target.turn.dia_id}",
+                system=ctx.text,
+                user=instruction,
+                target=target.turn.text.strip(),
+                metadata=md,
+            )
+            out.append((item, ctx))
+    return out
