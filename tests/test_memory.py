@@ -3,6 +3,7 @@ oracle evidence, option validation."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import importlib.resources
@@ -349,6 +350,10 @@ def test_embedding_retriever_from_the_packaged_model_offline(convs: list[Convers
     # by name: all-MiniLM-L6-v2 resolves to the packaged copy, no download
     memory = locomo_context("rag", retriever="embedding", embedding_model="all-MiniLM-L6-v2")
     assert memory.embedding_model == str(path)
-    conv = convs[0]
-    ctx = memory(conv, conv.qa[0])
-    assert ctx.retrieved_ids is not None and "D1:3" in ctx.retrieved_ids
+    # a trimmed conversation keeps the test fast on CPU: 2 sessions, 3 questions
+    conv = dataclasses.replace(convs[0], sessions=convs[0].sessions[:2], qa=convs[0].qa[:3])
+    ctx = memory(conv, conv.qa[0])  # "When did Caroline go to the LGBTQ support group?"
+    assert ctx.retrieved_ids is not None and ctx.retrieved_ids[0] == "D1:3"
+    assert memory.index_cache is not None and memory.index_cache.builds == 1
+    with pytest.raises(ValueError, match=r"embedding_model='nobody/no-such-model' could not be"):
+        locomo_context("rag", retriever="embedding", embedding_model="nobody/no-such-model")
