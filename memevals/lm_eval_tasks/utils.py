@@ -31,11 +31,22 @@ from memevals.memory.locomo_plus import annotate_cognitive_items, cognitive_cont
 from memevals.memory.longmemeval import headline_keys, longmemeval_memory
 from memevals.prompts import PromptItem
 from memevals.prompts import longmemeval as lme_prompts
+from memevals.prompts.dialogue import build_dialogue_items, dialogue_memory
 from memevals.prompts.event_summary import build_event_items, select_conversations
 from memevals.prompts.locomo import build_items as build_locomo_items
 from memevals.prompts.locomo import prediction_for_scoring as locomo_prediction
 from memevals.prompts.locomo_plus import COGNITIVE, build_plus_items
 from memevals.scorers import abstained, locomo_f1
+from memevals.scorers.dialogue import (
+    BleuStats,
+    bertscore,
+    bleu,
+    bleu_stats,
+    clean_reply,
+    corpus_bleu,
+    get_bertscorer,
+    rouge_l,
+)
 from memevals.scorers.event_summary import rouge_scores
 from memevals.scorers.retrieval import locomo_recall_for_mean, turn_precision_recall
 
@@ -438,3 +449,138 @@ def event_summary_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dic
     out = dict(rouge_scores(_reply(results), str(doc["target"])))
     out["prompt_tokens"] = _prompt_tokens(doc, md)
     return out
+
+
+# --------------------------------------------------------------------------- LoCoMo dialogue
+
+#: Dialogue options besides the context options of `dialogue_memory` (context,
+#: max_context_tokens, retrieval_unit, top_k, retriever, embedding_model). `turn_seed` is the
+#: Inspect task's `seed` (the draw of held-out turns), renamed for the reason `choice_seed` is:
+#: a `seed` model argument, which lm-eval merges in, must not change the documents.
+DIALOGUE_OPTIONS: dict[str, Any] = {
+    "turns_per_conversation": 20,
+    "turn_seed": 0,
+    "conversations": None,
+    "data_dir": None,
+    "images": False,
+    "bertscore": False,
+    "bertscore_model": None,
+    "bertscore_layers": None,
+}
+
+#: Inspect options that only make sense when images are sent, which lm-eval cannot do.
+_IMAGE_ONLY_OPTIONS = ("max_images", "image_timeout")
+
+
+def _as_int(task: str, name: str, value: Any) -> int:
+    """JSON gives integers; `--model_args`-style strings give digits."""
+    if not isinstance(value, bool):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            pass
+    raise OptionError(f"{task}: option {name!r} must be an integer, got {value!r}")
+
+
+def dialogue_docs(**metadata: Any) -> DatasetDict:
+    """LoCoMo dialogue generation: one document per held-out turn, built as the Inspect task
+    builds its samples (photos always as their captions: lm-eval sends text only)."""
+    task = "locomo_dialogue"
+    memory_names = _keyword_names(dialogue_memory)
+    opts = _options(
+        task, metadata, [*DIALOGUE_OPTIONS, *memory_names, *_IMAGE_ONLY_OPTIONS], DIALOGUE_OPTIONS
+    )
+    if "seed" in metadata and "turn_seed" not in metadata:
+        logger.warning(
+            "%s: 'seed' (a model argument?) does not change the held-out turns; "
+            "use --metadata '{\"turn_seed\": N}'",
+            task,
+        )
+    images_given = [k for k in _IMAGE_ONLY_OPTIONS if k in metadata]
+    if _as_bool(task, "images", opts["images"]) or images_given:
+        raise OptionError(
+            f"{task}: {', '.join(images_given) or 'images=true'}: lm-eval tasks send text only, "
+            "so each photo is its caption; to send images use the Inspect task "
+            "(inspect eval memevals/locomo_dialogue -T images=true)"
+        )
+    bert = _as_bool(task, "bertscore", opts["bertscore"])
+    bert_model = None if opts["bertscore_model"] is None else str(opts["bertscore_model"])
+    layers = opts["bertscore_layers"]
+    bert_layers = None if layers is None else _as_int(task, "bertscore_layers", layers)
+    if not bert and (bert_model is not None or bert_layers is not None):
+        raise OptionError(
+            f"{task}: bertscore_model and bertscore_layers apply only with bertscore=true"
+        )
+    turns = _as_int(task, "turns_per_conversation", opts["turns_per_conversation"])
+    seed = _as_int(task, "turn_seed", opts["turn_seed"])
+    memory_options = {k: opts[k] for k in memory_names if k in opts}
+    memory = _checked(task, lambda: dialogue_memory(**memory_options))
+    if bert:  # load the model once, now, so a missing one fails before any model call
+        _checked(task, lambda: get_bertscorer(bert_model, bert_layers))
+    context = str(
+        opts.get("context", inspect.signature(dialogue_memory).parameters["context"].default)
+    )
+    built = _checked(
+        task,
+        lambda: build_dialogue_items(
+            select_conversations(load_locomo(opts["data_dir"]), opts["conversations"]),
+            context,
+            memory,
+            turns_per_conversation=turns,
+            seed=seed,
+        ),
+    )
+    extra = {"bertscore": bert, "bertscore_model": bert_model, "bertscore_layers": bert_layers}
+    return to_docs([replace(item, metadata={**item.metadata, **extra}) for item, _ in built], task)
+
+
+def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
+    """BLEU-1/2 and ROUGE-L of the cleaned reply (as the Inspect scorer computes them), the
+    reply's n-gram statistics for corpus BLEU, the prompt size, and BERTScore F1 when the task
+    was built with bertscore=true."""
+    md = doc_item(doc).metadata
+    reference = str(doc["target"])
+    prediction = clean_reply(_reply(results), str(md["speaker"]), str(md["other_speaker"]))
+    stats = bleu_stats(prediction, reference, 2)
+    stats_row = {
+        "counts": list(stats.counts),
+        "totals": list(stats.totals),
+        "sys_len": stats.sys_len,
+        "ref_len": stats.ref_len,
+    }
+    out: dict[str, Any] = {
+        "bleu1": bleu(prediction, reference, 1),
+        "bleu2": bleu(prediction, reference, 2),
+        "rougeL": rouge_l(prediction, reference),
+        "corpus_bleu1": stats_row,
+        "corpus_bleu2": stats_row,
+        "prompt_tokens": _prompt_tokens(doc, md),
+    }
+    if md.get("bertscore"):
+        scorer = get_bertscorer(md.get("bertscore_model"), md.get("bertscore_layers"))
+        [result] = bertscore([prediction], [reference], scorer)
+        out["bertscore_f1"] = result.f1
+    return out
+
+
+def _corpus_bleu_of(rows: Sequence[Mapping[str, Any]], order: int) -> float:
+    stats = [
+        BleuStats(
+            tuple(int(c) for c in r["counts"]),
+            tuple(int(t) for t in r["totals"]),
+            int(r["sys_len"]),
+            int(r["ref_len"]),
+        )
+        for r in rows
+    ]
+    return corpus_bleu(stats, order)
+
+
+def corpus_bleu1(rows: Sequence[Mapping[str, Any]]) -> float:
+    """Corpus BLEU-1 of a run from the per-reply statistics (the Inspect corpus_bleu_metric)."""
+    return _corpus_bleu_of(rows, 1)
+
+
+def corpus_bleu2(rows: Sequence[Mapping[str, Any]]) -> float:
+    """Corpus BLEU-2 of a run from the per-reply statistics (the Inspect corpus_bleu_metric)."""
+    return _corpus_bleu_of(rows, 2)
