@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_support import run_inspect_cli
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
@@ -37,21 +37,6 @@ def data_dir() -> Path:
     if not (DATA_DIR / "locomo" / "locomo10.json").is_file():
         pytest.fail(f"LoCoMo data not found under {DATA_DIR}; set MEMEVALS_DATA_DIR")
     return DATA_DIR
-
-
-def run_inspect_cli(
-    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 900
-) -> subprocess.CompletedProcess[str]:
-    """Run the real `inspect` CLI in a subprocess from `cwd` (a temp dir: installed-package names).
-
-    mockllm's tiktoken download is replaced by tests/inspect_offline.py; nothing else changes.
-    """
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    cmd = [sys.executable, str(TESTS / "inspect_offline.py"), *args]
-    return subprocess.run(
-        cmd, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
-    )
 
 
 @pytest.fixture

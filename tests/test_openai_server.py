@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_inspect_cli
+from cli_support import run_inspect_cli
 from inspect_ai.log import read_eval_log
 
 from memevals.adapters.locomo import load_locomo
