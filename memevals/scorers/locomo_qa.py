@@ -18,7 +18,9 @@ from nltk.stem import PorterStemmer
 
 _STEMMER = PorterStemmer()
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
+_PUNCT_BUT_COMMA = str.maketrans("", "", string.punctuation.replace(",", ""))
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+_WORD_CHAR = re.compile(r"\w")
 
 #: Phrases whose presence (case-insensitive substring) counts as declining to answer.
 ABSTENTION_PHRASES: tuple[str, ...] = ("no information available", "not mentioned")
@@ -44,21 +46,26 @@ def _stem(word: str) -> str:
     return stem
 
 
-def _words(text: str) -> list[str]:
-    """normalize_answer + split, in one pass (the words F1 counts, before stemming).
+def _split_words(normalized: str) -> list[str]:
+    """Split lowercased, punctuation-free text into words, dropping the articles.
 
-    Equivalent to splitting normalize_answer(text): the article rule can only match inside a
-    whitespace-free word, and a word of letters/digits only (no non-ASCII punctuation left)
+    Equivalent to splitting normalize_answer's result: the article rule can only match inside
+    a whitespace-free word, and a word of letters/digits only (no non-ASCII punctuation left)
     is an article exactly when it equals one, so the regex runs only on the rare other words.
     """
     out: list[str] = []
-    for word in text.replace(",", "").lower().translate(_PUNCT_TABLE).split():
+    for word in normalized.split():
         if word.isalnum():
             if word not in _ARTICLE_WORDS:
                 out.append(word)
         else:
             out.extend(_ARTICLES.sub(" ", word).split())
     return out
+
+
+def _words(text: str) -> list[str]:
+    """normalize_answer + split, in one pass (the words F1 counts, before stemming)."""
+    return _split_words(text.replace(",", "").lower().translate(_PUNCT_TABLE))
 
 
 def _tokens(text: str) -> list[str]:
@@ -96,7 +103,7 @@ def _matchable_counts(text: str, initials: frozenset[str]) -> tuple[Counter[str]
     words = Counter(_words(text))
     counts: Counter[str] = Counter()
     for word, n in words.items():
-        if word.lower()[:1] in initials:
+        if word[:1] in initials:
             counts[_stem(word)] += n
     return counts, sum(words.values())
 
@@ -131,6 +138,18 @@ def token_f1(prediction: str, gold: str) -> float:
     return _f1(pred_counts, n_pred, gold_counts, n_gold)
 
 
+def _word_starts(initials: frozenset[str]) -> re.Pattern[str]:
+    """Finds a word starting with one of `initials` in normalised text. A word starts after
+    whitespace, or (a piece left by removing an article inside a word) with a non-word
+    character, so initials that are not word characters match anywhere."""
+    word = "".join(sorted(c for c in initials if _WORD_CHAR.match(c)))
+    other = "".join(sorted(c for c in initials if not _WORD_CHAR.match(c)))
+    alternatives = [rf"(?:^|\s)[{re.escape(word)}]"] if word else []
+    if other:
+        alternatives.append(f"[{re.escape(other)}]")
+    return re.compile("|".join(alternatives))
+
+
 def multi_answer_f1(prediction: str, gold: str) -> float:
     """Category-1 rule: mean over comma-separated gold parts of the best-matching predicted part.
 
@@ -140,17 +159,24 @@ def multi_answer_f1(prediction: str, gold: str) -> float:
     """
     golds = [g.strip() for g in gold.split(",")]
     gold_counts = {g: _token_counts(g) for g in golds}
-    parts = dict.fromkeys(p.strip() for p in prediction.split(","))
     part_counts: list[tuple[Counter[str], int]] = []
     if len(prediction) > LONG_PREDICTION:
         initials = _initials(s for counts, _ in gold_counts.values() for s in counts)
-        for part in parts:
-            words = _words(part)
-            stems = [_stem(w) for w in words if w.lower()[:1] in initials]
-            if stems:  # a part without a matchable stem scores 0 against every gold part
-                part_counts.append((Counter(stems), len(words)))
+        # Lowercasing and dropping punctuation commute with the split at commas, so a long
+        # reply is normalised once; a part none of whose words starts with a gold stem's
+        # first character cannot match and is skipped without being tokenised.
+        if initials:
+            starts = _word_starts(initials)
+            normalized = prediction.lower().translate(_PUNCT_BUT_COMMA)
+            for part in dict.fromkeys(normalized.split(",")):
+                if starts.search(part) is None:
+                    continue
+                words = _split_words(part)
+                stems = [_stem(w) for w in words if w[:1] in initials]
+                if stems:  # a part without a matchable stem scores 0 against every gold part
+                    part_counts.append((Counter(stems), len(words)))
     else:
-        part_counts = [_token_counts(p) for p in parts]
+        part_counts = [_token_counts(p.strip()) for p in dict.fromkeys(prediction.split(","))]
     postings: dict[str, list[int]] = {}
     for i, (counts, _) in enumerate(part_counts):
         for stem in counts:

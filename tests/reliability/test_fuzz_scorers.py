@@ -29,6 +29,7 @@ from memevals.scorers import (
     answer_tokens,
     locomo_evidence_recall,
     locomo_f1,
+    locomo_qa,
     ndcg_any_at_k,
     normalize_answer,
     parse_verdict,
@@ -46,7 +47,8 @@ from memevals.scorers.locomo_qa import LONG_PREDICTION
 VOCAB = [
     "a", "an", "the", "and", "The", "AND", ",", ";", "-", "—", "'s", "not", "mentioned",
     "no information available", "Not Mentioned", "running", "runs", "ran", "happily", "happy",
-    "2023", "7", "May", "may,", "İstanbul", "straße", "ﬁsh", "ΣΑΣ", "naïve", "café", "日本",
+    "2023", "7", "May", "may,", "İstanbul", "straße", "ﬁsh", "ΣΑΣ", "ΑΣ,Β", "ΟΔΟΣ,", "naïve",
+    "café", "日本", "the—park", "x—the—park", "«park»", "a·b",
     "emoji😀", "x.y", "(b)", "\u00a0", "\t", "\n", "",
 ]  # fmt: skip
 
@@ -138,13 +140,28 @@ def test_stems_keep_the_first_character(text: str) -> None:
     stems = answer_tokens(text)
     assert len(stems) == len(plain)
     for word, stem in zip(plain, stems, strict=True):
-        assert stem and stem[:1] == word.lower()[:1], (word, stem)
+        assert stem and stem[:1] == word[:1], (word, stem)
+
+
+def test_lowercasing_is_idempotent_on_every_code_point() -> None:
+    """The stemmer lowercases its (already lowercased) word again; the fast path assumes that
+    never changes the first character. Checked on all of Unicode, not a sample."""
+    changed = [
+        hex(cp)
+        for cp in range(0x110000)
+        if not 0xD800 <= cp <= 0xDFFF and (low := chr(cp).lower()).lower() != low
+    ]
+    assert changed == []
+    count("code points checked", 0x110000 - 0x800)
 
 
 @fuzz(60)
 @given(
     base=st.lists(words | st.text(min_size=1, max_size=40), min_size=1, max_size=8),
-    answer=st.one_of(words, st.sampled_from(["running dogs, happy cats", "May 7, 2023", "ΣΑΣ"])),
+    answer=st.one_of(
+        words,
+        st.sampled_from(["running dogs, happy cats", "May 7, 2023", "ΣΑΣ", "—park, «park»"]),
+    ),
     category=st.integers(1, 4),
     seed=st.integers(0, 2**16),
 )
@@ -164,6 +181,24 @@ def test_long_replies_take_the_fast_path_with_the_same_score(
     value = locomo_f1(prediction, answer, category)
     assert in_unit(value)
     assert value == pytest.approx(ref_score(prediction, answer, category), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("tail", "gold"),
+    [
+        ("the—park, x", "—park"),  # a word piece left by an article starts mid-word
+        ("x—the—park", "—park, zzz"),
+        ("ΑΣ,Β ΟΔΟΣ", "ας, β"),  # final sigma before a comma
+        ("İstanbul, ﬁsh", "i̇stanbul"),
+        ("", ""),
+    ],
+)
+@pytest.mark.parametrize("category", [1, 2, 4])
+def test_long_reply_corner_cases(tail: str, gold: str, category: int) -> None:
+    prediction = "zzz, " * 1000 + tail
+    assert len(prediction) > LONG_PREDICTION
+    expected = ref_score(prediction, gold, category)
+    assert locomo_f1(prediction, gold, category) == pytest.approx(expected, abs=1e-12)
 
 
 @fuzz(300)
@@ -211,9 +246,20 @@ SHAPES = [
 ]
 
 
+def _cold_cpu_seconds(answer: str, gold: str | None, category: int) -> tuple[float, float, float]:
+    """(value, CPU s, wall s) of one score with the stem and token caches emptied first."""
+    locomo_qa._STEMS.clear()
+    locomo_qa._token_counts.cache_clear()
+    start_cpu, start_wall = time.process_time(), time.perf_counter()
+    value = locomo_f1(answer, gold, category)
+    return value, time.process_time() - start_cpu, time.perf_counter() - start_wall
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_megabyte_answer_scores_in_under_a_second(shape: str) -> None:
-    """CPU time, not wall time: the CI machine is shared, and waiting for a core is not cost."""
+    """CPU time with cold caches, best of up to 3 tries: the CI machine is shared, and other
+    processes only ever add time (waiting for a core is not our cost; hyper-thread contention
+    inflates CPU time too)."""
     rng = random.Random(shape)
     answer = _megabyte(shape, rng)
     assert len(answer.encode("utf-8")) >= 1_000_000
@@ -224,9 +270,13 @@ def test_a_megabyte_answer_scores_in_under_a_second(shape: str) -> None:
         (4, "Caroline"),
         (5, None),
     ]:
-        start_cpu, start_wall = time.process_time(), time.perf_counter()
-        value = locomo_f1(answer, gold, category)
-        cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
+        tries = []
+        for _ in range(3):
+            value, cpu, wall = _cold_cpu_seconds(answer, gold, category)
+            tries.append((cpu, wall))
+            if cpu < 1.0:
+                break
+        cpu, wall = min(tries)
         count("generated cases")
         TIMINGS[f"1 MB {shape}, category {category} (cpu s)"] = round(cpu, 3)
         TIMINGS["1 MB worst cpu s"] = max(TIMINGS.get("1 MB worst cpu s", 0.0), round(cpu, 3))
