@@ -94,7 +94,7 @@ def _expect(load: Callable[[Path], Any], path: Path, record: str | None, field: 
     with pytest.raises(DataError) as err:
         load(path)
     exc = err.value
-    count("faults injected")
+    count("corrupt data and cache faults injected")
     assert exc.file == str(path)
     assert exc.record == record
     assert exc.field == field
@@ -123,7 +123,7 @@ def test_truncation_anywhere_is_one_clear_error(adapter: str, data: st.DataObjec
         path.write_bytes(raw[:cut])
         with pytest.raises(DataError) as err:
             LOADERS[adapter](path)
-    count("faults injected")
+    count("corrupt data and cache faults injected")
     assert err.value.file == str(path)
     assert "invalid JSON" in str(err.value) or "expected a JSON array" in str(err.value)
 
@@ -152,7 +152,7 @@ def test_any_damage_is_parsed_whole_or_one_data_error(adapter: str, data: st.Dat
     try:
         loaded = LOADERS[adapter](path)
     except DataError as exc:
-        count("faults injected")
+        count("corrupt data and cache faults injected")
         assert exc.file == str(path)
     else:
         assert len(loaded) == RECORDS[adapter]
@@ -173,7 +173,7 @@ def test_deep_nesting_is_a_data_error(tmp_path: Path, adapter: str) -> None:
     path.write_bytes(b"[" * 100_000 + b"]" * 100_000)
     with pytest.raises(DataError, match="nested too deeply"):
         LOADERS[adapter](path)
-    count("faults injected")
+    count("corrupt data and cache faults injected")
 
 
 @pytest.mark.parametrize("adapter", sorted(SMALL))
@@ -191,7 +191,7 @@ def test_wrong_top_level(tmp_path: Path, adapter: str, content: bytes, match: st
     path.write_bytes(content)
     with pytest.raises(DataError, match=match) as err:
         LOADERS[adapter](path)
-    count("faults injected")
+    count("corrupt data and cache faults injected")
     assert err.value.file == str(path)
 
 
@@ -361,7 +361,7 @@ def test_a_bad_last_instance_loads_nothing(tmp_path: Path) -> None:
         load_longmemeval("oracle", tmp_path)
     with pytest.raises(DataError, match="fx16a3b4_abs"):
         longmemeval(variant="oracle", data_dir=str(tmp_path))
-    count("faults injected", 3)
+    count("corrupt data and cache faults injected", 3)
 
 
 # -- the download cache -------------------------------------------------------------------------
@@ -453,7 +453,7 @@ def test_a_corrupt_cache_entry_is_replaced_by_a_clean_download(
         "other file": (DATA / LOCOMO_PLUS_FILE.relpath).read_bytes(),
     }[damage]
     path.write_bytes(bad)
-    count("faults injected")
+    count("corrupt data and cache faults injected")
     assert resolve(LOCOMO_FILE) == path
     assert path.read_bytes() == good
     assert server.requests == [LOCOMO_FILE.url] * 2
@@ -476,7 +476,7 @@ def test_a_download_that_fails_verification_never_reaches_the_cache(
     monkeypatch.setattr(_files.os, "replace", watch)
     with pytest.raises(DataError, match="does not match the pinned") as err:
         load_locomo()
-    count("faults injected")
+    count("corrupt data and cache faults injected")
     assert err.value.file == str(root / LOCOMO_FILE.relpath)
     assert renames == []  # the bad bytes were never moved into place, not even for a moment
     assert not (root / LOCOMO_FILE.relpath).exists()
@@ -505,7 +505,7 @@ def test_a_dropped_connection_leaves_nothing(cache: tuple[Path, FakeServer]) -> 
     server.fail_after = 5
     with pytest.raises(DataError, match=r"could not download .*connection reset") as err:
         load_locomo()
-    count("faults injected")
+    count("corrupt data and cache faults injected")
     assert err.value.file == str(root / LOCOMO_FILE.relpath)
     assert "MEMEVALS_DATA_DIR" in str(err.value)
     assert not (root / LOCOMO_FILE.relpath).exists()
@@ -553,7 +553,7 @@ def test_a_read_only_cache(cache: tuple[Path, FakeServer], monkeypatch: pytest.M
         assert len(load_locomo()) == 10
         with pytest.raises(DataError, match="cannot write the cache") as err:
             load_locomo_plus()
-        count("faults injected")
+        count("corrupt data and cache faults injected")
         assert err.value.file == str(root / LOCOMO_PLUS_FILE.relpath)
         assert "MEMEVALS_CACHE_DIR" in str(err.value) and "MEMEVALS_DATA_DIR" in str(err.value)
         assert len(server.requests) == 2  # nothing fetched that could not be stored
@@ -570,7 +570,7 @@ def test_a_read_only_cache_with_nothing_cached(
     try:
         with pytest.raises(DataError, match="cannot write the cache") as err:
             load_locomo()
-        count("faults injected")
+        count("corrupt data and cache faults injected")
         assert err.value.file == str(root / LOCOMO_FILE.relpath)
     finally:
         (root / "locomo").chmod(0o755)
@@ -612,7 +612,7 @@ def test_a_full_disk(
         monkeypatch.setattr(_files.os, "replace", replace)
     with pytest.raises(DataError, match=r"cannot write the cache \(No space left on device") as err:
         load_locomo()
-    count("faults injected")
+    count("corrupt data and cache faults injected")
     assert err.value.file == str(path)
     assert path.read_bytes() == b"previous, corrupt entry"
     assert _leftovers(root) == []
@@ -632,7 +632,7 @@ def test_longmemeval_downloads_are_checked_before_use(
         locate("s")
     assert not (root / FILES["s"].relpath).exists()
     assert _leftovers(root) == []
-    count("faults injected", 2)
+    count("corrupt data and cache faults injected", 2)
 
 
 def test_hand_made_pin_with_a_digest_of_other_bytes(cache: tuple[Path, FakeServer]) -> None:

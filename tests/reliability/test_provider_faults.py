@@ -92,7 +92,7 @@ def test_retries_absorb_errors_hangs_and_empty_streams(
         attempt_timeout=1,
     )
     injected = sum(faulty_model.INJECTED.values()) - before
-    count("faults injected", injected)
+    count("provider faults injected", injected)
     assert injected >= 10, injected  # the schedule really did inject faults
     _every_sample_scored_once(log, sample_ids)
     assert scores_by_id(log) == scores_by_id(clean_run)
@@ -111,7 +111,7 @@ def test_retry_on_error_reruns_failed_samples(
         retry_on_error=6,
     )
     injected = faulty_model.INJECTED["fatal"] - before
-    count("faults injected", injected)
+    count("provider faults injected", injected)
     reruns = sum(len(s.error_retries or []) for s in log.samples or [])
     assert injected >= 5 and reruns == injected  # each fatal fault cost exactly one rerun
     count("samples rerun after an error", reruns)
@@ -130,7 +130,7 @@ def test_without_retries_a_failure_is_visible_never_a_zero(
         model_args={"fault_rate": 0.3, "faults": "fatal", "seed": 5},
         fail_on_error=False,
     )
-    count("faults injected", sum(1 for s in log.samples or [] if s.error))
+    count("provider faults injected", sum(1 for s in log.samples or [] if s.error))
     failed = {str(s.id) for s in log.samples or [] if s.error is not None}
     assert failed and len(failed) < len(sample_ids)
     scored = scores_by_id(log)
@@ -211,4 +211,4 @@ def test_killed_run_is_completed_by_eval_retry(
     count("runs killed and resumed")
     count("samples carried over from a killed run", len(done))
     count("samples lost", len(sample_ids) - len(scores_by_id(final)))
-    count("faults injected", _lines(faults))
+    count("provider faults injected", _lines(faults))

@@ -274,7 +274,7 @@ def test_download_refuses_anything_but_https(tmp_path: Path, url: str) -> None:
     with pytest.raises(DataError, match="non-HTTPS"):
         download(url, tmp_path / "z.json")
     assert list(tmp_path.iterdir()) == []
-    count("faults injected")
+    count("non-HTTPS downloads refused")
 
 
 # -- file names ---------------------------------------------------------------------------------
