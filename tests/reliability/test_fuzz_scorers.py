@@ -257,7 +257,7 @@ def _cold_cpu_seconds(answer: str, gold: str | None, category: int) -> tuple[flo
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_megabyte_answer_scores_in_under_a_second(shape: str) -> None:
-    """CPU time with cold caches, best of up to 3 tries: the CI machine is shared, and other
+    """CPU time with cold caches, best of up to 5 tries: the CI machine is shared, and other
     processes only ever add time (waiting for a core is not our cost; hyper-thread contention
     inflates CPU time too)."""
     rng = random.Random(shape)
@@ -271,7 +271,7 @@ def test_a_megabyte_answer_scores_in_under_a_second(shape: str) -> None:
         (5, None),
     ]:
         tries = []
-        for _ in range(3):
+        for _ in range(5):
             value, cpu, wall = _cold_cpu_seconds(answer, gold, category)
             tries.append((cpu, wall))
             if cpu < 1.0:
