@@ -5,8 +5,11 @@ Runs, in one process and one after the other on `mockllm` (instant replies):
      questions, `generate()`, `match()`), and
   2. the full `locomo` task: all 1,986 questions with the whole conversation (≈22K tokens) as
      the system message, scored by the official F1 and the prompt-token scorer.
-and prints the wall time of each `eval()` (the task is built before the clock starts; its build
-time is printed separately), the ratio (goal ≤ 1.5×) and the size of each log file.
+and prints the wall time and CPU time of each `eval()` (the task is built before the clock
+starts; its build time is printed separately), their ratios (goal ≤ 1.5×) and the size of each
+log file. On a shared machine the CPU-time ratio is the steadier figure. `--split` adds LoCoMo
+with context=none (same scorers, one-line prompts), separating what memevals' scorers cost from
+what Inspect spends on 22K-token prompts (recording each sample's input in the log).
 
 mockllm counts every prompt's tokens itself with tiktoken, which would download its vocabulary.
 The tests replace that with a word count (tests/inspect_offline.py); here it is replaced by
@@ -19,15 +22,16 @@ the LoCoMo run. A short warm-up run comes first so that neither timed run pays f
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.log import EvalLog
 from inspect_ai.model._providers.mockllm import MockLLM
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
@@ -46,45 +50,68 @@ def trivial_task(n: int) -> Task:
     return Task(dataset=MemoryDataset(samples, name="trivial"), solver=generate(), scorer=match())
 
 
-def timed_eval(task: Task, log_dir: str) -> tuple[float, EvalLog]:
-    t0 = time.perf_counter()
+@dataclass
+class Run:
+    label: str
+    wall: float
+    cpu: float
+    log_bytes: int
+
+
+def timed_eval(label: str, task: Task, log_dir: str) -> Run:
+    """Wall time and this process's CPU time (all threads) of one eval()."""
+    w0, c0 = time.perf_counter(), time.process_time()
     [log] = eval(task, model="mockllm/model", log_dir=log_dir, display="none")
-    elapsed = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     if log.status != "success":
-        raise RuntimeError(f"{task.name}: run failed: {log.error}")
-    return elapsed, log
+        raise RuntimeError(f"{label}: run failed: {log.error}")
+    return Run(label, wall, cpu, os.path.getsize(log.location))
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="memevals harness overhead on mockllm")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="also run LoCoMo with context=none (same scorers, one-line prompts) to separate "
+        "the cost of memevals' scorers from the cost of large prompts",
+    )
+    ns = parser.parse_args()
     MockLLM.count_text_tokens = _cheap_count  # type: ignore[method-assign]
+    runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="memevals-overhead-") as tmp:
-        timed_eval(trivial_task(20), os.path.join(tmp, "warmup"))
+        timed_eval("warm-up", trivial_task(20), os.path.join(tmp, "warmup"))
 
         t0 = time.perf_counter()
         task = locomo(context="full")
         build = time.perf_counter() - t0
         n = len(task.dataset)
-
-        t_trivial, log_trivial = timed_eval(trivial_task(n), os.path.join(tmp, "trivial"))
-        t_locomo, log_locomo = timed_eval(task, os.path.join(tmp, "locomo"))
-
-        size_trivial = os.path.getsize(log_trivial.location)
-        size_locomo = os.path.getsize(log_locomo.location)
         prompt_chars = sum(
             sum(len(m.text) for m in s.input) if isinstance(s.input, list) else len(s.input)
             for s in task.dataset
         )
 
+        runs.append(timed_eval("trivial task", trivial_task(n), os.path.join(tmp, "trivial")))
+        runs.append(timed_eval("locomo full context", task, os.path.join(tmp, "full")))
+        if ns.split:
+            none = locomo(context="none")
+            runs.append(timed_eval("locomo context=none", none, os.path.join(tmp, "none")))
+
+    base = runs[0]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {sys.version.split()[0]}")
     print(f"samples: {n} each (LoCoMo full context: {prompt_chars / 1e6:.1f} M prompt characters)")
-    print(f"locomo task build (load, render, count tokens): {build:.1f} s (not in the ratio)")
-    print(f"trivial task eval on mockllm: {t_trivial:.1f} s ({1e3 * t_trivial / n:.1f} ms/sample)")
-    per = 1e3 * t_locomo / n
-    print(f"locomo full-context eval on mockllm: {t_locomo:.1f} s ({per:.1f} ms/sample)")
-    print(f"wall-time ratio locomo / trivial: {t_locomo / t_trivial:.2f}x (goal <= 1.5x)")
+    print(f"locomo task build (load, render, count tokens): {build:.1f} s (not in the ratios)")
+    heads = ("wall s", "cpu s", "wall x", "cpu x", "log MB")
+    print(f"{'run':<22}" + "".join(f"{h:>9}" for h in heads) + f"{'KB/sample':>11}")
+    for r in runs:
+        print(
+            f"{r.label:<22}{r.wall:>9.1f}{r.cpu:>9.1f}{r.wall / base.wall:>9.2f}"
+            f"{r.cpu / base.cpu:>9.2f}{r.log_bytes / 1e6:>9.2f}{r.log_bytes / n / 1e3:>11.1f}"
+        )
+    full = runs[1]
     print(
-        f"log size: trivial {size_trivial / 1e6:.2f} MB, locomo {size_locomo / 1e6:.2f} MB "
-        f"({size_locomo / n / 1e3:.1f} KB/sample)"
+        f"ratio locomo full / trivial: wall {full.wall / base.wall:.2f}x, "
+        f"cpu {full.cpu / base.cpu:.2f}x (goal <= 1.5x)"
     )
 
 
