@@ -215,6 +215,8 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
         kind = _kind_of(score.name, score.scorer)
         if kind is None:
             continue
+        if score.reducer not in (None, "mean"):  # epochs reduced another way: its own columns
+            kind = f"{kind}@{score.reducer}"
         ks = kinds.setdefault(kind, KindScores())
         ks.scored = score.scored_samples
         for name, value in metrics.items():

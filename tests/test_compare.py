@@ -272,3 +272,40 @@ def test_module_entry_point_and_errors(logs: tuple[Path, list[Sample]], tmp_path
     empty.mkdir()
     with pytest.raises(SystemExit):
         main([str(empty)])
+
+
+def test_other_epoch_reducers_get_their_own_columns(
+    logs: tuple[Path, list[Sample]], tmp_path: Path
+) -> None:
+    """Two epochs reduced by mean and max: the max is reported beside, never over, the mean."""
+    from inspect_ai import Epochs
+
+    _, chosen = logs
+    calls: dict[str, int] = {}
+
+    def alternate(
+        messages: list[ChatMessage], tools: list[ToolInfo], tc: ToolChoice, cfg: GenerateConfig
+    ) -> ModelOutput:
+        # first epoch answers like provider A, second like "I don't know"
+        text = messages[-1].text
+        calls[text] = calls.get(text, 0) + 1
+        sample = next(s for s in chosen if s.input[-1].text == text)  # type: ignore[index]
+        reply = provider_a(sample) if calls[text] == 1 else "I don't know"
+        return ModelOutput.from_content("mock", reply)
+
+    ids = [str(s.id) for s in chosen if s.metadata["category"] == "single_hop"][:4]  # type: ignore[index]
+    [log] = inspect_eval(
+        locomo(context="none"),
+        model=get_model("mockllm/epochs", custom_outputs=alternate),
+        sample_id=ids,
+        epochs=Epochs(2, ["mean", "max"]),
+        max_connections=1,
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    [row] = load_rows([str(tmp_path)])
+    assert set(row.kinds) == {"f1", "f1@max"}
+    assert row.kinds["f1"].overall == pytest.approx(0.5)  # per sample: mean of 1 and 0
+    assert row.kinds["f1@max"].overall == pytest.approx(1.0)
+    assert "f1@max" in markdown_tables([row])
