@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import math
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -490,6 +491,12 @@ def plot_benchmark(rows: Sequence[Row], benchmark: str, path: Path) -> Path:
     return path
 
 
+def safe_file_stem(name: str) -> str:
+    """A file name from log metadata: only [A-Za-z0-9_.-], never a path (logs are data)."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "benchmark"
+    return stem[:100]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="memevals-compare",
@@ -519,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not ns.no_png:
         png_dir = ns.png_dir or (ns.csv.parent if ns.csv else Path("."))
         for benchmark in sorted({r.benchmark for r in rows}):
-            out = plot_benchmark(rows, benchmark, png_dir / f"{benchmark}.png")
+            out = plot_benchmark(rows, benchmark, png_dir / f"{safe_file_stem(benchmark)}.png")
             print(f"chart: {out}", file=sys.stderr)
     return 0
 

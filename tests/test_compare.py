@@ -309,3 +309,12 @@ def test_other_epoch_reducers_get_their_own_columns(
     assert row.kinds["f1"].overall == pytest.approx(0.5)  # per sample: mean of 1 and 0
     assert row.kinds["f1@max"].overall == pytest.approx(1.0)
     assert "f1@max" in markdown_tables([row])
+
+
+def test_chart_names_from_log_metadata_never_escape_the_folder() -> None:
+    from memevals.compare import safe_file_stem
+
+    assert safe_file_stem("../../etc/passwd") == "etc_passwd"
+    assert safe_file_stem("memevals/locomo_plus") == "memevals_locomo_plus"
+    assert safe_file_stem("locomo") == "locomo"
+    assert safe_file_stem("..") == "benchmark"

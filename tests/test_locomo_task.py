@@ -24,7 +24,7 @@ def _metrics(log: EvalLog) -> dict[str, float]:
     return {
         name: float(m.value)
         for s in log.results.scores
-        if s.name == "locomo_f1_scorer"
+        if s.name.rsplit("/", 1)[-1] == "locomo_f1_scorer"
         for name, m in s.metrics.items()
     }
 
