@@ -21,13 +21,12 @@ module stays framework-free: the Inspect scorer passes `get_model(role="grader")
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from memevals.scorers.judge import _FENCE, _THINK, _no_duplicate_keys, candidate_tag
+from memevals.scorers.judge import candidate_tag, json_object_reply
 
 __all__ = [
     "DEFAULT_FACTS_PER_CALL",
@@ -229,23 +228,8 @@ _SUPPORT_SHAPE = '{"verdicts": [{"id": 1, "label": "supported|not_supported"}, .
 
 
 def _json_object(reply: str) -> dict[str, Any] | None:
-    """The reply as one JSON object (after one leading <think> block and one code fence)."""
-    text = reply.strip()
-    if text.startswith("<think>"):
-        m = _THINK.match(text)
-        if m is None:
-            return None
-        text = text[m.end() :].strip()
-    fence = _FENCE.fullmatch(text)
-    if fence:
-        text = fence.group(1).strip()
-    if not (text.startswith("{") and text.endswith("}")):
-        return None
-    try:
-        obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except ValueError:
-        return None
-    return obj if isinstance(obj, dict) else None
+    """Grader replies are read with the judge's strict reader (one JSON object or nothing)."""
+    return json_object_reply(reply)
 
 
 def parse_facts(reply: str) -> list[str] | None:

@@ -401,16 +401,13 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
-def parse_verdict(reply: str, criterion: str) -> Verdict | None:
-    """Read the judge's verdict, or None when the reply is not exactly one valid verdict.
+def json_object_reply(reply: str) -> dict[str, Any] | None:
+    """The reply as exactly one JSON object, or None.
 
-    Accepted: the whole reply (after stripping whitespace, one leading ``<think>…</think>``
-    block, and one enclosing code fence) is a JSON object whose ``label`` (case and surrounding
-    spaces ignored) is a label of `criterion` and whose optional ``reason`` is a string.
-    Everything else — text around the object, two objects, duplicate keys, a label such as
-    "correct." or "incorrect" — is rejected rather than guessed at.
+    Allowed around it: whitespace, one leading ``<think>…</think>`` block and one enclosing
+    code fence. Text around the object, two objects, duplicate keys or nesting too deep to
+    parse give None: a grader reply is read strictly or not at all.
     """
-    spec = criterion_spec(criterion)
     text = reply.strip()
     if text.startswith("<think>"):
         m = _THINK.match(text)
@@ -426,7 +423,21 @@ def parse_verdict(reply: str, criterion: str) -> Verdict | None:
         obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except (ValueError, RecursionError):  # JSONDecodeError, duplicate keys, deep nesting
         return None
-    if not isinstance(obj, dict):
+    return obj if isinstance(obj, dict) else None
+
+
+def parse_verdict(reply: str, criterion: str) -> Verdict | None:
+    """Read the judge's verdict, or None when the reply is not exactly one valid verdict.
+
+    Accepted: the whole reply (after stripping whitespace, one leading ``<think>…</think>``
+    block, and one enclosing code fence) is a JSON object whose ``label`` (case and surrounding
+    spaces ignored) is a label of `criterion` and whose optional ``reason`` is a string.
+    Everything else — text around the object, two objects, duplicate keys, a label such as
+    "correct." or "incorrect" — is rejected rather than guessed at.
+    """
+    spec = criterion_spec(criterion)
+    obj = json_object_reply(reply)
+    if obj is None:
         return None
     label = obj.get("label")
     reason = obj.get("reason", "")
