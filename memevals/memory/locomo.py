@@ -26,6 +26,7 @@ from memevals.memory.retrieval import (
     MemoryUnit,
     Retriever,
     make_retriever,
+    reject_rag_only_options,
     resolve_embedding_model,
 )
 from memevals.memory.tokens import TokenCounter, get_token_counter
@@ -342,18 +343,13 @@ def locomo_context(
         raise ValueError(
             f"max_context_tokens applies only to context=truncated (context={context!r})"
         )
-    rag_only = {
-        "retrieval_unit": retrieval_unit,
-        "top_k": top_k,
-        "retriever": retriever,
-        "embedding_model": embedding_model,
-    }
-    if context != "rag":
-        given = [name for name, value in rag_only.items() if value is not None]
-        if given:
-            raise ValueError(
-                f"{', '.join(given)} applies only to context=rag (context={context!r})"
-            )
+    reject_rag_only_options(
+        context,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+    )
     if context == "truncated":
         budget = DEFAULT_MAX_CONTEXT_TOKENS if max_context_tokens is None else max_context_tokens
         if not _is_int(budget) or budget < 1:

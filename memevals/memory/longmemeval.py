@@ -25,6 +25,7 @@ from memevals.memory.retrieval import (
     MemoryUnit,
     Retriever,
     make_retriever,
+    reject_rag_only_options,
     resolve_embedding_model,
 )
 from memevals.prompts.longmemeval import (
@@ -229,18 +230,14 @@ def longmemeval_memory(
     """
     if context not in CONTEXT_MODES:
         raise ValueError(f"context={context!r} is not one of {', '.join(CONTEXT_MODES)}")
-    rag_only = {
-        "retrieval_unit": retrieval_unit,
-        "top_k": top_k,
-        "retriever": retriever,
-        "embedding_model": embedding_model,
-    }
+    reject_rag_only_options(
+        context,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+    )
     if context != "rag":
-        given = [name for name, value in rag_only.items() if value is not None]
-        if given:
-            raise ValueError(
-                f"{', '.join(given)} applies only to context=rag (context={context!r})"
-            )
         return LongMemEvalMemory(context, history_format)
     unit = DEFAULT_RETRIEVAL_UNIT if retrieval_unit is None else retrieval_unit
     if unit not in RETRIEVAL_UNITS:

@@ -272,6 +272,16 @@ class EmbeddingRetriever:
         return _EmbeddingIndex(model=self.model, vectors=vectors, batch_size=self.batch_size)
 
 
+def reject_rag_only_options(context: str, **options: object) -> None:
+    """Retrieval options given outside context=rag are an error: a knob that is silently
+    ignored makes a run look like something it was not."""
+    if context == "rag":
+        return
+    given = [name for name, value in options.items() if value is not None]
+    if given:
+        raise ValueError(f"{', '.join(given)} applies only to context=rag (context={context!r})")
+
+
 def make_retriever(retriever: str, embedding_model: str | None = None) -> Retriever:
     """Build (and so validate) a retriever by name; raises ValueError naming the parameter."""
     if retriever == "bm25":

@@ -33,7 +33,7 @@ from typing import Any
 from memevals.adapters.locomo import Conversation, Session, Turn
 from memevals.memory import locomo as memory
 from memevals.memory.locomo import LocomoMemory, locomo_context
-from memevals.memory.retrieval import MemoryUnit
+from memevals.memory.retrieval import MemoryUnit, reject_rag_only_options
 from memevals.prompts import PromptItem
 from memevals.prompts.locomo import preamble, session_header, turn_line
 
@@ -344,18 +344,13 @@ def dialogue_memory(
             f"context={context!r} is not supported; allowed values: "
             + ", ".join(DIALOGUE_CONTEXT_MODES)
         )
-    rag_options = {
-        "retrieval_unit": retrieval_unit,
-        "top_k": top_k,
-        "retriever": retriever,
-        "embedding_model": embedding_model,
-    }
-    if context != "rag":
-        given = [k for k, v in rag_options.items() if v is not None]
-        if given:
-            raise ValueError(
-                f"{', '.join(given)} applies only to context=rag (context={context!r})"
-            )
+    reject_rag_only_options(
+        context,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+    )
     if context != "truncated" and max_context_tokens is not None:
         raise ValueError(
             f"max_context_tokens applies only to context=truncated (context={context!r})"
