@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export MEMEVALS_DATA_DIR="${MEMEVALS_DATA_DIR:-$(cd .. && pwd)/shared/data}"
-exec .venv/bin/python -m pytest -q "$@"
+exec .venv/bin/python -m pytest -q -n 2 --durations=20 "$@"
