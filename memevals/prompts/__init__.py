@@ -6,6 +6,7 @@ between them can only come from the model, never from the prompt.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,3 +24,34 @@ class PromptItem:
     def as_text(self) -> str:
         """System and user text joined, for single-message chat templates and plain LMs."""
         return f"{self.system}\n\n{self.user}" if self.system else self.user
+
+
+def parse_category_list(
+    categories: Iterable[str] | str | None,
+    allowed: Sequence[str],
+    *,
+    numbers: Mapping[int, str],
+    benchmark: str,
+) -> list[str]:
+    """Category names from a `-T categories=` value ("temporal,multi_hop", file numbers such as
+    "2", or None = all), in the order given, each once; an unknown name is an error."""
+    if categories is None:
+        return list(allowed)
+    if isinstance(categories, str):
+        categories = categories.split(",")
+    out: list[str] = []
+    for raw in categories:
+        c = str(raw).strip().lower().replace("-", "_")
+        if not c:
+            continue
+        if c.isdigit() and int(c) in numbers:
+            c = numbers[int(c)]
+        if c not in allowed:
+            raise ValueError(
+                f"unknown {benchmark} category {raw!r}; choose from {', '.join(allowed)}"
+            )
+        if c not in out:
+            out.append(c)
+    if not out:
+        raise ValueError("categories is empty; choose from " + ", ".join(allowed))
+    return out

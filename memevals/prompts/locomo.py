@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from memevals.adapters.locomo import CATEGORY_IDS, CATEGORY_NAMES, QA, Conversation, Session, Turn
-from memevals.prompts import PromptItem
+from memevals.prompts import PromptItem, parse_category_list
 from memevals.scorers.judge import criterion_for_locomo
 
 #: The refusal option of the two-option adversarial question.
@@ -220,25 +220,9 @@ def build_items(
 
 def parse_categories(categories: Iterable[str] | str | None) -> list[str]:
     """Accept names ("temporal,multi_hop"), file numbers ("2") or None (all)."""
-    if categories is None:
-        return list(CATEGORY_NAMES.values())
-    if isinstance(categories, str):
-        categories = [c for c in categories.split(",")]
-    out: list[str] = []
-    for raw in categories:
-        c = str(raw).strip().lower().replace("-", "_")
-        if not c:
-            continue
-        if c.isdigit() and int(c) in CATEGORY_NAMES:
-            c = CATEGORY_NAMES[int(c)]
-        if c not in CATEGORY_IDS:
-            raise ValueError(
-                f"unknown LoCoMo category {raw!r}; choose from {', '.join(CATEGORY_IDS)}"
-            )
-        out.append(c)
-    if not out:
-        raise ValueError("categories is empty; choose from " + ", ".join(CATEGORY_IDS))
-    return out
+    return parse_category_list(
+        categories, list(CATEGORY_IDS), numbers=CATEGORY_NAMES, benchmark="LoCoMo"
+    )
 
 
 def prediction_for_scoring(reply: str, metadata: dict[str, object]) -> str:

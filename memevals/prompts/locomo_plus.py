@@ -22,7 +22,7 @@ from typing import Any
 
 from memevals.adapters.locomo import CATEGORY_NAMES, Conversation
 from memevals.adapters.locomo_plus import StitchedInstance, StitchedTurn
-from memevals.prompts import PromptItem
+from memevals.prompts import PromptItem, parse_category_list
 from memevals.prompts.locomo import ContextFn, build_items, full_context
 from memevals.scorers.judge import criterion_for_locomo
 
@@ -115,26 +115,9 @@ def cognitive_none(st: StitchedInstance) -> CognitiveContext:
 
 def parse_plus_categories(categories: Iterable[str] | str | None) -> list[str]:
     """Names of the six categories (LoCoMo file numbers 1-5 accepted too); None = all six."""
-    if categories is None:
-        return list(CATEGORIES)
-    if isinstance(categories, str):
-        categories = categories.split(",")
-    out: list[str] = []
-    for raw in categories:
-        c = str(raw).strip().lower().replace("-", "_")
-        if not c:
-            continue
-        if c.isdigit() and int(c) in CATEGORY_NAMES:
-            c = CATEGORY_NAMES[int(c)]
-        if c not in CATEGORIES:
-            raise ValueError(
-                f"unknown LoCoMo-Plus category {raw!r}; choose from {', '.join(CATEGORIES)}"
-            )
-        if c not in out:
-            out.append(c)
-    if not out:
-        raise ValueError("categories is empty; choose from " + ", ".join(CATEGORIES))
-    return out
+    return parse_category_list(
+        categories, list(CATEGORIES), numbers=CATEGORY_NAMES, benchmark="LoCoMo-Plus"
+    )
 
 
 def _locomo_items(
