@@ -156,7 +156,10 @@ def test_bm25_finds_the_evidence() -> None:
         ({"context": "rag", "top_k": 0}, "top_k must be an integer >= 1"),
         ({"context": "rag", "retriever": "tfidf"}, "retriever='tfidf' is not one of"),
         ({"context": "full", "top_k": 3}, "top_k applies only to context=rag"),
-        ({"context": "truncated"}, "context='truncated' is not one of full, rag, oracle, none"),
+        (
+            {"context": "windowed"},
+            "context='windowed' is not one of full, truncated, rag, oracle, none",
+        ),
     ],
 )
 def test_rag_options_are_validated(kwargs: dict[str, object], match: str) -> None:

@@ -94,7 +94,8 @@ def test_unscored_verdicts_are_excluded_and_counted(tmp_path: Path) -> None:
     assert log.samples is not None
     sample = next(s for s in log.samples if s.id == "fx02c4d5")
     assert sample.scores is not None
-    (score,) = sample.scores.values()
+    assert set(sample.scores) == {"longmemeval_judge", "prompt_tokens"}
+    score = sample.scores["longmemeval_judge"]
     assert isinstance(score.value, dict) and math.isnan(score.value["judge"])
     assert "UNSCORED" in (score.explanation or "")
 

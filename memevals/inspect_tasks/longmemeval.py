@@ -37,12 +37,12 @@ from memevals.adapters.longmemeval import (
 )
 from memevals.inspect_tasks._common import fixed_param_task, to_dataset
 from memevals.inspect_tasks.judge import count, llm_judge
+from memevals.inspect_tasks.retrieval import prompt_tokens
 from memevals.memory.longmemeval import headline_keys, longmemeval_memory
 from memevals.prompts import PromptItem
 from memevals.prompts.longmemeval import (
     HISTORY_FORMATS,
     SessionBlock,
-    build_item,
     is_empty_note,
     note_prompt,
     notes_text,
@@ -234,6 +234,9 @@ def longmemeval(
     top_k: int | None = None,
     retriever: str | None = None,
     embedding_model: str | None = None,
+    max_context_tokens: int | None = None,
+    context_window: int | None = None,
+    token_counter: str = "auto",
     data_dir: str | None = None,
     verify_checksum: bool = True,
 ) -> Task:
@@ -245,8 +248,9 @@ def longmemeval(
         categories: comma-separated subset of single_session_user, single_session_assistant,
             single_session_preference, multi_session, temporal_reasoning, knowledge_update,
             abstention (the `_abs` questions of every type); default all.
-        context: full (every haystack session, default), rag (retrieved sessions or turns),
-            oracle (the answer sessions only) or none (the question alone).
+        context: full (every haystack session, default), truncated (the beginning of the
+            history within the token budget, the official rule), rag (retrieved sessions or
+            turns), oracle (the answer sessions only) or none (the question alone).
         history_format: json (each session's turns as a JSON list, default) or text
             (`role: content` lines). `has_answer` is never shown.
         chain_of_note: first take notes on each session (one call per session), then answer
@@ -260,6 +264,11 @@ def longmemeval(
         retriever: rag only: bm25 (default) or embedding.
         embedding_model: rag with retriever=embedding: a local sentence-transformers folder or
             hub id (default all-MiniLM-L6-v2).
+        max_context_tokens: truncated only: token budget of the system message (history).
+        context_window: truncated only: the model's window; the budget is then the official
+            context_window - max_tokens - 1000 (default window 128000, gpt-4o's).
+        token_counter: counter for budgets and prompt sizes: auto (cl100k_base), cl100k_base,
+            o200k_base or approx (offline, no extra package).
         data_dir: folder holding longmemeval/<file> (overrides MEMEVALS_DATA_DIR).
         verify_checksum: check the S file's sha256 (set false for same-schema copies under
             data_dir, such as the test fixture; the log then says the data is unverified).
@@ -274,13 +283,22 @@ def longmemeval(
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     wanted_categories = parse_categories(categories)
+    if chain_of_note and context == "truncated":
+        raise ValueError(
+            "chain_of_note takes notes on each session separately, so there is no single "
+            "history to truncate; use chain_of_note with context=full, rag or oracle"
+        )
     memory = longmemeval_memory(
         context,
         history_format=history_format,
+        max_context_tokens=max_context_tokens,
+        context_window=context_window,
+        token_counter=token_counter,
         retrieval_unit=retrieval_unit,
         top_k=top_k,
         retriever=retriever,
         embedding_model=embedding_model,
+        answer_tokens=max_tokens,
     )
     spec = data_file(variant)
 
@@ -293,30 +311,9 @@ def longmemeval(
         if not wanted(inst, wanted_categories):
             continue
         ctx = memory(inst)
-        blocks = ctx.blocks
-        extra: dict[str, object] = {
-            "chain_of_note": chain_of_note,
-            "missing_answer_sessions": list(inst.missing_answer_session_ids),
-        }
-        if context == "rag":
-            extra |= {
-                "retrieval_unit": memory.retrieval_unit,
-                "retrieved_ids": list(ctx.retrieved_ids or ()),
-                "retrieval_scores": ctx.retrieval_scores,
-                "retrieval_skipped": ctx.retrieval_skipped,
-            }
-        item = build_item(
-            inst,
-            variant=variant,
-            blocks=blocks,
-            context=context,
-            history_format=history_format,
-            extra=extra,
-        )
+        item = memory.item(inst, variant=variant, chain_of_note=chain_of_note, ctx=ctx)
         if chain_of_note:
-            notes_input[inst.question_id] = blocks
-            # the history reaches the model only through the notes
-            item = PromptItem(item.id, "", item.user, item.target, item.metadata)
+            notes_input[inst.question_id] = ctx.blocks
         items.append(item)
     if not items:
         raise ValueError(
@@ -328,6 +325,8 @@ def longmemeval(
         solvers.append(take_notes(notes_input, note_max_tokens))
     solvers.append(generate())
     scorers = [longmemeval_judge(max_tokens=judge_max_tokens)]
+    if not chain_of_note:
+        scorers.append(prompt_tokens())
     if context == "rag":
         scorers.append(longmemeval_retrieval())
     return Task(

@@ -326,7 +326,8 @@ def locomo_plus_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[
 # --------------------------------------------------------------------------- LongMemEval
 
 #: LongMemEval options besides those of `longmemeval_memory` (context, history_format,
-#: retrieval_unit, top_k, retriever, embedding_model).
+#: max_context_tokens, context_window, token_counter, answer_tokens, retrieval_unit, top_k,
+#: retriever, embedding_model).
 LONGMEMEVAL_OPTIONS: dict[str, Any] = {
     "data_dir": None,
     "verify_checksum": True,
@@ -347,26 +348,7 @@ def _longmemeval_items(
     memory = longmemeval_memory(**dict(memory_options))
     by_category: dict[str, list[PromptItem]] = {c: [] for c in CATEGORIES}
     for inst in iter_longmemeval(variant, data_dir, verify_checksum=verify):
-        ctx = memory(inst)
-        extra: dict[str, object] = {
-            "chain_of_note": False,
-            "missing_answer_sessions": list(inst.missing_answer_session_ids),
-        }
-        if memory.context == "rag":
-            extra |= {
-                "retrieval_unit": memory.retrieval_unit,
-                "retrieved_ids": list(ctx.retrieved_ids or ()),
-                "retrieval_scores": ctx.retrieval_scores,
-                "retrieval_skipped": ctx.retrieval_skipped,
-            }
-        item = lme_prompts.build_item(
-            inst,
-            variant=variant,
-            blocks=ctx.blocks,
-            context=memory.context,
-            history_format=memory.history_format,
-            extra=extra,
-        )
+        item = memory.item(inst, variant=variant)
         for category, members in by_category.items():
             if lme_prompts.wanted(inst, [category]):
                 members.append(item)

@@ -11,12 +11,18 @@ skipped for the retrieval metrics (the official runner skips both).
 What the model reads: a retrieved session is shown whole (both roles, like the full history); a
 retrieved user turn is shown with the assistant reply that follows it. Both in date order.
 The retrievers themselves (BM25, embeddings) are the shared ones of memevals.memory.retrieval.
+
+`truncated` follows the official reader (BENCHMARKS.md §3.7): the dated history is cut to the
+model's window − the answer length − 1000 tokens, keeping the **beginning** (the oldest
+sessions; the cut may fall inside a session, as in the official code). The budget covers the
+whole system message (history introduction included), counted by the offline counter of
+memevals.memory.tokens; `max_context_tokens` sets it directly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.adapters.longmemeval import Instance, Session, Turn
@@ -27,9 +33,15 @@ from memevals.memory.retrieval import (
     make_retriever,
     reject_rag_only_options,
     resolve_embedding_model,
+    strategy_settings,
 )
+from memevals.memory.tokens import TokenCounter, get_token_counter
+from memevals.prompts import PromptItem
 from memevals.prompts.longmemeval import (
     SessionBlock,
+    build_item,
+    history_text,
+    question_text,
     render_turns,
     select_sessions,
     session_blocks,
@@ -41,7 +53,13 @@ from memevals.scorers.retrieval import (
     turn_to_session,
 )
 
-CONTEXT_MODES: tuple[str, ...] = ("full", "rag", "oracle", "none")
+CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
+#: context=truncated without a budget: the window of gpt-4o, the paper's main reader.
+DEFAULT_CONTEXT_WINDOW = 128_000
+#: The official reader leaves this many tokens of the window for the prompt around the history.
+TRUNCATION_RESERVE = 1000
+#: The paper's answer length (what the budget reserves unless told otherwise).
+DEFAULT_ANSWER_TOKENS = 500
 RETRIEVAL_UNITS: tuple[str, ...] = ("session", "turn")
 DEFAULT_RETRIEVAL_UNIT = "session"
 DEFAULT_TOP_K = 5
@@ -139,6 +157,12 @@ class LmeContext:
     retrieved_ids: tuple[str, ...] | None = None  # top_k official unit ids, best first
     retrieval_scores: dict[str, float] | None = None  # None when skipped or not rag
     retrieval_skipped: str | None = None  # why the metrics skip this question
+    system: str | None = None  # the system text when it is not history_text(blocks)
+    history_tokens: int | None = None  # truncated: tokens of the whole history before the cut
+
+    @property
+    def system_text(self) -> str:
+        return history_text(self.blocks) if self.system is None else self.system
 
 
 def _turn_blocks(chosen: Sequence[RetrievalUnit], history_format: str) -> tuple[SessionBlock, ...]:
@@ -167,21 +191,27 @@ class LongMemEvalMemory:
     top_k: int | None = None
     retriever: Retriever | None = None
     embedding_model: str | None = None
+    max_context_tokens: int | None = None
+    token_counter: TokenCounter = field(default_factory=get_token_counter)
 
     def settings(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"context": self.context, "history_format": self.history_format}
-        if self.context == "rag":
-            assert self.retriever is not None
-            out |= {
-                "retrieval_unit": self.retrieval_unit,
-                "top_k": self.top_k,
-                "retriever": self.retriever.name,
-            }
-            if self.embedding_model is not None:
-                out["embedding_model"] = self.embedding_model
-        return out
+        """The strategy's parameters, for the log (only those that apply to the mode)."""
+        return {
+            "history_format": self.history_format,
+            **strategy_settings(
+                self.context,
+                self.token_counter.name,
+                max_context_tokens=self.max_context_tokens,
+                retrieval_unit=self.retrieval_unit,
+                top_k=self.top_k,
+                retriever=self.retriever,
+                embedding_model=self.embedding_model,
+            ),
+        }
 
     def __call__(self, inst: Instance) -> LmeContext:
+        if self.context == "truncated":
+            return self._truncated(inst)
         if self.context != "rag":
             return LmeContext(
                 session_blocks(select_sessions(inst, self.context), self.history_format)
@@ -213,23 +243,114 @@ class LongMemEvalMemory:
             retrieval_skipped=skipped,
         )
 
+    def _truncated(self, inst: Instance) -> LmeContext:
+        """The beginning of the dated history within max_context_tokens (official rule)."""
+        assert self.max_context_tokens is not None
+        blocks = session_blocks(inst.sessions, self.history_format)
+        full = history_text(blocks)
+        text, total = self.token_counter.head(full, self.max_context_tokens)
+        if blocks and len(text) <= full.index("### Session 1\n") + len("### Session 1\n"):
+            raise ValueError(
+                f"{inst.question_id}: max_context_tokens={self.max_context_tokens} leaves no "
+                "room for any session after the history introduction; give a larger "
+                "max_context_tokens (or context_window)"
+            )
+        # sessions whose header made it into the kept text (the last one may be cut short)
+        shown = tuple(b for i, b in enumerate(blocks, 1) if f"### Session {i}\n" in text)
+        return LmeContext(blocks=shown, system=text, history_tokens=total)
+
+    def item(
+        self,
+        inst: Instance,
+        *,
+        variant: str,
+        chain_of_note: bool = False,
+        ctx: LmeContext | None = None,
+    ) -> PromptItem:
+        """The sample for `inst` with this strategy: prompt, target and the metadata that the
+        scorers and logs read (retrieval record, prompt size). `ctx` reuses a context already
+        computed. Chain-of-note items carry no history, as the notes replace it at run time,
+        and no prompt size, as the note calls are made then."""
+        if ctx is None:
+            ctx = self(inst)
+        extra: dict[str, object] = {
+            "chain_of_note": chain_of_note,
+            "missing_answer_sessions": list(inst.missing_answer_session_ids),
+        }
+        if self.context == "rag":
+            extra |= {
+                "retrieval_unit": self.retrieval_unit,
+                "retrieved_ids": list(ctx.retrieved_ids or ()),
+                "retrieval_scores": ctx.retrieval_scores,
+                "retrieval_skipped": ctx.retrieval_skipped,
+            }
+        if self.context == "truncated":
+            assert ctx.history_tokens is not None and self.max_context_tokens is not None
+            extra |= {
+                "history_tokens": ctx.history_tokens,
+                "history_truncated": ctx.history_tokens > self.max_context_tokens,
+            }
+        system = "" if chain_of_note else ctx.system_text
+        if not chain_of_note:
+            # as chat APIs count: each message separately, chat-template tokens not included
+            extra |= {
+                "prompt_tokens": self.token_counter(system)
+                + self.token_counter(question_text(inst)),
+                "token_counter": self.token_counter.name,
+            }
+        return build_item(
+            inst,
+            variant=variant,
+            blocks=ctx.blocks,
+            context=self.context,
+            history_format=self.history_format,
+            extra=extra,
+            system=system,
+        )
+
+
+def truncation_budget(context_window: int, answer_tokens: int) -> int:
+    """The official history budget: window − answer length − 1000 tokens."""
+    return context_window - answer_tokens - TRUNCATION_RESERVE
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer (tokens), got {value!r}")
+    return value
+
 
 def longmemeval_memory(
     context: str = "full",
     *,
     history_format: str = "json",
+    max_context_tokens: int | None = None,
+    context_window: int | None = None,
+    token_counter: str = "auto",
     retrieval_unit: str | None = None,
     top_k: int | None = None,
     retriever: str | None = None,
     embedding_model: str | None = None,
+    answer_tokens: int = DEFAULT_ANSWER_TOKENS,
 ) -> LongMemEvalMemory:
     """Validate the options and build the strategy (raises ValueError naming the option).
 
-    Retrieval options are rejected unless context=rag, so a sweep never silently runs another
+    Options that do not apply to `context` are rejected, so a sweep never silently runs another
     setting than the one asked for; an embedding model is loaded here, before any model call.
+    context=truncated takes `max_context_tokens` (the budget of the system message) or
+    `context_window` (default 128,000), from which the official budget window − answer_tokens −
+    1000 is derived.
     """
     if context not in CONTEXT_MODES:
         raise ValueError(f"context={context!r} is not one of {', '.join(CONTEXT_MODES)}")
+    counter = get_token_counter(token_counter)
+    if context != "truncated":
+        for name, value in (
+            ("max_context_tokens", max_context_tokens),
+            ("context_window", context_window),
+        ):
+            if value is not None:
+                raise ValueError(f"{name} applies only to context=truncated (context={context!r})")
     reject_rag_only_options(
         context,
         retrieval_unit=retrieval_unit,
@@ -237,8 +358,32 @@ def longmemeval_memory(
         retriever=retriever,
         embedding_model=embedding_model,
     )
+    if context == "truncated":
+        if max_context_tokens is not None and context_window is not None:
+            raise ValueError(
+                "give max_context_tokens (the history budget) or context_window (the model's "
+                "window, from which the official budget is derived), not both"
+            )
+        if max_context_tokens is None:
+            window = _positive_int(
+                "context_window",
+                DEFAULT_CONTEXT_WINDOW if context_window is None else context_window,
+            )
+            answer = _positive_int("answer_tokens", answer_tokens)
+            budget = truncation_budget(window, answer)
+            if budget < 1:
+                raise ValueError(
+                    f"context_window={window} leaves no room for the history after the answer "
+                    f"({answer} tokens) and the official {TRUNCATION_RESERVE}-token reserve; "
+                    "give a larger context_window or set max_context_tokens"
+                )
+        else:
+            budget = _positive_int("max_context_tokens", max_context_tokens)
+        return LongMemEvalMemory(
+            context, history_format, max_context_tokens=budget, token_counter=counter
+        )
     if context != "rag":
-        return LongMemEvalMemory(context, history_format)
+        return LongMemEvalMemory(context, history_format, token_counter=counter)
     unit = DEFAULT_RETRIEVAL_UNIT if retrieval_unit is None else retrieval_unit
     if unit not in RETRIEVAL_UNITS:
         raise ValueError(
@@ -261,4 +406,5 @@ def longmemeval_memory(
         top_k=k,
         retriever=engine,
         embedding_model=resolved,
+        token_counter=counter,
     )

@@ -30,15 +30,47 @@ def approx_token_count(text: str) -> int:
     return len(_PIECE.findall(text))
 
 
+#: (text, budget) -> (the longest start of text within budget tokens, tokens of the whole text)
+HeadFn = Callable[[str, int], tuple[str, int]]
+
+
 @dataclass(frozen=True)
 class TokenCounter:
     """A named text -> token count function (the name goes into the logs)."""
 
     name: str
     count: Callable[[str], int]
+    head_fn: HeadFn | None = None
 
     def __call__(self, text: str) -> int:
         return self.count(text)
+
+    def head(self, text: str, max_tokens: int) -> tuple[str, int]:
+        """(the beginning of `text` that this counter counts as at most `max_tokens` tokens,
+        the count of the whole text). Truncation that keeps the beginning (LongMemEval's
+        official rule) needs both, and the whole text is tokenized only once."""
+        if max_tokens < 0:
+            raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+        if self.head_fn is not None:
+            return self.head_fn(text, max_tokens)
+        total = self.count(text)
+        if total <= max_tokens:
+            return text, total
+        lo, hi = 0, len(text)  # lo fits, hi does not
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.count(text[:mid]) <= max_tokens:
+                lo = mid
+            else:
+                hi = mid
+        return text[:lo], total
+
+
+def _approx_head(text: str, max_tokens: int) -> tuple[str, int]:
+    ends = [m.end() for m in _PIECE.finditer(text)]
+    if len(ends) <= max_tokens:
+        return text, len(ends)
+    return (text[: ends[max_tokens - 1]] if max_tokens else ""), len(ends)
 
 
 _MAX_PIECE_CHARS = 200_000
@@ -73,7 +105,7 @@ def get_token_counter(name: str = "auto") -> TokenCounter:
             f"token_counter={name!r} is not supported; allowed values: {', '.join(TOKEN_COUNTERS)}"
         )
     if name == "approx" or (name == "auto" and not _bpe_available()):
-        return TokenCounter("approx", approx_token_count)
+        return TokenCounter("approx", approx_token_count, _approx_head)
     encoding_name = "cl100k_base" if name == "auto" else name
     try:
         import bpe_openai
@@ -89,7 +121,35 @@ def get_token_counter(name: str = "auto") -> TokenCounter:
         # refuses inputs over 1M characters / 200K tokens, so long texts are counted in pieces.
         return sum(len(encoding.encode_ordinary(piece)) for piece in _pieces(text))
 
-    return TokenCounter(encoding_name, count)
+    def prefix(tokens: list[int], n: int) -> str:
+        # A cut can fall inside a multi-byte character: drop its incomplete bytes.
+        data: bytes = encoding.decode_bytes(tokens[:n])
+        return data.decode("utf-8", errors="ignore")
+
+    def head(text: str, max_tokens: int) -> tuple[str, int]:
+        kept: list[str] = []
+        used = total = 0
+        cut = False
+        for piece in _pieces(text):
+            tokens = encoding.encode_ordinary(piece)
+            total += len(tokens)
+            if cut:
+                continue
+            if used + len(tokens) <= max_tokens:
+                kept.append(piece)
+                used += len(tokens)
+            else:
+                kept.append(prefix(tokens, max_tokens - used))
+                cut = True
+        out = "".join(kept)
+        if cut:
+            # Tokenizing the cut text again can merge its last characters differently: shrink
+            # until the count of the text actually kept is within the budget.
+            while (n := count(out)) > max_tokens:
+                out = out[: len(out) - (n - max_tokens)]
+        return out, total
+
+    return TokenCounter(encoding_name, count, head)
 
 
 def count_tokens(text: str) -> int:

@@ -20,7 +20,7 @@ from memevals.prompts import PromptItem
 from memevals.scorers.judge import criterion_for_longmemeval
 
 HISTORY_FORMATS: tuple[str, ...] = ("json", "text")
-#: Context modes built here; `rag` (retrieved sessions or turns) lives in memevals.memory.
+#: Context modes built here; `rag` and `truncated` live in memevals.memory.longmemeval.
 CONTEXT_MODES: tuple[str, ...] = ("full", "oracle", "none")
 
 HISTORY_INTRO = (
@@ -209,8 +209,12 @@ def build_item(
     context: str,
     history_format: str,
     extra: dict[str, object] | None = None,
+    system: str | None = None,
 ) -> PromptItem:
-    """One sample: the dated history (system), the current date and question (user)."""
+    """One sample: the dated history (system), the current date and question (user).
+
+    `system` replaces the rendering of `blocks` (a truncated history, or "" when chain-of-note
+    notes will take its place)."""
     md = item_metadata(inst, variant=variant)
     md.update(
         {
@@ -223,7 +227,7 @@ def build_item(
     md.update(extra or {})
     return PromptItem(
         id=inst.question_id,
-        system=history_text(blocks),
+        system=history_text(blocks) if system is None else system,
         user=question_text(inst),
         target=inst.answer_text,
         metadata=md,

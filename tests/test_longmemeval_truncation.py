@@ -1,0 +1,281 @@
+"""LongMemEval context=truncated: the official rule (keep the beginning of the history, cut to
+window − answer length − 1000 tokens), the token-exact cut itself, prompt sizes, and runs through
+Inspect (in process and the real CLI) and lm-eval on the fixture."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import bpe_openai
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.model import ChatMessageSystem, get_model
+from longmemeval_grader import EXPECTED, mock_grader
+
+from memevals.adapters.longmemeval import Instance, iter_longmemeval
+from memevals.inspect_tasks.longmemeval import longmemeval
+from memevals.memory.longmemeval import longmemeval_memory
+from memevals.memory.tokens import get_token_counter
+from memevals.prompts.longmemeval import history_text, question_text, session_blocks
+
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
+FX = {"data_dir": str(FIXTURES), "verify_checksum": False}
+CL100K = bpe_openai.get_encoding("cl100k_base")
+
+
+def instances(variant: str) -> dict[str, Instance]:
+    return {i.question_id: i for i in iter_longmemeval(variant, FIXTURES, verify_checksum=False)}
+
+
+def official_cut(text: str, budget: int) -> str:
+    """The official reader's rule stated directly: the first `budget` tokens, decoded."""
+    return str(CL100K.decode(CL100K.encode_ordinary(text)[:budget]))
+
+
+# ------------------------------------------------------------------------------ the cut itself
+
+
+@pytest.mark.parametrize("budget", [0, 1, 2, 7, 40, 150, 600])
+def test_head_equals_the_first_n_tokens_decoded(budget: int) -> None:
+    inst = instances("s")["fx14c9d0"]
+    full = history_text(session_blocks(inst.sessions))
+    text, total = get_token_counter("cl100k_base").head(full, budget)
+    assert total == len(CL100K.encode_ordinary(full))
+    assert text == official_cut(full, budget)
+    assert full.startswith(text)
+    assert len(CL100K.encode_ordinary(text)) <= budget
+
+
+def test_head_of_a_text_that_fits_is_the_text() -> None:
+    counter = get_token_counter("cl100k_base")
+    assert counter.head("a short history", 100) == ("a short history", 3)
+    assert counter.head("", 5) == ("", 0)
+    with pytest.raises(ValueError, match="max_tokens must be >= 0"):
+        counter.head("x", -1)
+
+
+def test_head_never_splits_a_character_or_exceeds_the_budget() -> None:
+    """Emoji take several tokens each: a cut inside one drops its partial bytes, and a cut
+    that re-tokenizes differently is shrunk until the kept text is within the budget."""
+    counter = get_token_counter("cl100k_base")
+    text = "note 😀🦜 ünïcode " * 20
+    for budget in range(0, 120):
+        kept, total = counter.head(text, budget)
+        assert text.startswith(kept), budget
+        assert counter(kept) <= budget, budget
+        assert "\ufffd" not in kept
+        assert total == counter(text)
+    # maximal: one more character would not fit (or the text is exhausted)
+    kept, _ = counter.head(text, 50)
+    assert counter(text[: len(kept) + 1]) > 50
+
+
+def test_head_of_texts_longer_than_one_counting_piece() -> None:
+    """bpe-openai refuses inputs over 1M characters, so long texts are counted in pieces; the
+    cut falls in the second piece and still keeps exactly the beginning."""
+    counter = get_token_counter("cl100k_base")
+    line = "user: I moved to Lisbon in March and started learning the ukulele.\n"
+    text = line * (1_500_000 // len(line))
+    per_line = len(CL100K.encode_ordinary(line))
+    budget = per_line * 17_000 + 5  # beyond the first 1M-character piece
+    kept, total = counter.head(text, budget)
+    assert total == counter(text) == per_line * (len(text) // len(line))  # lines add up
+    assert text.startswith(kept) and len(kept) > 1_000_000
+    assert counter(kept) == budget
+    assert kept == line * 17_000 + official_cut(line, 5)
+
+
+def test_approx_counter_head_keeps_whole_pieces() -> None:
+    counter = get_token_counter("approx")
+    kept, total = counter.head("One two, three 456789!", 4)
+    assert (kept, total) == ("One two, three", 7)  # One | two | , | three | 456 | 789 | !
+    assert counter(kept) == 4
+
+
+# ------------------------------------------------------------------------------ the strategy
+
+
+def test_budget_is_window_minus_answer_minus_1000() -> None:
+    assert longmemeval_memory("truncated").max_context_tokens == 128_000 - 500 - 1000
+    memory = longmemeval_memory("truncated", context_window=8192, answer_tokens=256)
+    assert memory.max_context_tokens == 8192 - 256 - 1000
+    assert longmemeval_memory("truncated", max_context_tokens=333).max_context_tokens == 333
+    assert memory.settings() == {
+        "context": "truncated",
+        "history_format": "json",
+        "token_counter": "cl100k_base",
+        "max_context_tokens": 6936,
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"context": "full", "max_context_tokens": 100}, "applies only to context=truncated"),
+        ({"context": "rag", "context_window": 8000}, "applies only to context=truncated"),
+        (
+            {"context": "truncated", "max_context_tokens": 100, "context_window": 8000},
+            "not both",
+        ),
+        ({"context": "truncated", "max_context_tokens": 0}, "positive integer"),
+        ({"context": "truncated", "context_window": 1400}, "leaves no room for the history"),
+        ({"context": "truncated", "token_counter": "words"}, "token_counter='words'"),
+    ],
+)
+def test_bad_truncation_options(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        longmemeval_memory(**kwargs)
+
+
+def test_truncated_context_keeps_the_oldest_sessions_within_the_budget() -> None:
+    inst = instances("s")["fx14c9d0"]
+    full = history_text(session_blocks(inst.sessions))
+    counter = get_token_counter()
+    n_full = counter(full)
+    budget = n_full // 2
+    memory = longmemeval_memory("truncated", max_context_tokens=budget)
+    ctx = memory(inst)
+    assert ctx.system_text == official_cut(full, budget)
+    assert ctx.history_tokens == n_full
+    # the shown sessions are the oldest ones, the last of them possibly cut short
+    chronological = [b.session_id for b in session_blocks(inst.sessions)]
+    shown = [b.session_id for b in ctx.blocks]
+    assert 0 < len(shown) < len(chronological)
+    assert shown == chronological[: len(shown)]
+    assert f"### Session {len(shown)}\n" in ctx.system_text
+    assert f"### Session {len(shown) + 1}\n" not in ctx.system_text
+
+    item = memory.item(inst, variant="s")
+    assert item.system == ctx.system_text
+    md = item.metadata
+    assert md["history_truncated"] is True and md["history_tokens"] == n_full
+    assert md["prompt_tokens"] == counter(item.system) + counter(question_text(inst))
+    assert md["prompt_tokens"] <= budget + counter(question_text(inst))
+    assert md["session_ids_shown"] == shown
+
+    roomy = longmemeval_memory("truncated", max_context_tokens=n_full).item(inst, variant="s")
+    assert roomy.system == full and roomy.metadata["history_truncated"] is False
+
+
+def test_a_budget_without_room_for_any_session_is_a_clear_error() -> None:
+    inst = instances("s")["fx14c9d0"]
+    with pytest.raises(ValueError, match="fx14c9d0: max_context_tokens=20 leaves no room"):
+        longmemeval_memory("truncated", max_context_tokens=20)(inst)
+
+
+# ------------------------------------------------------------------------------ through Inspect
+
+
+def _run(tmp_path: Path, **kwargs: Any) -> EvalLog:
+    (log,) = eval(
+        longmemeval(**FX, **kwargs),
+        model="mockllm/model",
+        model_roles={"grader": get_model("mockllm/model", custom_outputs=mock_grader())},
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def test_inspect_truncated_run_sends_the_cut_history(tmp_path: Path) -> None:
+    log = _run(tmp_path, variant="m", context="truncated", context_window=1800, max_tokens=100)
+    assert log.eval.metadata is not None
+    assert log.eval.metadata["context"] == "truncated"
+    assert log.eval.metadata["max_context_tokens"] == 700
+    counter = get_token_counter()
+    by_id = instances("m")
+    assert log.samples is not None and len(log.samples) == len(by_id)
+    truncated = 0
+    for sample in log.samples:
+        inst = by_id[str(sample.id)]
+        [system] = [m for m in sample.messages if isinstance(m, ChatMessageSystem)]
+        assert system.text == official_cut(history_text(session_blocks(inst.sessions)), 700)
+        assert counter(system.text) <= 700
+        truncated += bool(sample.metadata["history_truncated"])
+        assert sample.scores is not None
+        assert sample.scores["prompt_tokens"].value == sample.metadata["prompt_tokens"]
+    assert truncated > 0  # the fixture's M histories are longer than 700 tokens
+    assert log.results is not None
+    names = {s.name for s in log.results.scores}
+    assert {"judge", "prompt_tokens"} <= names
+
+
+def test_chain_of_note_with_truncation_is_refused() -> None:
+    with pytest.raises(ValueError, match="no single history to truncate"):
+        longmemeval(**FX, context="truncated", chain_of_note=True)
+
+
+def test_real_cli_truncated_m(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    cmd = [
+        sys.executable,
+        str(TESTS / "longmemeval_grader.py"),
+        "eval",
+        "memevals/longmemeval_m",
+        "-T",
+        f"data_dir={FIXTURES}",
+        "-T",
+        "verify_checksum=false",
+        "-T",
+        "context=truncated",
+        "-T",
+        "max_context_tokens=400",
+        "--model",
+        "mockllm/model",
+        "--model-role",
+        "grader=lmetable/fixture",
+        "--log-dir",
+        str(logs),
+        "--display",
+        "plain",
+    ]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    [path] = logs.glob("*.eval")
+    log = read_eval_log(str(path))
+    assert log.eval.metadata is not None
+    assert (log.eval.metadata["context"], log.eval.metadata["max_context_tokens"]) == (
+        "truncated",
+        400,
+    )
+    assert log.results is not None
+    judge = next(s for s in log.results.scores if s.name == "judge")
+    got = {k.split("/")[-1]: m.value for k, m in judge.metrics.items() if k != "stderr"}
+    assert got == pytest.approx(EXPECTED)
+
+
+# ------------------------------------------------------------------------------ through lm-eval
+
+
+def test_lm_eval_truncated_docs_equal_the_inspect_samples(tmp_path: Path) -> None:
+    pytest.importorskip("lm_eval")
+    from memevals.lm_eval_tasks.utils import doc_item, longmemeval_docs
+
+    options = {**FX, "context": "truncated", "context_window": 1800, "answer_tokens": 100}
+    docs = longmemeval_docs("m", "multi_session", **options)["test"]
+    log = _run(
+        tmp_path,
+        variant="m",
+        categories="multi_session",
+        context="truncated",
+        context_window=1800,
+        max_tokens=100,
+    )
+    assert log.samples is not None
+    inspect_systems = {
+        str(s.id): next(m.text for m in s.messages if isinstance(m, ChatMessageSystem))
+        for s in log.samples
+    }
+    inspect_tokens = {str(s.id): s.metadata["prompt_tokens"] for s in log.samples}
+    assert sorted(docs["id"]) == sorted(inspect_systems)
+    for doc in docs:
+        assert doc["system"] == inspect_systems[doc["id"]]
+        md = doc_item(doc).metadata
+        assert md["history_truncated"] is True
+        assert md["prompt_tokens"] == inspect_tokens[doc["id"]]
