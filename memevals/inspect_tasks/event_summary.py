@@ -28,7 +28,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from memevals.adapters.locomo import LOCOMO_FILE, Conversation, load_locomo
 from memevals.inspect_tasks._common import to_dataset
-from memevals.inspect_tasks.judge import _grader, count
+from memevals.inspect_tasks.judge import count, grader_model
 from memevals.prompts.event_summary import (
     build_event_items,
     incremental_prompt,
@@ -147,7 +147,7 @@ def event_summary_scorer(
         summary = state.output.completion
         reference = target.text
         value: dict[str, float] = dict(rouge_scores(summary, reference))
-        grader, fallback = _grader()
+        grader, fallback = grader_model()
         meta: dict[str, Any] = {
             "grader": str(grader),
             "grader_fallback": fallback,

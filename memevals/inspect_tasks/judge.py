@@ -113,7 +113,7 @@ def count() -> Metric:
 _fallback_warned = False
 
 
-def _grader() -> tuple[Model, bool]:
+def grader_model() -> tuple[Model, bool]:
     """The grader model and whether it is the fallback (the model under test)."""
     global _fallback_warned
     bound = GRADER_ROLE in model_roles()
@@ -168,7 +168,7 @@ def llm_judge(
         except ValueError as exc:
             raise ValueError(f"sample {state.sample_id}: metadata['judge']: {exc}") from exc
 
-        grader, fallback = _grader()
+        grader, fallback = grader_model()
         limit = max_tokens or (not fallback and grader.config.max_tokens) or DEFAULT_MAX_TOKENS
         config = GenerateConfig(temperature=0.0, max_tokens=limit)
         messages: list[ChatMessage] = [ChatMessageUser(content=prompt)]

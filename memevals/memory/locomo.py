@@ -28,6 +28,7 @@ from memevals.memory.retrieval import (
     make_retriever,
     reject_rag_only_options,
     resolve_embedding_model,
+    strategy_settings,
 )
 from memevals.memory.tokens import TokenCounter, get_token_counter
 from memevals.prompts import PromptItem
@@ -138,9 +139,11 @@ def render_excerpts(conv: Conversation, units: Sequence[MemoryUnit], *, blank_li
     return f"{excerpt_preamble(conv)}\n\n{body}"
 
 
-def _blocks(
+def session_turn_blocks(
     turns: Sequence[Turn], sessions: Mapping[int, Session]
 ) -> list[tuple[Session, list[Turn]]]:
+    """Consecutive turns grouped under their session, so each kept session shows its header
+    once (truncation here and in the dialogue task)."""
     blocks: list[tuple[Session, list[Turn]]] = []
     for t in turns:
         if not blocks or blocks[-1][0].index != t.session:
@@ -154,7 +157,7 @@ def render_recent_turns(conv: Conversation, n: int) -> str:
     turns = list(conv.turns)
     kept = turns[len(turns) - n :] if n > 0 else []
     sessions = {s.index: s for s in conv.sessions}
-    body = render_sessions(_blocks(kept, sessions))
+    body = render_sessions(session_turn_blocks(kept, sessions))
     return f"{preamble(conv)}\n\n{body}"
 
 
@@ -246,19 +249,15 @@ class LocomoMemory:
 
     def settings(self) -> dict[str, Any]:
         """The strategy's parameters, for the log (only those that apply to the mode)."""
-        out: dict[str, Any] = {"context": self.context, "token_counter": self.token_counter.name}
-        if self.context == "truncated":
-            out["max_context_tokens"] = self.max_context_tokens
-        if self.context == "rag":
-            assert self.retriever is not None
-            out |= {
-                "retrieval_unit": self.retrieval_unit,
-                "top_k": self.top_k,
-                "retriever": self.retriever.name,
-            }
-            if self.embedding_model is not None:
-                out["embedding_model"] = self.embedding_model
-        return out
+        return strategy_settings(
+            self.context,
+            self.token_counter.name,
+            max_context_tokens=self.max_context_tokens,
+            retrieval_unit=self.retrieval_unit,
+            top_k=self.top_k,
+            retriever=self.retriever,
+            embedding_model=self.embedding_model,
+        )
 
     def __call__(self, conv: Conversation, qa: QA) -> LocomoContext:
         if self.context == "full":

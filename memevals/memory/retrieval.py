@@ -282,6 +282,30 @@ def reject_rag_only_options(context: str, **options: object) -> None:
         raise ValueError(f"{', '.join(given)} applies only to context=rag (context={context!r})")
 
 
+def strategy_settings(
+    context: str,
+    token_counter: str,
+    *,
+    max_context_tokens: int | None = None,
+    retrieval_unit: str | None = None,
+    top_k: int | None = None,
+    retriever: Retriever | None = None,
+    embedding_model: str | None = None,
+) -> dict[str, Any]:
+    """A memory strategy's parameters for the log: only those that apply to its mode, so two
+    logs compare equal exactly when the model was given its history the same way."""
+    out: dict[str, Any] = {"context": context, "token_counter": token_counter}
+    if context == "truncated":
+        out["max_context_tokens"] = max_context_tokens
+    if context == "rag":
+        if retriever is None:
+            raise ValueError("context=rag needs a retriever")
+        out |= {"retrieval_unit": retrieval_unit, "top_k": top_k, "retriever": retriever.name}
+        if embedding_model is not None:
+            out["embedding_model"] = embedding_model
+    return out
+
+
 def make_retriever(retriever: str, embedding_model: str | None = None) -> Retriever:
     """Build (and so validate) a retriever by name; raises ValueError naming the parameter."""
     if retriever == "bm25":

@@ -219,7 +219,7 @@ def _recent_blocks(conv: Conversation, n: int) -> list[tuple[Session, list[Turn]
     """The blocks of `memory.render_recent_turns(conv, n)`: the last n turns by session."""
     turns = list(conv.turns)
     kept = turns[len(turns) - n :] if n > 0 else []
-    return memory._blocks(kept, {s.index: s for s in conv.sessions})
+    return memory.session_turn_blocks(kept, {s.index: s for s in conv.sessions})
 
 
 def _session_of(unit: MemoryUnit) -> int:
