@@ -130,8 +130,10 @@ def same(a: float, b: float) -> bool:
 
 
 def metrics_of(log: Any, scorer: str) -> dict[str, float]:
+    """Metric values by name; Inspect prefixes our metric names with `memevals/` when it sees
+    the package as installed (editable installs included), so the prefix is dropped."""
     [score] = [s for s in log.results.scores if s.name == scorer]
-    return {k: v.value for k, v in score.metrics.items()}
+    return {k.removeprefix("memevals/"): v.value for k, v in score.metrics.items()}
 
 
 def assert_same_metrics(a: dict[str, float], b: dict[str, float]) -> None:
