@@ -279,3 +279,17 @@ def test_lm_eval_truncated_docs_equal_the_inspect_samples(tmp_path: Path) -> Non
         md = doc_item(doc).metadata
         assert md["history_truncated"] is True
         assert md["prompt_tokens"] == inspect_tokens[doc["id"]]
+
+
+def test_m_with_the_whole_history_warns_and_points_to_truncation(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="memevals.memory.longmemeval"):
+        longmemeval(**FX, variant="m", categories="knowledge_update")
+    [record] = [r for r in caplog.records if r.name == "memevals.memory.longmemeval"]
+    assert "~1.5M tokens" in record.getMessage() and "context=truncated" in record.getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="memevals.memory.longmemeval"):
+        longmemeval(**FX, variant="m", categories="knowledge_update", context="truncated")
+        longmemeval(**FX, variant="s", categories="knowledge_update")
+    assert not [r for r in caplog.records if r.name == "memevals.memory.longmemeval"]

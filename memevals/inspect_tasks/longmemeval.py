@@ -38,7 +38,7 @@ from memevals.adapters.longmemeval import (
 from memevals.inspect_tasks._common import fixed_param_task, to_dataset
 from memevals.inspect_tasks.judge import count, llm_judge
 from memevals.inspect_tasks.retrieval import prompt_tokens
-from memevals.memory.longmemeval import headline_keys, longmemeval_memory
+from memevals.memory.longmemeval import headline_keys, longmemeval_memory, warn_if_oversized
 from memevals.prompts import PromptItem
 from memevals.prompts.longmemeval import (
     HISTORY_FORMATS,
@@ -300,6 +300,7 @@ def longmemeval(
         embedding_model=embedding_model,
         answer_tokens=max_tokens,
     )
+    warn_if_oversized(variant, context)
     spec = data_file(variant)
 
     digest: list[str] = []

@@ -28,7 +28,7 @@ from memevals.adapters.locomo_plus import load_locomo_plus, stitch_all
 from memevals.adapters.longmemeval import CATEGORIES, iter_longmemeval
 from memevals.memory import LocomoMemory, get_token_counter, locomo_context
 from memevals.memory.locomo_plus import annotate_cognitive_items, cognitive_context
-from memevals.memory.longmemeval import headline_keys, longmemeval_memory
+from memevals.memory.longmemeval import headline_keys, longmemeval_memory, warn_if_oversized
 from memevals.prompts import PromptItem
 from memevals.prompts import longmemeval as lme_prompts
 from memevals.prompts.dialogue import build_dialogue_items, dialogue_memory
@@ -346,6 +346,7 @@ def _longmemeval_items(
     builds them. Built once for all the category subtasks of a run: the files are large
     (S 277 MB, M 2.7 GB) and each subtask would otherwise re-read it (and re-run retrieval)."""
     memory = longmemeval_memory(**dict(memory_options))
+    warn_if_oversized(variant, memory.context)
     by_category: dict[str, list[PromptItem]] = {c: [] for c in CATEGORIES}
     for inst in iter_longmemeval(variant, data_dir, verify_checksum=verify):
         item = memory.item(inst, variant=variant)

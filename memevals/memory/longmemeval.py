@@ -21,6 +21,7 @@ memevals.memory.tokens; `max_context_tokens` sets it directly.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,8 @@ from memevals.scorers.retrieval import (
     recall_any_at_k,
     turn_to_session,
 )
+
+logger = logging.getLogger(__name__)
 
 CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
 #: context=truncated without a budget: the window of gpt-4o, the paper's main reader.
@@ -306,6 +309,18 @@ class LongMemEvalMemory:
             history_format=self.history_format,
             extra=extra,
             system=system,
+        )
+
+
+def warn_if_oversized(variant: str, context: str) -> None:
+    """M with the whole history is ~1.5M tokens per question, beyond most readers' windows,
+    and every rendered prompt is held in memory: say so once, before the long load."""
+    if variant == "m" and context == "full":
+        logger.warning(
+            "LongMemEval M with context=full: each history is ~1.5M tokens (longer than most "
+            "models' windows) and all 500 prompts are held in memory (several GB). Use "
+            "context=truncated (-T context_window=<your model's window>), rag or oracle "
+            "unless your model really reads 1.5M tokens."
         )
 
 
