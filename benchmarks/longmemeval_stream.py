@@ -6,8 +6,12 @@ not counted) in a temporary folder, then streams it through the real adapter
 optionally rendering each instance's full JSON-format history prompt as the task would, and
 keeping nothing. Reports peak RSS of this process (goal: at most 1 GB) and instances/s.
 
-    python benchmarks/longmemeval_stream.py [--instances 500] [--render] [--file PATH]
-        [--keep] [--max-rss-mb 1024]
+`--task truncated|rag|oracle` instead builds the real Inspect task `longmemeval_m` with that
+context on the file (stream, render, cut or retrieve, count every prompt's tokens, and keep all
+500 samples, as `inspect eval` does before the first model call), the realistic ways to run M.
+
+    python benchmarks/longmemeval_stream.py [--instances 500] [--render | --task CONTEXT]
+        [--file PATH] [--keep] [--max-rss-mb 1024]
 """
 
 from __future__ import annotations
@@ -46,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--instances", type=int, default=500)
     ap.add_argument("--file", type=Path, help="stream this file instead of generating one")
     ap.add_argument("--render", action="store_true", help="also render each full prompt")
+    ap.add_argument(
+        "--task",
+        choices=["truncated", "rag", "oracle"],
+        help="build the Inspect task longmemeval_m with this context instead",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the generated file")
     ap.add_argument("--max-rss-mb", type=float, default=1024.0)
     args = ap.parse_args(argv)
@@ -55,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     gen_s = 0.0
     if args.file is None:
         tmp = Path(tempfile.mkdtemp(prefix="lme_stream_"))
-        path = tmp / "longmemeval_m_cleaned.json"
+        path = tmp / "longmemeval" / "longmemeval_m_cleaned.json"
+        path.parent.mkdir()
         t0 = time.perf_counter()
         subprocess.run(
             [
@@ -72,22 +82,49 @@ def main(argv: list[str] | None = None) -> int:
         path = args.file
     size = path.stat().st_size
 
+    task_report: dict[str, object] = {}
     try:
         baseline = current_rss_mb()
         t0 = time.perf_counter()
         n = sessions = turns = 0
         prompt_chars = 0
         largest = 0
-        for inst in iter_instances(path):
-            n += 1
-            sessions += len(inst.sessions)
-            turns += sum(len(s.turns) for s in inst.sessions)
-            if args.render:
-                text = history_text(session_blocks(inst.sessions, "json"))
-                prompt_chars += len(text)
-                largest = max(largest, len(text))
-                del text
-            del inst
+        if args.task:
+            from memevals.inspect_tasks.longmemeval import longmemeval
+
+            if path.name != "longmemeval_m_cleaned.json" or path.parent.name != "longmemeval":
+                ap.error("--task needs the file at <folder>/longmemeval/longmemeval_m_cleaned.json")
+            task = longmemeval(variant="m", context=args.task, data_dir=str(path.parent.parent))
+            samples = list(task.dataset)
+            tokens = [int(s.metadata["prompt_tokens"]) for s in samples]  # type: ignore[index]
+            chars = [
+                sum(len(m.text) for m in s.input) if isinstance(s.input, list) else len(s.input)
+                for s in samples
+            ]
+            task_report = {
+                "task_context": args.task,
+                "task_settings": {
+                    k: v
+                    for k, v in (task.metadata or {}).items()
+                    if k in ("max_context_tokens", "token_counter", "top_k", "retrieval_unit")
+                },
+                "samples_held": len(samples),
+                "prompt_tokens_mean": round(sum(tokens) / len(tokens)),
+                "prompt_tokens_max": max(tokens),
+                "prompt_chars_held": sum(chars),
+            }
+            n = len(samples)
+        else:
+            for inst in iter_instances(path):
+                n += 1
+                sessions += len(inst.sessions)
+                turns += sum(len(s.turns) for s in inst.sessions)
+                if args.render:
+                    text = history_text(session_blocks(inst.sessions, "json"))
+                    prompt_chars += len(text)
+                    largest = max(largest, len(text))
+                    del text
+                del inst
         parse_s = time.perf_counter() - t0
     finally:
         if tmp is not None and not args.keep:
@@ -110,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "rendered_chars_max": largest if args.render else None,
         "total_s": round(time.perf_counter() - t_start, 1),
         "cpus": os.cpu_count(),
+        **task_report,
     }
     print(json.dumps(report, indent=2))
     ok = peak <= args.max_rss_mb
