@@ -274,3 +274,17 @@ def test_lm_eval_cli_smollm2_on_cpu(smollm2_dir: Path, data_dir: Path, tmp_path:
             md = json.loads(s["doc"]["metadata"])
             prediction = prediction_for_scoring(reply, md)
             assert s["f1"] == locomo_f1(prediction, md["answer"], md["category_id"])
+
+
+def test_locomo_plus_sample_order_matches_the_inspect_task(data_dir: Path) -> None:
+    from memevals.inspect_tasks.locomo_plus import locomo_plus_cognitive
+    from memevals.lm_eval_tasks.utils import locomo_plus_docs
+
+    docs = locomo_plus_docs("cognitive", sample_order="host", context="none")["test"]
+    inspect_ids = [str(s.id) for s in locomo_plus_cognitive(sample_order="host").dataset]
+    assert docs["id"] == inspect_ids
+    assert locomo_plus_docs("cognitive", context="none")["test"]["id"] == [
+        f"plus-{i}" for i in range(401)
+    ]
+    with pytest.raises(OptionError, match="sample_order='shuffled' is not one of file, host"):
+        locomo_plus_docs("cognitive", sample_order="shuffled")

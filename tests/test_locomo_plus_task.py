@@ -337,3 +337,52 @@ def test_real_smollm2_answers_and_judges_cognitive_samples(
             assert math.isnan(score.value["judge"]) and score.value["unscored"] == 1
         else:
             assert score.value["judge"] in (0.0, 1.0)
+
+
+# --------------------------------------------------------------------------- sample order
+
+
+def test_host_order_groups_by_conversation_and_raises_the_shared_prefix(
+    full_task: Any, data_dir: Path
+) -> None:
+    from memevals.estimate import estimate_samples
+    from memevals.memory.tokens import get_token_counter
+
+    file_order = list(full_task.dataset)
+    host_task = locomo_plus(sample_order="host")
+    assert host_task.metadata["sample_order"] == "host"
+    host_order = list(host_task.dataset)
+    # the same samples, inputs and metadata; only the order differs
+    assert sorted(str(s.id) for s in host_order) == sorted(str(s.id) for s in file_order)
+    by_id = {s.id: s for s in file_order}
+    for s in host_order:
+        assert [m.text for m in s.input] == [m.text for m in by_id[s.id].input]
+        assert s.metadata == by_id[s.id].metadata
+
+    # independent statement of the order: conversations in file order; in each, its LoCoMo
+    # questions (qa order), then the cognitive samples stitched into it, latest cue first
+    expected: list[str] = []
+    for conv in load_locomo():
+        expected += [f"{conv.sample_id}-q{i}" for i in range(len(conv.qa))]
+        mine = [s for s in file_order if s.metadata.get("host") == conv.sample_id]
+        mine.sort(key=lambda s: (-s.metadata["cue_position"], s.metadata["instance_index"]))
+        expected += [str(s.id) for s in mine]
+    assert [str(s.id) for s in host_order] == expected
+
+    counter = get_token_counter()
+
+    def shared(samples: list[Any]) -> float:
+        est = estimate_samples(samples, counter)
+        return sum(e.shared_prefix for e in est) / sum(e.input_tokens for e in est)
+
+    assert shared(file_order) == pytest.approx(0.8457, abs=5e-5)
+    assert shared(host_order) == pytest.approx(0.9284, abs=5e-5)
+
+
+def test_host_order_of_the_cognitive_task_and_bad_values(data_dir: Path) -> None:
+    ids = [str(s.id) for s in locomo_plus_cognitive(sample_order="host").dataset]
+    file_ids = [str(s.id) for s in locomo_plus_cognitive().dataset]
+    assert file_ids == [f"plus-{i}" for i in range(401)]
+    assert sorted(ids) == sorted(file_ids) and ids != file_ids
+    with pytest.raises(ValueError, match="sample_order='random' is not one of file, host"):
+        locomo_plus(sample_order="random")

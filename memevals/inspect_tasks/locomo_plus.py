@@ -37,7 +37,12 @@ from memevals.inspect_tasks.judge import count, llm_judge
 from memevals.inspect_tasks.locomo import locomo_f1_scorer
 from memevals.memory import annotate_items, locomo_context
 from memevals.memory.locomo_plus import annotate_cognitive_items, cognitive_context
-from memevals.prompts.locomo_plus import COGNITIVE, build_plus_items, parse_plus_categories
+from memevals.prompts.locomo_plus import (
+    COGNITIVE,
+    build_plus_items,
+    order_samples,
+    parse_plus_categories,
+)
 
 #: Official answering defaults of the LoCoMo-Plus framework (BENCHMARKS.md §2.7).
 DEFAULT_MAX_TOKENS = 1024
@@ -118,6 +123,7 @@ def locomo_plus(
     seed: int = 0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     judge_max_tokens: int = 256,
+    sample_order: str = "file",
     data_dir: str | None = None,
 ) -> Task:
     """LoCoMo-Plus: LoCoMo's 1,986 questions plus 401 cognitive cue-trigger samples, LLM-judged
@@ -145,10 +151,14 @@ def locomo_plus(
         seed: seed of the two-option order.
         max_tokens: answer length limit (official default 1024).
         judge_max_tokens: the judge's token limit per verdict.
+        sample_order: file (default: LoCoMo questions, then plus-0, plus-1, ...) or host (each
+            conversation's questions, then the cognitive samples stitched into it: more of
+            each prompt is shared with the previous one, for provider prompt caches).
         data_dir: folder holding locomo/locomo10.json and locomo_plus/locomo_plus.json
             (overrides MEMEVALS_DATA_DIR).
     """
     wanted = parse_plus_categories(categories)
+    order_samples([], sample_order)  # validate before loading anything
     memory = locomo_context(
         context,
         max_context_tokens=max_context_tokens,
@@ -188,7 +198,9 @@ def locomo_plus(
         scorers.append(locomo_plus_f1())
     scorers.append(locomo_plus_judge(max_tokens=judge_max_tokens))
     return Task(
-        dataset=to_dataset([*locomo_items, *cognitive_items], "locomo_plus"),
+        dataset=to_dataset(
+            order_samples([*locomo_items, *cognitive_items], sample_order), "locomo_plus"
+        ),
         solver=generate(),
         scorer=scorers,
         config=GenerateConfig(max_tokens=max_tokens, temperature=DEFAULT_TEMPERATURE),
@@ -199,6 +211,7 @@ def locomo_plus(
             "gap_fix": gap_fix,
             "adversarial": adversarial,
             "seed": seed,
+            "sample_order": sample_order,
             "memory": memory_summary | cognitive_summary,
             "data_sha256": {
                 "locomo": LOCOMO_FILE.sha256,

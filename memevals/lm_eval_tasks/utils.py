@@ -35,7 +35,7 @@ from memevals.prompts.dialogue import build_dialogue_items, dialogue_memory
 from memevals.prompts.event_summary import build_event_items, select_conversations
 from memevals.prompts.locomo import build_items as build_locomo_items
 from memevals.prompts.locomo import prediction_for_scoring as locomo_prediction
-from memevals.prompts.locomo_plus import COGNITIVE, build_plus_items
+from memevals.prompts.locomo_plus import COGNITIVE, build_plus_items, order_samples
 from memevals.scorers import abstained, locomo_f1
 from memevals.scorers.dialogue import (
     BleuStats,
@@ -268,6 +268,7 @@ LOCOMO_PLUS_OPTIONS: dict[str, Any] = {
     **LOCOMO_OPTIONS,
     "disclose_task": False,
     "gap_fix": False,
+    "sample_order": "file",
 }
 
 
@@ -279,6 +280,8 @@ def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
     )
     disclose = _as_bool(task, "disclose_task", opts["disclose_task"])
     gap_fix = _as_bool(task, "gap_fix", opts["gap_fix"])
+    sample_order = str(opts["sample_order"])
+    _checked(task, lambda: order_samples([], sample_order))
     memory = _memory(task, opts)
     conversations = load_locomo(opts["data_dir"])
     cognitive = categories == COGNITIVE
@@ -306,6 +309,7 @@ def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
     if cognitive:
         # prompt size and, when the mode retrieves, whether the cue was found (cue_recall)
         items, _ = annotate_cognitive_items(items, stitched, memory)
+    items = order_samples(items, sample_order)
     return to_docs(_with_memory_fields(items, memory), task)
 
 

@@ -262,9 +262,42 @@ def build_plus_items(
     return items
 
 
+#: `sample_order` values: the official file order, or grouped by host conversation.
+SAMPLE_ORDERS: tuple[str, ...] = ("file", "host")
+
+
+def order_samples(items: Sequence[PromptItem], sample_order: str = "file") -> list[PromptItem]:
+    """The samples in file order (LoCoMo questions, then `plus-<i>`), or with `host` grouped by
+    conversation for provider prompt caches: each conversation's LoCoMo questions, then the
+    cognitive samples stitched into it, latest cue first. A cognitive history equals its host's
+    conversation up to the cue, so a later cue shares a longer start with the sample before it
+    (full context: 92.8 % of input tokens shared with the previous sample instead of 84.6 %).
+    Scores do not depend on the order; `--limit` takes other samples."""
+    if sample_order not in SAMPLE_ORDERS:
+        raise ValueError(f"sample_order={sample_order!r} is not one of {', '.join(SAMPLE_ORDERS)}")
+    if sample_order == "file":
+        return list(items)
+
+    def host(item: PromptItem) -> str:
+        md = item.metadata
+        return str(md["host"] if md["category"] == COGNITIVE else md["conversation_id"])
+
+    hosts = list(dict.fromkeys(host(i) for i in items))
+    out: list[PromptItem] = []
+    for h in hosts:
+        mine = [i for i in items if host(i) == h]
+        out += [i for i in mine if i.metadata["category"] != COGNITIVE]
+        out += sorted(
+            (i for i in mine if i.metadata["category"] == COGNITIVE),
+            key=lambda i: (-int(i.metadata["cue_position"]), int(i.metadata["instance_index"])),
+        )
+    return out
+
+
 __all__ = [
     "CATEGORIES",
     "COGNITIVE",
+    "SAMPLE_ORDERS",
     "UNIFIED_INSTRUCTION",
     "CognitiveContext",
     "CognitiveContextFn",
@@ -276,6 +309,7 @@ __all__ = [
     "cue_evidence",
     "format_locomo_time",
     "history",
+    "order_samples",
     "parse_plus_categories",
     "render_history",
 ]
