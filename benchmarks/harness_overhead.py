@@ -7,9 +7,11 @@ Runs, in one process and one after the other on `mockllm` (instant replies):
      the system message, scored by the official F1 and the prompt-token scorer.
 and prints the wall time and CPU time of each `eval()` (the task is built before the clock
 starts; its build time is printed separately), their ratios (goal ≤ 1.5×) and the size of each
-log file. On a shared machine the CPU-time ratio is the steadier figure. `--split` adds LoCoMo
-with context=none (same scorers, one-line prompts), separating what memevals' scorers cost from
-what Inspect spends on 22K-token prompts (recording each sample's input in the log).
+log file. `--repeat N` (default 3) runs N rounds and reports the median ratio, because single
+runs on a 2-core machine vary by ~10 %. On a shared machine the CPU-time ratio is the
+steadier figure. `--split` adds LoCoMo with context=none (same scorers, one-line prompts),
+separating what memevals' scorers cost from what Inspect spends on 22K-token prompts (recording
+each sample's input in the log).
 
 mockllm counts every prompt's tokens itself with tiktoken, which would download its vocabulary.
 The tests replace that with a word count (tests/inspect_offline.py); here it is replaced by
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -76,9 +79,18 @@ def main() -> None:
         help="also run LoCoMo with context=none (same scorers, one-line prompts) to separate "
         "the cost of memevals' scorers from the cost of large prompts",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="rounds of (trivial, locomo[, none]) runs; the ratios are per round, and their "
+        "median is the reported figure (single runs vary by ~10 %% on a 2-core machine)",
+    )
     ns = parser.parse_args()
-    MockLLM.count_text_tokens = _cheap_count  # type: ignore[method-assign]
-    runs: list[Run] = []
+    if ns.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    MockLLM.count_text_tokens = _cheap_count  # type: ignore[method-assign,assignment]
+    rounds: list[list[Run]] = []
     with tempfile.TemporaryDirectory(prefix="memevals-overhead-") as tmp:
         timed_eval("warm-up", trivial_task(20), os.path.join(tmp, "warmup"))
 
@@ -90,29 +102,36 @@ def main() -> None:
             sum(len(m.text) for m in s.input) if isinstance(s.input, list) else len(s.input)
             for s in task.dataset
         )
+        for k in range(ns.repeat):
+            runs = [timed_eval("trivial task", trivial_task(n), os.path.join(tmp, f"t{k}"))]
+            runs.append(timed_eval("locomo full context", task, os.path.join(tmp, f"f{k}")))
+            if ns.split:
+                none = locomo(context="none")
+                runs.append(timed_eval("locomo context=none", none, os.path.join(tmp, f"n{k}")))
+            rounds.append(runs)
 
-        runs.append(timed_eval("trivial task", trivial_task(n), os.path.join(tmp, "trivial")))
-        runs.append(timed_eval("locomo full context", task, os.path.join(tmp, "full")))
-        if ns.split:
-            none = locomo(context="none")
-            runs.append(timed_eval("locomo context=none", none, os.path.join(tmp, "none")))
-
-    base = runs[0]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, python {sys.version.split()[0]}")
     print(f"samples: {n} each (LoCoMo full context: {prompt_chars / 1e6:.1f} M prompt characters)")
     print(f"locomo task build (load, render, count tokens): {build:.1f} s (not in the ratios)")
     heads = ("wall s", "cpu s", "wall x", "cpu x", "log MB")
-    print(f"{'run':<22}" + "".join(f"{h:>9}" for h in heads) + f"{'KB/sample':>11}")
-    for r in runs:
-        print(
-            f"{r.label:<22}{r.wall:>9.1f}{r.cpu:>9.1f}{r.wall / base.wall:>9.2f}"
-            f"{r.cpu / base.cpu:>9.2f}{r.log_bytes / 1e6:>9.2f}{r.log_bytes / n / 1e3:>11.1f}"
-        )
-    full = runs[1]
+    print(f"{'round / run':<26}" + "".join(f"{h:>9}" for h in heads) + f"{'KB/sample':>11}")
+    for i, runs in enumerate(rounds, start=1):
+        base = runs[0]
+        for r in runs:
+            print(
+                f"{i} {r.label:<24}{r.wall:>9.1f}{r.cpu:>9.1f}{r.wall / base.wall:>9.2f}"
+                f"{r.cpu / base.cpu:>9.2f}{r.log_bytes / 1e6:>9.2f}{r.log_bytes / n / 1e3:>11.1f}"
+            )
+    walls = [runs[1].wall / runs[0].wall for runs in rounds]
+    cpus = [runs[1].cpu / runs[0].cpu for runs in rounds]
     print(
-        f"ratio locomo full / trivial: wall {full.wall / base.wall:.2f}x, "
-        f"cpu {full.cpu / base.cpu:.2f}x (goal <= 1.5x)"
+        f"ratio locomo full / trivial, median of {len(rounds)} round(s): "
+        f"wall {statistics.median(walls):.2f}x (rounds: {', '.join(f'{w:.2f}' for w in walls)}), "
+        f"cpu {statistics.median(cpus):.2f}x (goal <= 1.5x)"
     )
+    if ns.split:
+        nones = [runs[2].wall / runs[0].wall for runs in rounds]
+        print(f"ratio locomo context=none / trivial, median: wall {statistics.median(nones):.2f}x")
 
 
 if __name__ == "__main__":
