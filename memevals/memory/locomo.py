@@ -21,12 +21,13 @@ from typing import Any
 
 from memevals.adapters.locomo import QA, Conversation, Session, Turn
 from memevals.memory.retrieval import (
-    RETRIEVERS,
     IndexCache,
     MemoryUnit,
     Retriever,
+    checked_top_k,
     make_retriever,
-    reject_rag_only_options,
+    positive_tokens,
+    reject_options_outside,
     resolve_embedding_model,
     strategy_settings,
 )
@@ -313,10 +314,6 @@ class LocomoMemory:
         return LocomoContext(text=text, retrieved_ids=retrieved_ids)
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def locomo_context(
     context: str = "full",
     *,
@@ -338,11 +335,9 @@ def locomo_context(
             f"context={context!r} is not supported; allowed values: {', '.join(CONTEXT_MODES)}"
         )
     counter = get_token_counter(token_counter)
-    if context != "truncated" and max_context_tokens is not None:
-        raise ValueError(
-            f"max_context_tokens applies only to context=truncated (context={context!r})"
-        )
-    reject_rag_only_options(
+    reject_options_outside("truncated", context, max_context_tokens=max_context_tokens)
+    reject_options_outside(
+        "rag",
         context,
         retrieval_unit=retrieval_unit,
         top_k=top_k,
@@ -350,11 +345,10 @@ def locomo_context(
         embedding_model=embedding_model,
     )
     if context == "truncated":
-        budget = DEFAULT_MAX_CONTEXT_TOKENS if max_context_tokens is None else max_context_tokens
-        if not _is_int(budget) or budget < 1:
-            raise ValueError(
-                f"max_context_tokens must be a positive integer (tokens), got {budget!r}"
-            )
+        budget = positive_tokens(
+            "max_context_tokens",
+            DEFAULT_MAX_CONTEXT_TOKENS if max_context_tokens is None else max_context_tokens,
+        )
         return LocomoMemory(context, counter, max_context_tokens=budget)
     if context != "rag":
         return LocomoMemory(context, counter)
@@ -365,15 +359,9 @@ def locomo_context(
             f"retrieval_unit={unit!r} is not supported; allowed values: "
             f"{', '.join(RETRIEVAL_UNITS)}"
         )
-    k = DEFAULT_TOP_K if top_k is None else top_k
-    if not _is_int(k) or k < 1:
-        raise ValueError(f"top_k must be an integer >= 1, got {k!r}")
+    k = checked_top_k(top_k, DEFAULT_TOP_K)
     kind = DEFAULT_RETRIEVER if retriever is None else retriever
-    if kind not in RETRIEVERS:
-        raise ValueError(
-            f"retriever={kind!r} is not supported; allowed values: {', '.join(RETRIEVERS)}"
-        )
-    engine = make_retriever(kind, embedding_model)
+    engine = make_retriever(kind, embedding_model)  # rejects an unknown retriever
     resolved = None
     if kind == "embedding":
         resolved = resolve_embedding_model(getattr(engine, "model_name", embedding_model or ""))

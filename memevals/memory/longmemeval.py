@@ -31,8 +31,10 @@ from memevals.memory.retrieval import (
     RETRIEVERS,
     MemoryUnit,
     Retriever,
+    checked_top_k,
     make_retriever,
-    reject_rag_only_options,
+    positive_tokens,
+    reject_options_outside,
     resolve_embedding_model,
     strategy_settings,
 )
@@ -329,12 +331,6 @@ def truncation_budget(context_window: int, answer_tokens: int) -> int:
     return context_window - answer_tokens - TRUNCATION_RESERVE
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer (tokens), got {value!r}")
-    return value
-
-
 def longmemeval_memory(
     context: str = "full",
     *,
@@ -359,14 +355,14 @@ def longmemeval_memory(
     if context not in CONTEXT_MODES:
         raise ValueError(f"context={context!r} is not one of {', '.join(CONTEXT_MODES)}")
     counter = get_token_counter(token_counter)
-    if context != "truncated":
-        for name, value in (
-            ("max_context_tokens", max_context_tokens),
-            ("context_window", context_window),
-        ):
-            if value is not None:
-                raise ValueError(f"{name} applies only to context=truncated (context={context!r})")
-    reject_rag_only_options(
+    reject_options_outside(
+        "truncated",
+        context,
+        max_context_tokens=max_context_tokens,
+        context_window=context_window,
+    )
+    reject_options_outside(
+        "rag",
         context,
         retrieval_unit=retrieval_unit,
         top_k=top_k,
@@ -380,11 +376,11 @@ def longmemeval_memory(
                 "window, from which the official budget is derived), not both"
             )
         if max_context_tokens is None:
-            window = _positive_int(
+            window = positive_tokens(
                 "context_window",
                 DEFAULT_CONTEXT_WINDOW if context_window is None else context_window,
             )
-            answer = _positive_int("answer_tokens", answer_tokens)
+            answer = positive_tokens("answer_tokens", answer_tokens)
             budget = truncation_budget(window, answer)
             if budget < 1:
                 raise ValueError(
@@ -393,7 +389,7 @@ def longmemeval_memory(
                     "give a larger context_window or set max_context_tokens"
                 )
         else:
-            budget = _positive_int("max_context_tokens", max_context_tokens)
+            budget = positive_tokens("max_context_tokens", max_context_tokens)
         return LongMemEvalMemory(
             context, history_format, max_context_tokens=budget, token_counter=counter
         )
@@ -404,9 +400,7 @@ def longmemeval_memory(
         raise ValueError(
             f"retrieval_unit={unit!r} is not one of {', '.join(RETRIEVAL_UNITS)} for LongMemEval"
         )
-    k = DEFAULT_TOP_K if top_k is None else top_k
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"top_k must be an integer >= 1, got {k!r}")
+    k = checked_top_k(top_k, DEFAULT_TOP_K)
     kind = DEFAULT_RETRIEVER if retriever is None else retriever
     if kind not in RETRIEVERS:
         raise ValueError(f"retriever={kind!r} is not one of {', '.join(RETRIEVERS)}")

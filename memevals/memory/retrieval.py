@@ -272,14 +272,29 @@ class EmbeddingRetriever:
         return _EmbeddingIndex(model=self.model, vectors=vectors, batch_size=self.batch_size)
 
 
-def reject_rag_only_options(context: str, **options: object) -> None:
-    """Retrieval options given outside context=rag are an error: a knob that is silently
+def reject_options_outside(mode: str, context: str, **options: object) -> None:
+    """Options of one context mode given with another are an error: a knob that is silently
     ignored makes a run look like something it was not."""
-    if context == "rag":
+    if context == mode:
         return
     given = [name for name, value in options.items() if value is not None]
     if given:
-        raise ValueError(f"{', '.join(given)} applies only to context=rag (context={context!r})")
+        raise ValueError(f"{', '.join(given)} applies only to context={mode} (context={context!r})")
+
+
+def positive_tokens(name: str, value: object) -> int:
+    """A token count option (budget, window, answer length): a positive integer, not a bool."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer (tokens), got {value!r}")
+    return value
+
+
+def checked_top_k(top_k: int | None, default: int) -> int:
+    """The number of units to retrieve: `default` when not given, else an integer >= 1."""
+    k = default if top_k is None else top_k
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"top_k must be an integer >= 1, got {k!r}")
+    return k
 
 
 def strategy_settings(

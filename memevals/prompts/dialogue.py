@@ -33,7 +33,7 @@ from typing import Any
 from memevals.adapters.locomo import Conversation, Session, Turn
 from memevals.memory import locomo as memory
 from memevals.memory.locomo import LocomoMemory, locomo_context
-from memevals.memory.retrieval import MemoryUnit, reject_rag_only_options
+from memevals.memory.retrieval import MemoryUnit, reject_options_outside
 from memevals.prompts import PromptItem
 from memevals.prompts.locomo import preamble, session_header, turn_line
 
@@ -344,17 +344,15 @@ def dialogue_memory(
             f"context={context!r} is not supported; allowed values: "
             + ", ".join(DIALOGUE_CONTEXT_MODES)
         )
-    reject_rag_only_options(
+    reject_options_outside(
+        "rag",
         context,
         retrieval_unit=retrieval_unit,
         top_k=top_k,
         retriever=retriever,
         embedding_model=embedding_model,
     )
-    if context != "truncated" and max_context_tokens is not None:
-        raise ValueError(
-            f"max_context_tokens applies only to context=truncated (context={context!r})"
-        )
+    reject_options_outside("truncated", context, max_context_tokens=max_context_tokens)
     if context == "truncated":
         return locomo_context("truncated", max_context_tokens=max_context_tokens)
     if context == "rag":
