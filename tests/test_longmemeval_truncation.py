@@ -44,8 +44,9 @@ def official_cut(text: str, budget: int) -> str:
 def test_head_equals_the_first_n_tokens_decoded(budget: int) -> None:
     inst = instances("s")["fx14c9d0"]
     full = history_text(session_blocks(inst.sessions))
-    text, total = get_token_counter("cl100k_base").head(full, budget)
+    text, kept_tokens, total = get_token_counter("cl100k_base").head(full, budget)
     assert total == len(CL100K.encode_ordinary(full))
+    assert kept_tokens == len(CL100K.encode_ordinary(text))
     assert text == official_cut(full, budget)
     assert full.startswith(text)
     assert len(CL100K.encode_ordinary(text)) <= budget
@@ -53,8 +54,8 @@ def test_head_equals_the_first_n_tokens_decoded(budget: int) -> None:
 
 def test_head_of_a_text_that_fits_is_the_text() -> None:
     counter = get_token_counter("cl100k_base")
-    assert counter.head("a short history", 100) == ("a short history", 3)
-    assert counter.head("", 5) == ("", 0)
+    assert counter.head("a short history", 100) == ("a short history", 3, 3)
+    assert counter.head("", 5) == ("", 0, 0)
     with pytest.raises(ValueError, match="max_tokens must be >= 0"):
         counter.head("x", -1)
 
@@ -65,13 +66,14 @@ def test_head_never_splits_a_character_or_exceeds_the_budget() -> None:
     counter = get_token_counter("cl100k_base")
     text = "note 😀🦜 ünïcode " * 20
     for budget in range(0, 120):
-        kept, total = counter.head(text, budget)
+        kept, kept_tokens, total = counter.head(text, budget)
         assert text.startswith(kept), budget
+        assert kept_tokens == counter(kept), budget
         assert counter(kept) <= budget, budget
         assert "\ufffd" not in kept
         assert total == counter(text)
     # maximal: one more character would not fit (or the text is exhausted)
-    kept, _ = counter.head(text, 50)
+    kept, _, _ = counter.head(text, 50)
     assert counter(text[: len(kept) + 1]) > 50
 
 
@@ -83,7 +85,8 @@ def test_head_of_texts_longer_than_one_counting_piece() -> None:
     text = line * (1_500_000 // len(line))
     per_line = len(CL100K.encode_ordinary(line))
     budget = per_line * 17_000 + 5  # beyond the first 1M-character piece
-    kept, total = counter.head(text, budget)
+    kept, kept_tokens, total = counter.head(text, budget)
+    assert kept_tokens == budget
     assert total == counter(text) == per_line * (len(text) // len(line))  # lines add up
     assert text.startswith(kept) and len(kept) > 1_000_000
     assert counter(kept) == budget
@@ -92,8 +95,12 @@ def test_head_of_texts_longer_than_one_counting_piece() -> None:
 
 def test_approx_counter_head_keeps_whole_pieces() -> None:
     counter = get_token_counter("approx")
-    kept, total = counter.head("One two, three 456789!", 4)
-    assert (kept, total) == ("One two, three", 7)  # One | two | , | three | 456 | 789 | !
+    kept, kept_tokens, total = counter.head("One two, three 456789!", 4)
+    assert (kept, kept_tokens, total) == (
+        "One two, three",
+        4,
+        7,
+    )  # One | two | , | three | 456 | 789 | !
     assert counter(kept) == 4
 
 

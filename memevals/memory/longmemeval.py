@@ -163,6 +163,7 @@ class LmeContext:
     retrieval_scores: dict[str, float] | None = None  # None when skipped or not rag
     retrieval_skipped: str | None = None  # why the metrics skip this question
     system: str | None = None  # the system text when it is not history_text(blocks)
+    system_tokens: int | None = None  # its token count, when already known
     history_tokens: int | None = None  # truncated: tokens of the whole history before the cut
 
     @property
@@ -253,7 +254,7 @@ class LongMemEvalMemory:
         assert self.max_context_tokens is not None
         blocks = session_blocks(inst.sessions, self.history_format)
         full = history_text(blocks)
-        text, total = self.token_counter.head(full, self.max_context_tokens)
+        text, tokens, total = self.token_counter.head(full, self.max_context_tokens)
         if blocks and len(text) <= full.index("### Session 1\n") + len("### Session 1\n"):
             raise ValueError(
                 f"{inst.question_id}: max_context_tokens={self.max_context_tokens} leaves no "
@@ -262,7 +263,7 @@ class LongMemEvalMemory:
             )
         # sessions whose header made it into the kept text (the last one may be cut short)
         shown = tuple(b for i, b in enumerate(blocks, 1) if f"### Session {i}\n" in text)
-        return LmeContext(blocks=shown, system=text, history_tokens=total)
+        return LmeContext(blocks=shown, system=text, system_tokens=tokens, history_tokens=total)
 
     def item(
         self,
@@ -297,10 +298,12 @@ class LongMemEvalMemory:
             }
         system = "" if chain_of_note else ctx.system_text
         if not chain_of_note:
+            system_tokens = (
+                self.token_counter(system) if ctx.system_tokens is None else ctx.system_tokens
+            )
             # as chat APIs count: each message separately, chat-template tokens not included
             extra |= {
-                "prompt_tokens": self.token_counter(system)
-                + self.token_counter(question_text(inst)),
+                "prompt_tokens": system_tokens + self.token_counter(question_text(inst)),
                 "token_counter": self.token_counter.name,
             }
         return build_item(

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 #: Names accepted by `get_token_counter`; "auto" = cl100k_base when `bpe-openai` is installed.
 TOKEN_COUNTERS: tuple[str, ...] = ("auto", "cl100k_base", "o200k_base", "approx")
@@ -30,47 +31,40 @@ def approx_token_count(text: str) -> int:
     return len(_PIECE.findall(text))
 
 
-#: (text, budget) -> (the longest start of text within budget tokens, tokens of the whole text)
-HeadFn = Callable[[str, int], tuple[str, int]]
+class Head(NamedTuple):
+    """The beginning of a text within a token budget, with its count and the whole text's."""
+
+    text: str
+    tokens: int
+    total: int
 
 
 @dataclass(frozen=True)
 class TokenCounter:
-    """A named text -> token count function (the name goes into the logs)."""
+    """A named text -> token count function (the name goes into the logs), and the matching
+    cut that keeps the beginning of a text within a budget."""
 
     name: str
     count: Callable[[str], int]
-    head_fn: HeadFn | None = None
+    head_fn: Callable[[str, int], Head]
 
     def __call__(self, text: str) -> int:
         return self.count(text)
 
-    def head(self, text: str, max_tokens: int) -> tuple[str, int]:
-        """(the beginning of `text` that this counter counts as at most `max_tokens` tokens,
-        the count of the whole text). Truncation that keeps the beginning (LongMemEval's
-        official rule) needs both, and the whole text is tokenized only once."""
+    def head(self, text: str, max_tokens: int) -> Head:
+        """The longest beginning of `text` that this counter counts as at most `max_tokens`
+        tokens. Truncation that keeps the beginning (LongMemEval's official rule) also needs the
+        whole text's count and the kept text's, and the text is tokenized only once for both."""
         if max_tokens < 0:
             raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
-        if self.head_fn is not None:
-            return self.head_fn(text, max_tokens)
-        total = self.count(text)
-        if total <= max_tokens:
-            return text, total
-        lo, hi = 0, len(text)  # lo fits, hi does not
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if self.count(text[:mid]) <= max_tokens:
-                lo = mid
-            else:
-                hi = mid
-        return text[:lo], total
+        return self.head_fn(text, max_tokens)
 
 
-def _approx_head(text: str, max_tokens: int) -> tuple[str, int]:
+def _approx_head(text: str, max_tokens: int) -> Head:
     ends = [m.end() for m in _PIECE.finditer(text)]
     if len(ends) <= max_tokens:
-        return text, len(ends)
-    return (text[: ends[max_tokens - 1]] if max_tokens else ""), len(ends)
+        return Head(text, len(ends), len(ends))
+    return Head(text[: ends[max_tokens - 1]] if max_tokens else "", max_tokens, len(ends))
 
 
 _MAX_PIECE_CHARS = 200_000
@@ -126,7 +120,7 @@ def get_token_counter(name: str = "auto") -> TokenCounter:
         data: bytes = encoding.decode_bytes(tokens[:n])
         return data.decode("utf-8", errors="ignore")
 
-    def head(text: str, max_tokens: int) -> tuple[str, int]:
+    def head(text: str, max_tokens: int) -> Head:
         kept: list[str] = []
         used = total = 0
         cut = False
@@ -145,9 +139,9 @@ def get_token_counter(name: str = "auto") -> TokenCounter:
         if cut:
             # Tokenizing the cut text again can merge its last characters differently: shrink
             # until the count of the text actually kept is within the budget.
-            while (n := count(out)) > max_tokens:
-                out = out[: len(out) - (n - max_tokens)]
-        return out, total
+            while (used := count(out)) > max_tokens:
+                out = out[: len(out) - (used - max_tokens)]
+        return Head(out, used, total)
 
     return TokenCounter(encoding_name, count, head)
 
