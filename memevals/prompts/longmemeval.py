@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memevals.adapters.longmemeval import CATEGORIES, QUESTION_TYPES, Instance, Session, Turn
-from memevals.prompts import PromptItem
+from memevals.adapters.longmemeval import CATEGORIES, Instance, Session, Turn
+from memevals.prompts import PromptItem, parse_category_list
 from memevals.scorers.judge import criterion_for_longmemeval
 
 HISTORY_FORMATS: tuple[str, ...] = ("json", "text")
@@ -147,25 +147,8 @@ def select_sessions(inst: Instance, context: str) -> tuple[Session, ...]:
 
 
 def parse_categories(categories: Iterable[str] | str | None) -> list[str]:
-    """Category names (snake or kebab case, file type names accepted); None means all."""
-    if categories is None:
-        return list(CATEGORIES)
-    if isinstance(categories, str):
-        categories = categories.split(",")
-    out: list[str] = []
-    for raw in categories:
-        c = str(raw).strip().lower()
-        if not c:
-            continue
-        c = QUESTION_TYPES.get(c, c.replace("-", "_"))
-        if c not in CATEGORIES:
-            raise ValueError(
-                f"unknown LongMemEval category {raw!r}; choose from {', '.join(CATEGORIES)}"
-            )
-        out.append(c)
-    if not out:
-        raise ValueError("categories is empty; choose from " + ", ".join(CATEGORIES))
-    return out
+    """Category names (snake or kebab case, so the file's type names work too); None = all."""
+    return parse_category_list(categories, CATEGORIES, numbers={}, benchmark="LongMemEval")
 
 
 def wanted(inst: Instance, categories: Sequence[str]) -> bool:
