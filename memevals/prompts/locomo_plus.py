@@ -282,16 +282,15 @@ def order_samples(items: Sequence[PromptItem], sample_order: str = "file") -> li
         md = item.metadata
         return str(md["host"] if md["category"] == COGNITIVE else md["conversation_id"])
 
-    hosts = list(dict.fromkeys(host(i) for i in items))
-    out: list[PromptItem] = []
-    for h in hosts:
-        mine = [i for i in items if host(i) == h]
-        out += [i for i in mine if i.metadata["category"] != COGNITIVE]
-        out += sorted(
-            (i for i in mine if i.metadata["category"] == COGNITIVE),
-            key=lambda i: (-int(i.metadata["cue_position"]), int(i.metadata["instance_index"])),
-        )
-    return out
+    rank = {h: r for r, h in enumerate(dict.fromkeys(host(i) for i in items))}
+
+    def key(item: PromptItem) -> tuple[int, int, int, int]:
+        md = item.metadata
+        if md["category"] != COGNITIVE:
+            return (rank[host(item)], 0, 0, 0)  # the sort is stable: questions keep their order
+        return (rank[host(item)], 1, -int(md["cue_position"]), int(md["instance_index"]))
+
+    return sorted(items, key=key)
 
 
 __all__ = [
