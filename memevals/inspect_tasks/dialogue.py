@@ -23,8 +23,6 @@ import anyio
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageSystem,
     ChatMessageUser,
     Content,
     ContentImage,
@@ -45,6 +43,7 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from memevals.adapters.locomo import LOCOMO_FILE, load_locomo
+from memevals.inspect_tasks._common import to_dataset
 from memevals.inspect_tasks.judge import count
 from memevals.prompts.dialogue import (
     ImagePart,
@@ -55,12 +54,10 @@ from memevals.prompts.dialogue import (
 from memevals.prompts.event_summary import select_conversations
 from memevals.scorers.dialogue import (
     BleuStats,
-    bleu,
-    bleu_stats,
     clean_reply,
     corpus_bleu,
     get_bertscorer,
-    rouge_l,
+    overlap_scores,
 )
 from memevals.scorers.dialogue import (
     bertscore as bertscore_of,
@@ -176,7 +173,9 @@ def corpus_bleu_metric(order: int) -> Metric:
     """Corpus BLEU-`order` from the per-reply n-gram statistics in the score metadata."""
 
     def compute(scores: list[SampleScore]) -> float:
-        stats = [BleuStats(**s.score.metadata["bleu_stats"]) for s in scores if s.score.metadata]
+        stats = [
+            BleuStats.from_row(s.score.metadata["bleu_stats"]) for s in scores if s.score.metadata
+        ]
         return corpus_bleu(stats, order)
 
     return compute
@@ -200,24 +199,12 @@ def dialogue_overlap() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         prediction = _prediction(state)
         reference = target.text
-        stats = bleu_stats(prediction, reference, 2)
+        values, stats = overlap_scores(prediction, reference)
         return Score(
-            value={
-                "bleu1": bleu(prediction, reference, 1),
-                "bleu2": bleu(prediction, reference, 2),
-                "rougeL": rouge_l(prediction, reference),
-            },
+            value=dict(values),
             answer=prediction,
             explanation=f"reference: {reference!r}",
-            metadata={
-                "reply": state.output.completion,
-                "bleu_stats": {
-                    "counts": list(stats.counts),
-                    "totals": list(stats.totals),
-                    "sys_len": stats.sys_len,
-                    "ref_len": stats.ref_len,
-                },
-            },
+            metadata={"reply": state.output.completion, "bleu_stats": stats.as_row()},
         )
 
     return score
@@ -267,32 +254,29 @@ def dialogue_images() -> Scorer:
 # Task
 
 
-def _sample(
+def _image_sample(
     sid: str,
     context_parts: list[str | ImagePart],
     instruction: str,
     target: str,
     metadata: dict[str, Any],
-    images: bool,
 ) -> Sample:
-    messages: list[ChatMessage]
-    if not images:
-        text = "".join(p if isinstance(p, str) else caption_text(p) for p in context_parts)
-        messages = [ChatMessageSystem(content=text), ChatMessageUser(content=instruction)]
-    else:
-        content: list[Content] = []
-        photos = iter(metadata["images"])
-        for p in context_parts:
-            if isinstance(p, ImagePart):
-                info = next(photos)
-                assert info["dia_id"] == p.dia_id
-                info["part"] = len(content)
-                content.append(ContentText(text=caption_text(p)))
-            elif p:
-                content.append(ContentText(text=p))
-        content.append(ContentText(text=f"\n\n{instruction}"))
-        messages = [ChatMessageUser(content=content)]
-    return Sample(id=sid, input=messages, target=target, metadata=metadata)
+    """A sample whose history can carry photos: one user message of text parts, each photo a
+    caption part that `attach_images` replaces by the image (its index goes into metadata)."""
+    content: list[Content] = []
+    photos = iter(metadata["images"])
+    for p in context_parts:
+        if isinstance(p, ImagePart):
+            info = next(photos)
+            assert info["dia_id"] == p.dia_id
+            info["part"] = len(content)
+            content.append(ContentText(text=caption_text(p)))
+        elif p:
+            content.append(ContentText(text=p))
+    content.append(ContentText(text=f"\n\n{instruction}"))
+    return Sample(
+        id=sid, input=[ChatMessageUser(content=content)], target=target, metadata=metadata
+    )
 
 
 @task
@@ -368,10 +352,19 @@ def locomo_dialogue(
         images=images,
         max_images=max_images,
     )
-    samples = [
-        _sample(item.id, ctx.parts, item.user, item.target, item.metadata, images)
-        for item, ctx in built
-    ]
+    # Without images the history is the item's system text (photos as captions), as in lm-eval.
+    dataset = (
+        MemoryDataset(
+            [
+                _image_sample(item.id, ctx.parts, item.user, item.target, item.metadata)
+                for item, ctx in built
+            ],
+            name="locomo_dialogue",
+            shuffled=False,
+        )
+        if images
+        else to_dataset([item for item, _ in built], "locomo_dialogue")
+    )
     total_tokens = sum(int(item.metadata["prompt_tokens"]) for item, _ in built)
     solvers: list[Solver] = [generate()]
     if images:
@@ -385,7 +378,7 @@ def locomo_dialogue(
     if strategy.index_cache is not None:
         memory_log["index_builds"] = strategy.index_cache.builds
     return Task(
-        dataset=MemoryDataset(samples, name="locomo_dialogue", shuffled=False),
+        dataset=dataset,
         solver=solvers,
         scorer=scorers,
         config=GenerateConfig(max_tokens=max_tokens),

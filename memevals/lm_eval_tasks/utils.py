@@ -40,12 +40,10 @@ from memevals.scorers import abstained, locomo_f1
 from memevals.scorers.dialogue import (
     BleuStats,
     bertscore,
-    bleu,
-    bleu_stats,
     clean_reply,
     corpus_bleu,
     get_bertscorer,
-    rouge_l,
+    overlap_scores,
 )
 from memevals.scorers.event_summary import rouge_scores
 from memevals.scorers.retrieval import locomo_recall_for_mean, turn_precision_recall
@@ -528,17 +526,10 @@ def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str
     md = doc_item(doc).metadata
     reference = str(doc["target"])
     prediction = clean_reply(_reply(results), str(md["speaker"]), str(md["other_speaker"]))
-    stats = bleu_stats(prediction, reference, 2)
-    stats_row = {
-        "counts": list(stats.counts),
-        "totals": list(stats.totals),
-        "sys_len": stats.sys_len,
-        "ref_len": stats.ref_len,
-    }
+    values, stats = overlap_scores(prediction, reference)
+    stats_row = stats.as_row()
     out: dict[str, Any] = {
-        "bleu1": bleu(prediction, reference, 1),
-        "bleu2": bleu(prediction, reference, 2),
-        "rougeL": rouge_l(prediction, reference),
+        **values,
         "corpus_bleu1": stats_row,
         "corpus_bleu2": stats_row,
         "prompt_tokens": _prompt_tokens(doc, md),
@@ -551,16 +542,7 @@ def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str
 
 
 def _corpus_bleu_of(rows: Sequence[Mapping[str, Any]], order: int) -> float:
-    stats = [
-        BleuStats(
-            tuple(int(c) for c in r["counts"]),
-            tuple(int(t) for t in r["totals"]),
-            int(r["sys_len"]),
-            int(r["ref_len"]),
-        )
-        for r in rows
-    ]
-    return corpus_bleu(stats, order)
+    return corpus_bleu([BleuStats.from_row(r) for r in rows], order)
 
 
 def corpus_bleu1(rows: Sequence[Mapping[str, Any]]) -> float:

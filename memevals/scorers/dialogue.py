@@ -20,7 +20,7 @@ generated image and MMDialog's relevance model, neither of which is available.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -38,6 +38,7 @@ __all__ = [
     "clean_reply",
     "corpus_bleu",
     "get_bertscorer",
+    "overlap_scores",
     "rouge_l",
 ]
 
@@ -80,11 +81,47 @@ class BleuStats:
     sys_len: int
     ref_len: int
 
+    def as_row(self) -> dict[str, Any]:
+        """Plain JSON (lists and ints) for score metadata and lm-eval result rows."""
+        return {
+            "counts": list(self.counts),
+            "totals": list(self.totals),
+            "sys_len": self.sys_len,
+            "ref_len": self.ref_len,
+        }
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> BleuStats:
+        """The statistics back from `as_row` (after a JSON round trip)."""
+        return cls(
+            tuple(int(c) for c in row["counts"]),
+            tuple(int(t) for t in row["totals"]),
+            int(row["sys_len"]),
+            int(row["ref_len"]),
+        )
+
+
+def _stats(score: Any) -> BleuStats:
+    return BleuStats(
+        tuple(score.counts), tuple(score.totals), int(score.sys_len), int(score.ref_len)
+    )
+
 
 def bleu_stats(prediction: str, reference: str, order: int = 2) -> BleuStats:
     """Per-reply statistics up to `order`, which `corpus_bleu` sums."""
-    s = _bleu_metric(order, True).sentence_score(prediction, [reference])
-    return BleuStats(tuple(s.counts), tuple(s.totals), int(s.sys_len), int(s.ref_len))
+    return _stats(_bleu_metric(order, True).sentence_score(prediction, [reference]))
+
+
+def overlap_scores(prediction: str, reference: str) -> tuple[dict[str, float], BleuStats]:
+    """What both frameworks report for one reply: sentence BLEU-1/2 and ROUGE-L, and the
+    BLEU-2 statistics that corpus BLEU-1/2 are rebuilt from (one BLEU-2 pass gives both)."""
+    second = _bleu_metric(2, True).sentence_score(prediction, [reference])
+    values = {
+        "bleu1": bleu(prediction, reference, 1),
+        "bleu2": float(second.score) / 100,
+        "rougeL": rouge_l(prediction, reference),
+    }
+    return values, _stats(second)
 
 
 def corpus_bleu(stats: Sequence[BleuStats], order: int) -> float:
