@@ -414,9 +414,7 @@ def event_summary_docs(**metadata: Any) -> DatasetDict:
             "lm-eval generate_until task cannot make; use the Inspect task "
             "(inspect eval memevals/locomo_event_summary -T incremental=true)"
         )
-    sessions = opts["sessions"]
-    if isinstance(sessions, str) and sessions.strip().isdigit():
-        sessions = int(sessions)
+    sessions = None if opts["sessions"] is None else _as_int(task, "sessions", opts["sessions"])
     conversations = load_locomo(opts["data_dir"])
     built = _checked(
         task,
