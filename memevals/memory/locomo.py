@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,11 @@ def dialog_units(conv: Conversation) -> list[MemoryUnit]:
     ]
 
 
+def unit_session(unit: MemoryUnit) -> int:
+    """Session number of a LoCoMo memory unit id: D<n>:<j>, O<n>:<k> or S<n>."""
+    return int(unit.id[1:].split(":")[0])
+
+
 def observation_units(conv: Conversation) -> list[MemoryUnit]:
     """One unit per observation; its metric ids are the flattened dia ids it was drawn from."""
     if not conv.observations:
@@ -90,7 +95,7 @@ def observation_units(conv: Conversation) -> list[MemoryUnit]:
             )
         )
     # Chronological: by session, file order within a session.
-    return sorted(units, key=lambda u: int(u.id[1:].split(":")[0]))
+    return sorted(units, key=unit_session)
 
 
 def summary_units(conv: Conversation) -> list[MemoryUnit]:
@@ -140,13 +145,14 @@ def render_excerpts(conv: Conversation, units: Sequence[MemoryUnit], *, blank_li
     return f"{excerpt_preamble(conv)}\n\n{body}"
 
 
-def session_turn_blocks(
-    turns: Sequence[Turn], sessions: Mapping[int, Session]
-) -> list[tuple[Session, list[Turn]]]:
-    """Consecutive turns grouped under their session, so each kept session shows its header
+def recent_turn_blocks(conv: Conversation, n: int) -> list[tuple[Session, list[Turn]]]:
+    """The last `n` turns grouped under their sessions, so each kept session shows its header
     once (truncation here and in the dialogue task)."""
+    turns = list(conv.turns)
+    kept = turns[len(turns) - n :] if n > 0 else []
+    sessions = {s.index: s for s in conv.sessions}
     blocks: list[tuple[Session, list[Turn]]] = []
-    for t in turns:
+    for t in kept:
         if not blocks or blocks[-1][0].index != t.session:
             blocks.append((sessions[t.session], []))
         blocks[-1][1].append(t)
@@ -155,11 +161,7 @@ def session_turn_blocks(
 
 def render_recent_turns(conv: Conversation, n: int) -> str:
     """Preamble plus the last `n` turns, each with its session's header."""
-    turns = list(conv.turns)
-    kept = turns[len(turns) - n :] if n > 0 else []
-    sessions = {s.index: s for s in conv.sessions}
-    body = render_sessions(session_turn_blocks(kept, sessions))
-    return f"{preamble(conv)}\n\n{body}"
+    return f"{preamble(conv)}\n\n{render_sessions(recent_turn_blocks(conv, n))}"
 
 
 def truncate_to_budget(conv: Conversation, budget: int, counter: TokenCounter) -> tuple[str, int]:

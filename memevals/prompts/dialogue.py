@@ -33,7 +33,7 @@ from typing import Any
 from memevals.adapters.locomo import Conversation, Session, Turn
 from memevals.memory import locomo as memory
 from memevals.memory.locomo import LocomoMemory, locomo_context
-from memevals.memory.retrieval import MemoryUnit, reject_options_outside
+from memevals.memory.retrieval import reject_options_outside
 from memevals.prompts import PromptItem
 from memevals.prompts.locomo import preamble, session_header, turn_line
 
@@ -215,19 +215,6 @@ def _image_ids(blocks: Sequence[tuple[Session, Sequence[Turn]]], max_images: int
     return set(photo_turns[len(photo_turns) - max_images :]) if max_images > 0 else set()
 
 
-def _recent_blocks(conv: Conversation, n: int) -> list[tuple[Session, list[Turn]]]:
-    """The blocks of `memory.render_recent_turns(conv, n)`: the last n turns by session."""
-    turns = list(conv.turns)
-    kept = turns[len(turns) - n :] if n > 0 else []
-    return memory.session_turn_blocks(kept, {s.index: s for s in conv.sessions})
-
-
-def _session_of(unit: MemoryUnit) -> int:
-    """Session number of a LoCoMo memory unit id: D<n>:<j>, O<n>:<k> or S<n>."""
-    head = unit.id[1:].split(":")[0]
-    return int(head)
-
-
 @dataclass(frozen=True)
 class DialogueContext:
     """What the model reads before the instruction, and what was selected for the log."""
@@ -261,7 +248,7 @@ def dialogue_context(
         _, kept = memory.truncate_to_budget(
             prefix, memory_strategy.max_context_tokens, memory_strategy.token_counter
         )
-        blocks = _recent_blocks(prefix, kept)
+        blocks = memory.recent_turn_blocks(prefix, kept)
     elif mode == "full":
         blocks = history_sessions(target)
     else:  # session, rag: the current session so far
@@ -281,7 +268,7 @@ def dialogue_context(
     )
     query = conv.turns[target.position - 1].text
     earlier = target.turn.session
-    picked = [p for p in index.rank(query) if _session_of(units[p]) < earlier][
+    picked = [p for p in index.rank(query) if memory.unit_session(units[p]) < earlier][
         : memory_strategy.top_k
     ]
     retrieved = tuple(i for p in picked for i in units[p].metric_ids)
