@@ -24,8 +24,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-@pytest.fixture(autouse=True)
-def _offline_mockllm(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def _offline_mockllm() -> None:
     """mockllm counts tokens with tiktoken, which downloads its vocabulary: count words instead."""
     from inspect_offline import patch_mockllm_token_count
 

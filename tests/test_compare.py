@@ -116,9 +116,6 @@ def _stderr(values: list[float]) -> float:
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Path, list[Sample]]:
-    from inspect_offline import patch_mockllm_token_count
-
-    patch_mockllm_token_count()
     import scripted_judge  # noqa: F401  (registers the scripted/ judge provider)
 
     log_dir = tmp_path_factory.mktemp("compare-logs")

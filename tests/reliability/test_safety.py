@@ -19,7 +19,7 @@ from inspect_ai import eval
 from inspect_ai.model import get_model
 from reliability_figures import count
 
-from memevals.adapters._files import DataError, PinnedFile, download
+from memevals.adapters._files import DataError, download
 from memevals.adapters.locomo import LOCOMO_FILE
 from memevals.adapters.locomo_plus import LOCOMO_PLUS_FILE
 from memevals.adapters.longmemeval import FILES, REVISION
@@ -285,8 +285,7 @@ def test_cache_and_data_paths_are_fixed_relative_paths(tmp_path: Path) -> None:
         assert not Path(relpath).is_absolute() and ".." not in Path(relpath).parts, name
         assert (tmp_path / relpath).resolve().is_relative_to(tmp_path.resolve()), name
         assert re.fullmatch(r"[a-z_]+/[a-z0-9_.]+\.json", relpath), (name, relpath)
-    pin = PinnedFile("locomo/locomo10.json", LOCOMO_FILE.url, LOCOMO_FILE.sha256)
-    assert pin.relpath == LOCOMO_FILE.relpath
+    assert LOCOMO_FILE.relpath == "locomo/locomo10.json"
 
 
 HOSTILE = [
