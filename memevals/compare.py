@@ -166,14 +166,23 @@ def _context_label(benchmark: str, args: Mapping[str, Any], metadata: Mapping[st
         DEFAULT_TOP_K,
     )
 
-    context = str(args.get("context") or metadata.get("context") or "full")
+    # What the task logged it used (memevals.memory.retrieval.strategy_settings; LongMemEval
+    # logs it at the top level): the defaults differ per benchmark, so the arguments alone do
+    # not say which unit or budget ran. The arguments and LoCoMo's defaults are the fallback.
+    memory = metadata.get("memory")
+    used: Mapping[str, Any] = memory if isinstance(memory, Mapping) else metadata
+
+    def setting(name: str, default: Any) -> Any:
+        return used.get(name) or args.get(name) or default
+
+    context = str(setting("context", "full"))
     if context == "rag":
-        unit = args.get("retrieval_unit") or DEFAULT_RETRIEVAL_UNIT
-        k = args.get("top_k") or DEFAULT_TOP_K
-        retriever = args.get("retriever") or DEFAULT_RETRIEVER
+        unit = setting("retrieval_unit", DEFAULT_RETRIEVAL_UNIT)
+        k = setting("top_k", DEFAULT_TOP_K)
+        retriever = setting("retriever", DEFAULT_RETRIEVER)
         context = f"rag({unit}, k={k}, {retriever})"
     elif context == "truncated":
-        context = f"truncated({args.get('max_context_tokens') or DEFAULT_MAX_CONTEXT_TOKENS})"
+        context = f"truncated({setting('max_context_tokens', DEFAULT_MAX_CONTEXT_TOKENS)})"
     extras: list[str] = []
     if benchmark == "longmemeval":
         context = f"{args.get('variant') or metadata.get('variant') or 's'}:{context}"

@@ -315,3 +315,21 @@ def test_chart_names_from_log_metadata_never_escape_the_folder() -> None:
     assert safe_file_stem("memevals/locomo_plus") == "memevals_locomo_plus"
     assert safe_file_stem("locomo") == "locomo"
     assert safe_file_stem("..") == "benchmark"
+
+
+def test_context_labels_come_from_the_settings_the_task_logged() -> None:
+    """LongMemEval's rag unit defaults to session and its truncation budget to 126,500 tokens:
+    the label must say what ran, not LoCoMo's defaults (dialog, 4000)."""
+    from memevals.compare import _context_label
+    from memevals.memory.longmemeval import longmemeval_memory
+
+    truncated = longmemeval_memory("truncated", context_window=8192)
+    md = {"variant": "m", **truncated.settings()}
+    label = _context_label("longmemeval", {"context": "truncated", "context_window": 8192}, md)
+    assert label == "m:truncated(6692)"
+    rag = {"variant": "s", **longmemeval_memory("rag").settings()}
+    assert _context_label("longmemeval", {"context": "rag"}, rag) == "s:rag(session, k=5, bm25)"
+    # LoCoMo logs its settings under "memory"
+    locomo_md = {"memory": {"context": "rag", "retrieval_unit": "summary", "top_k": 3,
+                            "retriever": "bm25"}}  # fmt: skip
+    assert _context_label("locomo", {"context": "rag"}, locomo_md) == "rag(summary, k=3, bm25)"
