@@ -27,6 +27,10 @@ from typing import Any
 
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
+from memevals.adapters.locomo import PAPER_ORDER
+from memevals.adapters.longmemeval import CATEGORIES as LME_CATEGORIES
+from memevals.prompts.locomo_plus import COGNITIVE
+
 __all__ = [
     "CATEGORY_ORDER",
     "KindScores",
@@ -41,21 +45,7 @@ __all__ = [
 ]
 
 #: Category columns come in this order (the project's category names), then any others sorted.
-CATEGORY_ORDER: tuple[str, ...] = (
-    "single_hop",
-    "multi_hop",
-    "temporal",
-    "open_domain",
-    "adversarial",
-    "cognitive",
-    "single_session_user",
-    "single_session_assistant",
-    "single_session_preference",
-    "multi_session",
-    "temporal_reasoning",
-    "knowledge_update",
-    "abstention",
-)
+CATEGORY_ORDER: tuple[str, ...] = (*PAPER_ORDER, COGNITIVE, *LME_CATEGORIES)
 
 #: Scorers whose main value is the official F1.
 F1_SCORERS = frozenset({"locomo_f1_scorer", "locomo_plus_f1"})
@@ -138,7 +128,7 @@ def _extra_name(metric: str) -> str:
 def _kind_of(score_name: str, scorer: str) -> str | None:
     if score_name == "judge":
         return "judge"
-    if score_name == "unscored" or scorer in SKIPPED_SCORERS or scorer in AUX_SCORERS:
+    if scorer in SKIPPED_SCORERS:  # ("unscored" and AUX_SCORERS are handled by the caller)
         return None
     if scorer in F1_SCORERS or score_name in F1_SCORERS:
         return "f1"
