@@ -23,4 +23,5 @@ def test_deeply_nested_reply_is_unreadable_not_a_crash() -> None:
     assert json_object_reply(deep) is None
     assert parse_verdict(deep, "factual") is None
     # the FactScore steps read grader replies through the same reader
-    assert event_summary._json_object(deep) is None
+    assert event_summary.parse_facts(deep) is None
+    assert event_summary.parse_support(deep, 1) is None

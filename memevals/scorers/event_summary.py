@@ -227,15 +227,11 @@ _SUPPORT_SHAPE = '{"verdicts": [{"id": 1, "label": "supported|not_supported"}, .
 # Parsing
 
 
-def _json_object(reply: str) -> dict[str, Any] | None:
-    """Grader replies are read with the judge's strict reader (one JSON object or nothing)."""
-    return json_object_reply(reply)
-
-
 def parse_facts(reply: str) -> list[str] | None:
     """The fact list of a decomposition reply, or None unless it is exactly
-    ``{"facts": [<non-empty strings>]}`` (an empty list is valid)."""
-    obj = _json_object(reply)
+    ``{"facts": [<non-empty strings>]}`` (an empty list is valid). Read with the judge's strict
+    reader: one JSON object or nothing."""
+    obj = json_object_reply(reply)
     if obj is None or set(obj) != {"facts"} or not isinstance(obj["facts"], list):
         return None
     facts: list[str] = []
@@ -250,7 +246,7 @@ def parse_support(reply: str, n: int) -> list[bool] | None:
     """Per-fact support of a verdict reply for `n` facts, or None unless it is exactly
     ``{"verdicts": [...]}`` with one ``{"id", "label"[, "reason"]}`` entry per id 1..n in order
     and every label "supported" or "not_supported" (case and surrounding spaces ignored)."""
-    obj = _json_object(reply)
+    obj = json_object_reply(reply)
     if obj is None or set(obj) != {"verdicts"} or not isinstance(obj["verdicts"], list):
         return None
     entries = obj["verdicts"]
