@@ -373,11 +373,15 @@ def _columns(rows: Sequence[Row]) -> list[_Column]:
     return cols
 
 
+def _csv_keys(rows: Sequence[Row]) -> list[str]:
+    """The cell keys of the CSV, in column order (header and rows both follow it)."""
+    usage = sorted({u for r in rows for u in r.usage})
+    return [*(c.key for c in _columns(rows)), *usage, "status", "log"]
+
+
 def csv_columns(rows: Sequence[Row]) -> list[str]:
     """CSV header: identity columns, then per kind overall/stderr/categories, then extras."""
-    keys = [c.key for c in _columns(rows)]
-    usage = sorted({u for r in rows for u in r.usage})
-    return [_csv_name(k) for k in keys] + usage + ["status", "log"]
+    return [_csv_name(k) for k in _csv_keys(rows)]
 
 
 def _csv_name(key: str) -> str:
@@ -393,14 +397,13 @@ def _csv_name(key: str) -> str:
 
 def write_csv(rows: Sequence[Row], path: Path) -> None:
     """All rows of all benchmarks in one CSV (empty cells where a row lacks a column)."""
-    keys = [c.key for c in _columns(rows)]
-    usage = sorted({u for r in rows for u in r.usage})
+    keys = _csv_keys(rows)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(csv_columns(rows))
+        writer.writerow([_csv_name(k) for k in keys])
         for r in rows:
-            cells = [_cell(r, k) for k in [*keys, *usage, "status", "log"]]
+            cells = [_cell(r, k) for k in keys]
             writer.writerow(["" if v is None else v for v in cells])
 
 
