@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from nltk.stem import PorterStemmer
@@ -92,7 +92,7 @@ def _initials(counts: Iterable[str]) -> frozenset[str]:
     return frozenset(stem[:1] for stem in counts)
 
 
-def _matchable_counts(text: str, initials: frozenset[str]) -> tuple[Counter[str], int]:
+def _matchable(words: Sequence[str], initials: frozenset[str]) -> tuple[Counter[str], int]:
     """(stem counts restricted to stems that can equal a gold stem, full token count).
 
     A Porter stem is its lowercased word with a suffix rewritten, so it starts with the word's
@@ -100,12 +100,11 @@ def _matchable_counts(text: str, initials: frozenset[str]) -> tuple[Counter[str]
     counted without being stemmed. Stemming dominates the cost of a long reply (a 1 MB reply
     of distinct words would take seconds); long replies also stay out of the token cache.
     """
-    words = Counter(_words(text))
     counts: Counter[str] = Counter()
-    for word, n in words.items():
+    for word, n in Counter(words).items():
         if word[:1] in initials:
             counts[_stem(word)] += n
-    return counts, sum(words.values())
+    return counts, len(words)
 
 
 def _f1(pred_counts: Counter[str], n_pred: int, gold_counts: Counter[str], n_gold: int) -> float:
@@ -132,7 +131,7 @@ def token_f1(prediction: str, gold: str) -> float:
     """Multiset token F1 of two strings after LoCoMo normalisation and stemming."""
     gold_counts, n_gold = _token_counts(gold)
     if len(prediction) > LONG_PREDICTION:
-        pred_counts, n_pred = _matchable_counts(prediction, _initials(gold_counts))
+        pred_counts, n_pred = _matchable(_words(prediction), _initials(gold_counts))
     else:
         pred_counts, n_pred = _token_counts(prediction)
     return _f1(pred_counts, n_pred, gold_counts, n_gold)
@@ -171,10 +170,9 @@ def multi_answer_f1(prediction: str, gold: str) -> float:
             for part in dict.fromkeys(normalized.split(",")):
                 if starts.search(part) is None:
                     continue
-                words = _split_words(part)
-                stems = [_stem(w) for w in words if w[:1] in initials]
-                if stems:  # a part without a matchable stem scores 0 against every gold part
-                    part_counts.append((Counter(stems), len(words)))
+                counts, n = _matchable(_split_words(part), initials)
+                if counts:  # a part without a matchable stem scores 0 against every gold part
+                    part_counts.append((counts, n))
     else:
         part_counts = [_token_counts(p.strip()) for p in dict.fromkeys(prediction.split(","))]
     postings: dict[str, list[int]] = {}
