@@ -116,6 +116,10 @@ class Conversation:
     def turns(self) -> tuple[Turn, ...]:
         return tuple(t for s in self.sessions for t in s.turns)
 
+    def other_speaker(self, speaker: str) -> str:
+        """The speaker `speaker` talks to (prompts name both sides)."""
+        return self.speaker_b if speaker == self.speaker_a else self.speaker_a
+
 
 def split_evidence(raw: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Split raw evidence strings into (normalised dia ids, malformed pieces); never raises."""

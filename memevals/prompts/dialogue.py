@@ -92,8 +92,7 @@ class DialogueTurn:
 
     @property
     def other(self) -> str:
-        c = self.conv
-        return c.speaker_b if self.speaker == c.speaker_a else c.speaker_a
+        return self.conv.other_speaker(self.speaker)
 
 
 def _check_text(conv: Conversation, turn: Turn) -> None:

@@ -30,13 +30,9 @@ __all__ = [
 ]
 
 
-def _other(conv: Conversation, speaker: str) -> str:
-    return conv.speaker_b if speaker == conv.speaker_a else conv.speaker_a
-
-
 def summary_instruction(conv: Conversation, speaker: str) -> str:
     """What the model is asked to write: the dated significant events of `speaker`'s life."""
-    other = _other(conv, speaker)
+    other = conv.other_speaker(speaker)
     return (
         f"Summarise the significant events in {speaker}'s life that come up in this "
         f"conversation: things that happened to {speaker}, and things {speaker} did, started, "
@@ -180,7 +176,7 @@ def build_event_items(
                         "task": "event_summary",
                         "conversation_id": conv.sample_id,
                         "speaker": speaker,
-                        "other_speaker": _other(conv, speaker),
+                        "other_speaker": conv.other_speaker(speaker),
                         "sessions": [s.index for s in shown],
                         "reference_events": [
                             {"session": e.session, "date": e.date, "text": e.text} for e in events
