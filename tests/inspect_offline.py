@@ -20,9 +20,16 @@ def patch_mockllm_token_count() -> None:
     MockLLM.count_text_tokens = count_text_tokens  # type: ignore[method-assign]
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """Inspect's own CLI on sys.argv, with the offline token count. Scripts that register a
+    provider first (tests/scripted_judge.py, tests/longmemeval_grader.py,
+    tests/reliability/faulty_model.py) end by calling this."""
     patch_mockllm_token_count()
-    from inspect_ai._cli.main import main
+    from inspect_ai._cli.main import main as inspect_main
 
     sys.argv[0] = "inspect"
+    inspect_main()
+
+
+if __name__ == "__main__":
     main()

@@ -136,10 +136,6 @@ def lmetable() -> type[ModelAPI]:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
-    from inspect_offline import patch_mockllm_token_count
+    from inspect_offline import main
 
-    patch_mockllm_token_count()
-    from inspect_ai._cli.main import main
-
-    sys.argv[0] = "inspect"
     main()

@@ -106,10 +106,6 @@ def scripted() -> type[ModelAPI]:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
-    from inspect_offline import patch_mockllm_token_count
+    from inspect_offline import main
 
-    patch_mockllm_token_count()
-    from inspect_ai._cli.main import main
-
-    sys.argv[0] = "inspect"
     main()

@@ -1,7 +1,7 @@
 """Cross-framework consistency: the same replies scored through lm-eval and through Inspect.
 
 A deterministic "model" answers from a table keyed by the exact prompt text. lm-eval gets it
-as a registered LM subclass; Inspect gets it as mockllm with a callable output. A prompt that
+as an LM subclass (TableLM); Inspect gets it as mockllm with a callable output. A prompt that
 differs between the frameworks is not in the table and fails the run, so the test also
 proves both frameworks send the same text. Then per-sample F1 must be identical and the
 aggregates (per category and overall) equal.
@@ -10,7 +10,6 @@ aggregates (per category and overall) equal.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,66 +17,16 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from inspect_ai import Task
-from inspect_ai import eval as inspect_eval
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
+from inspect_ai.model import ModelOutput, get_model
 from lm_eval import simple_evaluate
-from lm_eval.api.model import LM
-from lm_eval.api.registry import register_model
 from lm_eval.tasks import TaskManager
+from lm_eval_support import TableLM, run_inspect
 
 from memevals.lm_eval_tasks import include_path
 from memevals.prompts import PromptItem
 
 #: Questions per category taken by both frameworks (the first ones, in file order).
 PER_CATEGORY = 6
-
-
-@register_model("memevals_fixed_answers")
-class FixedAnswers(LM):  # type: ignore[misc]
-    """Replies from a table keyed by prompt text; an unknown prompt is an error."""
-
-    def __init__(self, answers: dict[str, str] | None = None) -> None:
-        super().__init__()
-        self.answers = answers or {}
-        self.prompts: list[str] = []
-
-    def generate_until(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[str]:
-        out = []
-        for req in requests:
-            prompt = req.args[0]
-            self.prompts.append(prompt)
-            if prompt not in self.answers:
-                raise AssertionError(f"lm-eval sent a prompt Inspect never sees: {prompt[-300:]!r}")
-            out.append(self.answers[prompt])
-        return out
-
-    def loglikelihood(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[Any]:
-        raise NotImplementedError
-
-    def loglikelihood_rolling(
-        self, requests: Sequence[Any], disable_tqdm: bool = False
-    ) -> list[Any]:
-        raise NotImplementedError
-
-
-def inspect_prompt(messages: list[ChatMessage]) -> str:
-    """What the Inspect sample sends, as PromptItem.as_text() joins it (system + user)."""
-    system = "".join(m.text for m in messages if m.role == "system")
-    user = "".join(m.text for m in messages if m.role == "user")
-    return PromptItem(id="", system=system, user=user, target="").as_text()
-
-
-def mock_from_table(answers: dict[str, str]) -> Callable[..., ModelOutput]:
-    def reply(
-        messages: list[ChatMessage], tools: Any, tool_choice: Any, config: GenerateConfig
-    ) -> ModelOutput:
-        prompt = inspect_prompt(messages)
-        if prompt not in answers:
-            raise AssertionError(f"Inspect sent a prompt lm-eval never sees: {prompt[-300:]!r}")
-        return ModelOutput.from_content(model="mockllm/model", content=answers[prompt])
-
-    return reply
 
 
 def varied_reply(index: int, item: PromptItem) -> str:
@@ -104,7 +53,7 @@ def varied_reply(index: int, item: PromptItem) -> str:
 def run_lm_eval(
     tasks: list[str], answers: dict[str, str], metadata: dict[str, Any], limit: int
 ) -> dict[str, Any]:
-    lm = FixedAnswers(answers)
+    lm = TableLM(answers)
     results = simple_evaluate(
         model=lm,
         tasks=tasks,
@@ -126,18 +75,6 @@ def lm_eval_sample_scores(results: dict[str, Any], metric: str) -> dict[str, flo
             if metric in s:
                 scores[s["doc"]["id"]] = s[metric]
     return scores
-
-
-def run_inspect(task: Task, answers: dict[str, str], ids: list[str], log_dir: Path) -> Any:
-    [log] = inspect_eval(
-        task,
-        model=get_model("mockllm/model", custom_outputs=mock_from_table(answers)),
-        sample_id=ids,
-        display="none",
-        log_dir=str(log_dir),
-    )
-    assert log.status == "success", log.error
-    return log
 
 
 @pytest.mark.parametrize(
@@ -167,7 +104,7 @@ def test_locomo_scores_match_across_frameworks(
     ids = [i.id for i in chosen]
     assert sorted(lm_f1) == sorted(ids)
 
-    log = run_inspect(locomo(**options), answers, ids, tmp_path)
+    log = run_inspect(locomo(**options), answers, tmp_path, ids)
     inspect_f1 = {str(s.id): s.scores["locomo_f1_scorer"].value for s in log.samples}
     assert inspect_f1 == lm_f1  # identical per sample, not approximately
 
@@ -237,15 +174,13 @@ def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_
     ids = [i.id for i in chosen]
     assert sorted(lm_f1) == sorted(ids)
 
-    [log] = inspect_eval(
+    log = run_inspect(
         locomo_plus(categories=",".join(factual), context="oracle"),
-        model=get_model("mockllm/model", custom_outputs=mock_from_table(answers)),
-        model_roles={"grader": grader_verdicts()},
-        sample_id=ids,
-        display="none",
-        log_dir=str(tmp_path),
+        answers,
+        tmp_path,
+        ids,
+        roles={"grader": grader_verdicts()},
     )
-    assert log.status == "success", log.error
     inspect_f1 = {str(s.id): s.scores["locomo_plus_f1"].value for s in log.samples}
     assert inspect_f1 == lm_f1
     assert len(set(lm_f1.values())) >= 3

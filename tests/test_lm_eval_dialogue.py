@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,29 +13,18 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from lm_eval import simple_evaluate
-from lm_eval.api.model import LM
-from lm_eval.api.registry import register_model
 from lm_eval.tasks import TaskManager
+from lm_eval_support import TableLM, inspect_prompt, run_inspect, run_lm_eval_cli, samples_of
+from test_dialogue_task import _metrics, _scores
 
 from memevals.inspect_tasks.dialogue import locomo_dialogue
 from memevals.lm_eval_tasks import include_path
 from memevals.lm_eval_tasks.utils import OptionError, dialogue_docs, doc_item, doc_to_text
-from memevals.prompts import PromptItem
 from memevals.scorers.dialogue import BleuStats, bleu, bleu_stats, clean_reply, corpus_bleu
 
 #: Keys the lm-eval documents add to the Inspect metadata (what process_results needs).
 LM_EVAL_EXTRA = {"bertscore", "bertscore_model", "bertscore_layers"}
-
-
-def inspect_prompt(messages: Sequence[ChatMessage]) -> str:
-    """The Inspect sample's text as PromptItem.as_text() joins it (system, blank line, user)."""
-    system = "".join(m.text for m in messages if m.role == "system")
-    user = "".join(m.text for m in messages if m.role == "user")
-    return PromptItem(id="", system=system, user=user, target="").as_text()
 
 
 def inspect_samples(**options: Any) -> dict[str, Any]:
@@ -129,46 +117,6 @@ def test_options_lm_eval_cannot_honour_fail_clearly(
 # Cross-framework consistency
 
 
-@register_model("memevals_dialogue_fixed_replies")
-class FixedReplies(LM):  # type: ignore[misc]
-    """Replies from a table keyed by prompt text; an unknown prompt is an error."""
-
-    def __init__(self, replies: dict[str, str] | None = None) -> None:
-        super().__init__()
-        self.replies = replies or {}
-        self.prompts: list[str] = []
-
-    def generate_until(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[str]:
-        out = []
-        for req in requests:
-            prompt = req.args[0]
-            self.prompts.append(prompt)
-            if prompt not in self.replies:
-                raise AssertionError(f"lm-eval sent a prompt Inspect never sees: {prompt[-300:]!r}")
-            out.append(self.replies[prompt])
-        return out
-
-    def loglikelihood(self, requests: Sequence[Any], disable_tqdm: bool = False) -> list[Any]:
-        raise NotImplementedError
-
-    def loglikelihood_rolling(
-        self, requests: Sequence[Any], disable_tqdm: bool = False
-    ) -> list[Any]:
-        raise NotImplementedError
-
-
-def mock_from_table(replies: dict[str, str]) -> Callable[..., ModelOutput]:
-    def reply(
-        messages: list[ChatMessage], tools: Any, tool_choice: Any, config: GenerateConfig
-    ) -> ModelOutput:
-        prompt = inspect_prompt(messages)
-        if prompt not in replies:
-            raise AssertionError(f"Inspect sent a prompt lm-eval never sees: {prompt[-300:]!r}")
-        return ModelOutput.from_content(model="mockllm/model", content=replies[prompt])
-
-    return reply
-
-
 def varied_reply(index: int, doc: dict[str, Any]) -> str:
     """Replies covering the clean-up and scoring paths: exact, labelled, quoted and partial,
     unrelated, empty, running on into the other speaker's turn, scrambled."""
@@ -184,22 +132,6 @@ def varied_reply(index: int, doc: dict[str, Any]) -> str:
         f"{target}\n{other}: Thanks, that means a lot!",
         " ".join(reversed(words)),
     ][index % 7]
-
-
-def merged_scores(sample: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for score in sample.scores.values():
-        out |= score.value
-    return out
-
-
-def inspect_metrics(log: EvalLog) -> dict[tuple[str, str], float]:
-    assert log.results is not None
-    return {
-        (s.name, name.split("/")[-1]): float(m.value)
-        for s in log.results.scores
-        for name, m in s.metrics.items()
-    }
 
 
 @pytest.mark.parametrize(
@@ -243,7 +175,7 @@ def test_scores_match_across_frameworks(
     replies = {doc_to_text(d): varied_reply(n, d) for n, d in enumerate(docs)}
     with_bert = bool(lm_options.get("bertscore"))
 
-    lm = FixedReplies(replies)
+    lm = TableLM(replies)
     results = simple_evaluate(
         model=lm,
         tasks=["locomo_dialogue"],
@@ -256,20 +188,14 @@ def test_scores_match_across_frameworks(
     lm_samples = {s["doc"]["id"]: s for s in results["samples"]["locomo_dialogue"]}
     row = results["results"]["locomo_dialogue"]
 
-    [log] = inspect_eval(
-        locomo_dialogue(**inspect_options),
-        model=get_model("mockllm/model", custom_outputs=mock_from_table(replies)),
-        display="none",
-        log_dir=str(tmp_path),
-    )
-    assert log.status == "success", log.error
+    log = run_inspect(locomo_dialogue(**inspect_options), replies, tmp_path)
     assert log.samples is not None and sorted(str(s.id) for s in log.samples) == sorted(lm_samples)
 
     keys = ["bleu1", "bleu2", "rougeL", *(["bertscore_f1"] if with_bert else [])]
     stats: list[BleuStats] = []
     for sample in log.samples:
         mine = lm_samples[str(sample.id)]
-        theirs = merged_scores(sample)
+        theirs = _scores(sample)
         for key in keys:
             assert mine[key] == theirs[key], (sample.id, key)  # identical, not approximately
         assert mine["prompt_tokens"] == sample.metadata["prompt_tokens"]
@@ -290,7 +216,7 @@ def test_scores_match_across_frameworks(
     bleu1 = [s["bleu1"] for s in lm_samples.values()]
     assert len(set(bleu1)) >= 4 and 0.0 in bleu1 and max(bleu1) == pytest.approx(1.0)
 
-    metrics = inspect_metrics(log)
+    metrics = _metrics(log)
     for key in keys:
         assert row[f"{key},none"] == pytest.approx(metrics[(key, "mean")], abs=1e-12), key
     for order in (1, 2):
@@ -303,40 +229,22 @@ def test_scores_match_across_frameworks(
 def test_real_lm_eval_cli_writes_the_dialogue_metrics(data_dir: Path, tmp_path: Path) -> None:
     """`python -m lm_eval --model dummy --tasks locomo_dialogue` offline: the YAML's custom
     corpus-BLEU aggregation and the per-sample statistics survive the real CLI and its logs."""
-    import subprocess
-    import sys
-
-    out = tmp_path / "out"
-    proc = subprocess.run(
+    run_dir = run_lm_eval_cli(
         [
-            sys.executable,
-            "-m",
-            "lm_eval",
             "--model",
             "dummy",
             "--tasks",
             "locomo_dialogue",
-            "--include_path",
-            include_path(),
             "--metadata",
             json.dumps({"context": "session", "conversations": "conv-26"}),
             "--limit",
             "3",
-            "--output_path",
-            str(out),
-            "--log_samples",
         ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        tmp_path,
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     [results_file] = run_dir.glob("results_*.json")
     row = json.loads(results_file.read_text())["results"]["locomo_dialogue"]
-    [samples_file] = run_dir.glob("samples_locomo_dialogue_*.jsonl")
-    logged = [json.loads(line) for line in samples_file.read_text().splitlines() if line]
+    logged = samples_of(run_dir, "locomo_dialogue")
     expected = inspect_samples(context="session", conversations="conv-26")
     assert [s["doc"]["id"] for s in logged] == list(expected)[:3]
     stats = []

@@ -20,12 +20,11 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
 from lm_eval import simple_evaluate
-from lm_eval.api.model import LM
 from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
+from lm_eval_support import TableLM, run_inspect, samples_of
 from scripted_judge import quoted_candidate, scripted_verdict
 
 from memevals.judge import SamplesError, judge_samples
@@ -36,23 +35,6 @@ from memevals.prompts import PromptItem
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 UNREADABLE = "zzz"  # a reply containing this gets an unreadable verdict (-> unscored)
-
-
-class TableLM(LM):  # type: ignore[misc]
-    """Replies from a table keyed by the exact prompt text."""
-
-    def __init__(self, answers: dict[str, str]) -> None:
-        super().__init__()
-        self.answers = answers
-
-    def generate_until(self, requests: Any, disable_tqdm: bool = False) -> list[str]:
-        return [self.answers[r.args[0]] for r in requests]
-
-    def loglikelihood(self, requests: Any, disable_tqdm: bool = False) -> list[Any]:
-        raise NotImplementedError
-
-    def loglikelihood_rolling(self, requests: Any, disable_tqdm: bool = False) -> list[Any]:
-        raise NotImplementedError
 
 
 def write_lm_eval_samples(
@@ -94,16 +76,6 @@ def grader(calls: list[str] | None = None) -> Any:
         else:
             content = scripted_verdict(prompt, "lenient")
         return ModelOutput.from_content(model="mockllm/model", content=content)
-
-    return get_model("mockllm/model", custom_outputs=reply, memoize=False)
-
-
-def table_model(answers: dict[str, str]) -> Any:
-    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
-        system = "".join(m.text for m in messages if m.role == "system")
-        user = "".join(m.text for m in messages if m.role == "user")
-        text = PromptItem("", system, user, "").as_text()
-        return ModelOutput.from_content(model="mockllm/model", content=answers[text])
 
     return get_model("mockllm/model", custom_outputs=reply, memoize=False)
 
@@ -161,15 +133,13 @@ def test_locomo_verdicts_and_table_equal_the_inspect_task(data_dir: Path, tmp_pa
     [run] = judge_samples(
         [run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"), output_dir=tmp_path
     )
-    [log] = inspect_eval(
+    log = run_inspect(
         locomo(context="none", judge=True),
-        model=table_model(answers),
-        model_roles={"grader": grader()},
-        sample_id=[i.id for i in chosen],
-        display="none",
-        log_dir=str(tmp_path / "inspect"),
+        answers,
+        tmp_path / "inspect",
+        [i.id for i in chosen],
+        roles={"grader": grader()},
     )
-    assert log.status == "success", log.error
 
     posthoc = {str(s.id): s.scores for s in run.log.samples}
     direct = {str(s.id): s.scores for s in log.samples}
@@ -222,15 +192,14 @@ def test_longmemeval_table_equals_the_inspect_task(tmp_path: Path) -> None:
         tmp_path / "out", None,
     )  # fmt: skip
     [run] = judge_samples([run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"))
-    [log] = inspect_eval(
-        longmemeval(variant="oracle", context="oracle", data_dir=str(FIXTURES),
-                    verify_checksum=False),
-        model=table_model(answers),
-        model_roles={"grader": grader()},
-        display="none",
-        log_dir=str(tmp_path / "inspect"),
-    )  # fmt: skip
-    assert log.status == "success", log.error
+    log = run_inspect(
+        longmemeval(
+            variant="oracle", context="oracle", data_dir=str(FIXTURES), verify_checksum=False
+        ),
+        answers,
+        tmp_path / "inspect",
+        roles={"grader": grader()},
+    )
     assert len(run.log.samples) == len(log.samples) == len(items)
     assert_same_metrics(metrics_of(run.log, "judge"), metrics_of(log, "judge"))
     assert_same_metrics(metrics_of(run.log, "unscored"), metrics_of(log, "unscored"))
@@ -359,15 +328,13 @@ def test_locomo_plus_cognitive_verdicts_equal_the_inspect_task(
         ["locomo_plus_cognitive"], answers, {"context": "oracle"}, tmp_path / "out", len(items)
     )
     [run] = judge_samples([run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"))
-    [log] = inspect_eval(
+    log = run_inspect(
         locomo_plus_cognitive(context="oracle"),
-        model=table_model(answers),
-        model_roles={"grader": grader()},
-        sample_id=[i.id for i in items],
-        display="none",
-        log_dir=str(tmp_path / "inspect"),
+        answers,
+        tmp_path / "inspect",
+        [i.id for i in items],
+        roles={"grader": grader()},
     )
-    assert log.status == "success", log.error
     posthoc = {str(s.id): s.scores for s in run.log.samples}
     direct = {str(s.id): s.scores for s in log.samples}
     assert posthoc.keys() == direct.keys() == {i.id for i in items}
@@ -411,16 +378,14 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
         ["locomo_event_summary"], answers, {"conversations": convs}, tmp_path / "out", None
     )
     [run] = judge_samples([run_dir], scripted_grader(), cache=False, log_dir=str(tmp_path / "l"))
-    [log] = inspect_eval(
+    log = run_inspect(
         locomo_event_summary(conversations=convs),
-        model=table_model(answers),
-        model_roles={"grader": scripted_grader()},
-        display="none",
-        log_dir=str(tmp_path / "inspect"),
+        answers,
+        tmp_path / "inspect",
+        roles={"grader": scripted_grader()},
     )
-    assert log.status == "success", log.error
 
-    lm_rows = {r["doc"]["id"]: r for r in read_samples_jsonl(run_dir, "locomo_event_summary")}
+    lm_rows = {r["doc"]["id"]: r for r in samples_of(run_dir, "locomo_event_summary")}
     direct = {str(s.id): next(iter(s.scores.values())).value for s in log.samples}
     posthoc = {str(s.id): next(iter(s.scores.values())).value for s in run.log.samples}
     assert lm_rows.keys() == direct.keys() == posthoc.keys()
@@ -437,8 +402,3 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
         assert_same_metrics(metrics_of(run.log, name), metrics_of(log, name))
     unscored = [v["unscored"] for v in posthoc.values()]
     assert 0 < sum(unscored) < len(unscored)  # Melanie's summaries: unreadable grader replies
-
-
-def read_samples_jsonl(run_dir: Path, task: str) -> list[dict[str, Any]]:
-    [path] = run_dir.glob(f"samples_{task}_*.jsonl")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ pytest.importorskip("lm_eval")
 from lm_eval import simple_evaluate
 from lm_eval.api.model import LM
 from lm_eval.tasks import TaskManager
+from lm_eval_support import run_lm_eval_cli, samples_of
 
 from memevals.lm_eval_tasks import include_path
 from memevals.lm_eval_tasks.utils import (
@@ -39,37 +39,6 @@ LME_TYPES = [
     "temporal_reasoning",
     "knowledge_update",
 ]
-
-
-def run_lm_eval_cli(args: list[str], cwd: Path, timeout: float = 600) -> Path:
-    """The real lm-eval command line in a subprocess; returns the run's output folder."""
-    out = cwd / "out"
-    cmd = [
-        sys.executable,
-        "-m",
-        "lm_eval",
-        *args,
-        "--include_path",
-        include_path(),
-        "--output_path",
-        str(out),
-        "--log_samples",
-    ]
-    proc = subprocess.run(
-        cmd, cwd=cwd, env=dict(os.environ), capture_output=True, text=True, timeout=timeout
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
-    return run_dir
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def samples_of(run_dir: Path, task: str) -> list[dict[str, Any]]:
-    [path] = run_dir.glob(f"samples_{task}_*.jsonl")
-    return read_jsonl(path)
 
 
 def test_module_prints_the_include_path() -> None:

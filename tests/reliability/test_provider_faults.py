@@ -150,7 +150,7 @@ def _lines(path: Path) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-def _cli(args: list[str], cwd: Path) -> list[str]:
+def _cli(args: list[str]) -> list[str]:
     return [sys.executable, str(FAULTY), *args]
 
 
@@ -170,7 +170,7 @@ def test_killed_run_is_completed_by_eval_retry(
         "--log-dir", str(logs), "--display", "none",
     ]  # fmt: skip
     out = (tmp_path / "eval.out").open("w")
-    proc = subprocess.Popen(_cli(args, tmp_path), cwd=tmp_path, stdout=out, stderr=out)
+    proc = subprocess.Popen(_cli(args), cwd=tmp_path, stdout=out, stderr=out)
     try:
         deadline = time.monotonic() + 300
         while _lines(calls) < 12:
@@ -189,10 +189,7 @@ def test_killed_run_is_completed_by_eval_retry(
     assert killed.status == "started" and 0 < len(done) < len(sample_ids), len(done)
 
     retry = subprocess.run(
-        _cli(
-            ["eval-retry", str(killed_path), "--log-dir", str(logs), "--display", "none"],
-            tmp_path,
-        ),
+        _cli(["eval-retry", str(killed_path), "--log-dir", str(logs), "--display", "none"]),
         cwd=tmp_path,
         capture_output=True,
         text=True,
