@@ -4,10 +4,10 @@ Runs, in one process and one after the other on `mockllm` (instant replies):
   1. a trivial Inspect task with the same number of samples as LoCoMo (1,986 one-line
      questions, `generate()`, `match()`), and
   2. the full `locomo` task: all 1,986 questions with the whole conversation (≈22K tokens) as
-     the system message, scored by the official F1 and the prompt-token scorer.
+     the system message, scored by the official F1 (which also records the prompt size).
 and prints the wall time and CPU time of each `eval()` (the task is built before the clock
 starts; its build time is printed separately), their ratios (goal ≤ 1.5×) and the size of each
-log file. `--repeat N` (default 3) runs N rounds and reports the median ratio, because single
+log file. `--repeat N` (default 5) runs N rounds and reports the median ratio, because single
 runs on a 2-core machine vary by ~10 %. On a shared machine the CPU-time ratio is the
 steadier figure. `--split` adds LoCoMo with context=none (same scorers, one-line prompts),
 separating what memevals' scorers cost from what Inspect spends on 22K-token prompts (recording
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument(
         "--repeat",
         type=int,
-        default=3,
+        default=5,
         help="rounds of (trivial, locomo[, none]) runs; the ratios are per round, and their "
         "median is the reported figure (single runs vary by ~10 %% on a 2-core machine)",
     )

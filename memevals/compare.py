@@ -54,6 +54,11 @@ AUX_SCORERS: Mapping[str, str] = {
     "prompt_tokens": "prompt_tokens",
     "evidence_recall": "evidence_recall",
 }
+#: Prompt-size metrics an answer scorer may carry (metric -> column; "" = not shown).
+PROMPT_TOKEN_METRICS: Mapping[str, str] = {
+    "mean_prompt_tokens": "prompt_tokens",
+    "total_prompt_tokens": "",
+}
 #: Scorers left out of the table (retrieval diagnostics; read the log for them).
 SKIPPED_SCORERS = frozenset({"turn_precision", "turn_recall", "selected_k"})
 OVERALL_METRICS = ("mean", "accuracy", "overall_accuracy")
@@ -220,6 +225,10 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
         ks = kinds.setdefault(kind, KindScores())
         ks.scored = score.scored_samples
         for name, value in metrics.items():
+            if name in PROMPT_TOKEN_METRICS:  # an answer scorer reporting the prompt size
+                if PROMPT_TOKEN_METRICS[name]:
+                    aux[PROMPT_TOKEN_METRICS[name]] = value
+                continue
             category = _category_of(name)
             if name in OVERALL_METRICS and ks.overall is None:
                 ks.overall = value

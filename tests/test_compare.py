@@ -178,6 +178,13 @@ def test_table_values_labels_and_benchmarks(logs: tuple[Path, list[Sample]]) -> 
                 assert got.categories[c] == pytest.approx(statistics.fmean(expected[c]), abs=1e-9)
         assert row.kinds["judge"].extras["unscored"] == 0
 
+    # the prompt size: from the F1 scorer's metrics for LoCoMo, from LongMemEval's own scorer
+    tokens = statistics.fmean(int(s.metadata["prompt_tokens"]) for s in chosen)  # type: ignore[index]
+    assert a.aux["prompt_tokens"] == b.aux["prompt_tokens"] == pytest.approx(tokens)
+    assert not [e for r in (a, b) for e in r.kinds["f1"].extras if "prompt" in e]
+    [lme_row] = [r for r in rows if r.benchmark == "longmemeval"]
+    assert lme_row.aux["prompt_tokens"] > 0
+
     # the scripted answers make the two providers clearly different
     assert a.kinds["f1"].categories["adversarial"] == 1.0
     assert b.kinds["f1"].categories["adversarial"] == 0.0

@@ -33,26 +33,30 @@ def _run(task: Any, tmp_path: Path, limit: int | None = 4, answer: str = "potter
 
 def _scores(log: EvalLog) -> dict[str, dict[str, float]]:
     assert log.results is not None
-    return {s.name: {k: float(m.value) for k, m in s.metrics.items()} for s in log.results.scores}
+    # Inspect may prefix our metrics with the package name (`memevals/mean_prompt_tokens`).
+    return {
+        s.name: {k.rsplit("/", 1)[-1]: float(m.value) for k, m in s.metrics.items()}
+        for s in log.results.scores
+    }
 
 
 @pytest.mark.parametrize(
     ("params", "scorers"),
     [
-        ({"context": "full"}, {"locomo_f1_scorer", "prompt_tokens"}),
-        ({"context": "none"}, {"locomo_f1_scorer", "prompt_tokens"}),
+        ({"context": "full"}, {"locomo_f1_scorer"}),
+        ({"context": "none"}, {"locomo_f1_scorer"}),
         (
             {"context": "truncated", "max_context_tokens": 1500},
-            {"locomo_f1_scorer", "prompt_tokens"},
+            {"locomo_f1_scorer"},
         ),
         (
             {"context": "rag", "top_k": 3},
-            {"locomo_f1_scorer", "prompt_tokens", "evidence_recall"}
+            {"locomo_f1_scorer", "evidence_recall"}
             | {"turn_precision", "turn_recall", "selected_k"},
         ),
         (
             {"context": "oracle"},
-            {"locomo_f1_scorer", "prompt_tokens", "evidence_recall"}
+            {"locomo_f1_scorer", "evidence_recall"}
             | {"turn_precision", "turn_recall", "selected_k"},
         ),
     ],
@@ -70,11 +74,12 @@ def test_every_mode_runs_end_to_end(
     assert log.samples
     for sample in log.samples:
         assert sample.scores is not None
-        pt = sample.scores["prompt_tokens"]
+        f1 = sample.scores["locomo_f1_scorer"]
+        assert f1.metadata is not None
         # the prompt size counts exactly the messages the model was sent
         sent = [m.text for m in sample.messages if m.role in ("system", "user")]
-        assert pt.value == sum(counter(t) for t in sent)
-        assert pt.metadata == {"prompt_tokens": pt.value, "token_counter": counter.name}
+        assert f1.metadata["prompt_tokens"] == sum(counter(t) for t in sent)
+        assert f1.metadata["token_counter"] == counter.name
         system = [m.text for m in sample.messages if m.role == "system"]
         if params["context"] == "none":
             assert system == []
@@ -82,10 +87,10 @@ def test_every_mode_runs_end_to_end(
             assert counter(system[0]) <= 1500
         else:
             assert len(system) == 1
-    mean_tokens = _scores(log)["prompt_tokens"]["mean"]
-    assert mean_tokens == pytest.approx(
-        sum(float(s.scores["prompt_tokens"].value) for s in log.samples) / len(log.samples)  # type: ignore[index,arg-type]
-    )
+    counts = [s.scores["locomo_f1_scorer"].metadata["prompt_tokens"] for s in log.samples]  # type: ignore[index]
+    metrics = _scores(log)["locomo_f1_scorer"]
+    assert metrics["mean_prompt_tokens"] == pytest.approx(sum(counts) / len(counts))
+    assert metrics["total_prompt_tokens"] == sum(counts)
 
 
 def test_prompt_tokens_scorer_counts_plain_samples(tmp_path: Path) -> None:
@@ -184,7 +189,7 @@ def test_summary_rag_has_no_turn_metrics(tmp_path: Path, data_dir: Path) -> None
     log = _run(
         locomo(categories="temporal", context="rag", retrieval_unit="summary", top_k=2), tmp_path
     )
-    assert set(_scores(log)) == {"locomo_f1_scorer", "prompt_tokens", "evidence_recall"}
+    assert set(_scores(log)) == {"locomo_f1_scorer", "evidence_recall"}
     assert log.samples is not None
     for sample in log.samples:
         assert sample.scores is not None
@@ -298,8 +303,9 @@ def test_smollm2_rag_and_oracle(params: dict[str, Any], smollm2_dir: Path, tmp_p
         assert sample.output.completion.strip()  # the model answered
         assert sample.scores is not None
         assert 0.0 <= float(sample.scores["locomo_f1_scorer"].value) <= 1.0  # type: ignore[arg-type]
-        assert 0 < float(sample.scores["prompt_tokens"].value) < 8000  # type: ignore[arg-type]
+        assert 0 < sample.scores["locomo_f1_scorer"].metadata["prompt_tokens"] < 8000  # type: ignore[index]
     scores = _scores(log)
-    assert set(scores) >= {"evidence_recall", "turn_recall", "prompt_tokens"}
+    assert set(scores) >= {"evidence_recall", "turn_recall", "locomo_f1_scorer"}
+    assert 0 < scores["locomo_f1_scorer"]["mean_prompt_tokens"] < 8000
     if params["context"] == "oracle":
         assert scores["evidence_recall"]["mean"] == 1.0

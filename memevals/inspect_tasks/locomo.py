@@ -18,16 +18,30 @@ from inspect_ai.solver import TaskState, generate
 from memevals.adapters.locomo import CATEGORY_NAMES, LOCOMO_FILE, load_locomo
 from memevals.inspect_tasks._common import fixed_param_task, to_dataset
 from memevals.inspect_tasks.judge import llm_judge
-from memevals.inspect_tasks.retrieval import prompt_tokens, retrieval_scorers
+from memevals.inspect_tasks.retrieval import (
+    mean_prompt_tokens,
+    retrieval_scorers,
+    sample_prompt_tokens,
+    total_prompt_tokens,
+)
 from memevals.memory import annotate_items, locomo_context
 from memevals.prompts.locomo import build_items, prediction_for_scoring
 from memevals.scorers import locomo_f1
 
 
-@scorer(metrics=[mean(), stderr(), grouped(mean(), "category", all=False)])
+@scorer(
+    metrics=[
+        mean(),
+        stderr(),
+        grouped(mean(), "category", all=False),
+        mean_prompt_tokens(),
+        total_prompt_tokens(),
+    ]
+)
 def locomo_f1_scorer() -> Scorer:
     """Official LoCoMo QA F1 per sample; letter replies to two-option questions are mapped to
-    their option text first, as the official pipeline does."""
+    their option text first, as the official pipeline does. The sample's prompt size is
+    recorded beside it (Score.metadata and the `*_prompt_tokens` metrics)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         reply = state.output.completion
@@ -38,7 +52,7 @@ def locomo_f1_scorer() -> Scorer:
             value=value,
             answer=prediction,
             explanation=f"gold: {target.text!r}; category {md['category']}",
-            metadata={"reply": reply, "category": md["category"]},
+            metadata={"reply": reply, "category": md["category"], **sample_prompt_tokens(state)},
         )
 
     return score
@@ -99,7 +113,7 @@ def locomo(
         seed=seed,
     )
     items, memory_log = annotate_items(items, conversations, context_fn)
-    scorers = [locomo_f1_scorer(), prompt_tokens()]
+    scorers = [locomo_f1_scorer()]
     if context_fn.retrieves:
         scorers += retrieval_scorers(context_fn.turn_level)
     if judge:

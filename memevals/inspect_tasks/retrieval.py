@@ -1,7 +1,9 @@
 """Inspect scorers for the cost and the retrieval quality of a memory strategy.
 
 - `prompt_tokens`: the prompt size of each sample (the same offline counter as the token
-  budgets), with its mean, total and per-category mean: what a strategy costs.
+  budgets), with its mean, total and per-category mean: what a strategy costs. Answer scorers
+  record the same count in their Score.metadata and report it with the `mean_prompt_tokens` /
+  `total_prompt_tokens` metrics instead (LoCoMo's F1 does), which saves a second scorer.
 - `evidence_recall`: LoCoMo evidence recall with the official denominators (per category: sum
   over questions with evidence / all questions of the category).
 - `turn_precision`, `turn_recall`, `selected_k`: HiGMem's question-level metrics (questions
@@ -46,28 +48,65 @@ def total() -> Metric:
     return compute
 
 
-@scorer(metrics=[mean(), total(), grouped(mean(), "category", all=False)])
-def prompt_tokens() -> Scorer:
-    """Input tokens of each sample by the offline counter (memevals.memory.tokens).
+def sample_prompt_tokens(state: TaskState) -> dict[str, int | str]:
+    """`{"prompt_tokens": n, "token_counter": name}` for one sample's Score.metadata.
 
     Uses the count the task stored in the sample metadata (`prompt_tokens`: the sum over the
     messages sent, see memevals.memory.annotate_items); otherwise counts the input messages
     the same way.
     """
+    md = state.metadata
+    if "prompt_tokens" in md:
+        return {
+            "prompt_tokens": int(md["prompt_tokens"]),
+            "token_counter": str(md.get("token_counter", "")),
+        }
+    tc = get_token_counter()
+    texts = [state.input] if isinstance(state.input, str) else [m.text for m in state.input]
+    return {"prompt_tokens": sum(tc(t) for t in texts), "token_counter": tc.name}
+
+
+def _recorded_prompt_tokens(scores: list[SampleScore]) -> list[int]:
+    return [
+        int(s.score.metadata["prompt_tokens"])
+        for s in scores
+        if s.score.metadata and "prompt_tokens" in s.score.metadata
+    ]
+
+
+@metric
+def mean_prompt_tokens() -> Metric:
+    """Mean prompt size over the samples whose Score.metadata records it (NaN if none do).
+
+    Lets an answer scorer report the cost of a strategy itself: a second scorer only for the
+    prompt size would double Inspect's per-sample scoring work on every run.
+    """
+
+    def compute(scores: list[SampleScore]) -> float:
+        counts = _recorded_prompt_tokens(scores)
+        return sum(counts) / len(counts) if counts else math.nan
+
+    return compute
+
+
+@metric
+def total_prompt_tokens() -> Metric:
+    """Sum of the prompt sizes recorded in Score.metadata."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return float(sum(_recorded_prompt_tokens(scores)))
+
+    return compute
+
+
+@scorer(metrics=[mean(), total(), grouped(mean(), "category", all=False)])
+def prompt_tokens() -> Scorer:
+    """Input tokens of each sample by the offline counter (memevals.memory.tokens), as a scorer
+    of its own, for tasks whose answer scorer does not record them (LongMemEval's judge)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        md = state.metadata
-        if "prompt_tokens" in md:
-            n = int(md["prompt_tokens"])
-            counter = str(md.get("token_counter", ""))
-        else:
-            tc = get_token_counter()
-            if isinstance(state.input, str):
-                n = tc(state.input)
-            else:
-                n = sum(tc(m.text) for m in state.input)
-            counter = tc.name
-        return Score(value=n, metadata={"prompt_tokens": n, "token_counter": counter})
+        recorded = sample_prompt_tokens(state)
+        return Score(value=recorded["prompt_tokens"], metadata=recorded)
 
     return score
 
