@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections import Counter
@@ -174,34 +175,54 @@ def test_missing_override_file_is_an_error(tmp_path: Path) -> None:
     assert err.value.file == str(tmp_path / "longmemeval" / "longmemeval_m_cleaned.json")
 
 
-def test_download_failure_names_the_url(no_data_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import memevals.adapters.longmemeval as lme
+class _Served(io.BytesIO):
+    def __enter__(self) -> _Served:
+        return self
 
-    def fail(url: str, dest: Path, *, timeout: float = 60.0) -> None:
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def test_download_failure_names_the_url(no_data_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memevals.adapters import _files
+
+    def fail(url: str, timeout: float) -> _Served:
         raise OSError("network unreachable")
 
-    monkeypatch.setattr(lme, "download", fail)
+    monkeypatch.setattr(_files.urllib.request, "urlopen", fail)
     with pytest.raises(DataError, match=f"could not download .*{REVISION}/longmemeval_oracle"):
         locate("oracle")
 
 
-def test_download_with_implausible_size_is_rejected_and_removed(
+def test_download_with_implausible_size_never_reaches_the_cache(
     no_data_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import memevals.adapters.longmemeval as lme
+    """The real download path with only the network faked: a file of an implausible size is
+    rejected before it is renamed into the cache, and no partial file is left behind."""
+    from memevals.adapters import _files
 
+    cache = no_data_env / "cache" / "longmemeval"
+    small = (LME / "longmemeval_oracle.json").read_bytes()  # far too small for the real oracle
     seen: list[str] = []
 
-    def fake(url: str, dest: Path, *, timeout: float = 60.0) -> None:
+    def urlopen(url: str, timeout: float) -> _Served:
         seen.append(url)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes((LME / "longmemeval_oracle.json").read_bytes())  # far too small
+        assert not (cache / "longmemeval_oracle.json").exists()  # nothing there mid-download
+        return _Served(small)
 
-    monkeypatch.setattr(lme, "download", fake)
+    monkeypatch.setattr(_files.urllib.request, "urlopen", urlopen)
     with pytest.raises(DataError, match="outside the plausible"):
         locate("oracle")
     assert seen == [FILES["oracle"].url]
-    assert not (no_data_env / "cache" / "longmemeval" / "longmemeval_oracle.json").exists()
+    assert sorted(p.name for p in cache.iterdir()) == []  # no cache entry, no .part file
+
+    # a bad file already in the cache (e.g. copied there by hand) is replaced by a new download
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "longmemeval_oracle.json").write_bytes(small)
+    with pytest.raises(DataError, match="outside the plausible"):
+        locate("oracle")
+    assert seen == [FILES["oracle"].url] * 2
+    assert sorted(p.name for p in cache.iterdir()) == []
 
 
 # -- streaming -----------------------------------------------------------------------------------

@@ -180,21 +180,21 @@ def _override_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
     return Path(env).expanduser() if env else None
 
 
-def _check_size(path: Path, spec: LongMemEvalFile) -> None:
+def _size_problem(path: Path, spec: LongMemEvalFile) -> str | None:
+    """Why `path` cannot be `spec`'s file judging by its size, or None."""
     size = path.stat().st_size
     if spec.size is not None and size != spec.size:
-        raise DataError(
+        return (
             f"size is {size} bytes, expected {spec.size} (revision {REVISION}); the file is "
-            "truncated or from another release. Restore the pinned file.",
-            file=path,
+            "truncated or from another release. Restore the pinned file."
         )
     if spec.size_range is not None and not spec.size_range[0] <= size <= spec.size_range[1]:
         lo, hi = spec.size_range
-        raise DataError(
+        return (
             f"size is {size} bytes, outside the plausible {lo}-{hi} for {spec.filename} at "
-            f"revision {REVISION}; the download is truncated or not the dataset file.",
-            file=path,
+            f"revision {REVISION}; the download is truncated or not the dataset file."
         )
+    return None
 
 
 def locate(
@@ -225,20 +225,21 @@ def locate(
             )
         return path
     path = cache_dir() / spec.relpath
-    if not path.is_file():
-        try:
-            download(spec.url, path, timeout=300.0)
-        except OSError as exc:
-            raise DataError(
-                f"could not download {spec.url} ({exc}). Without network, point "
-                f"{DATA_DIR_ENV} (or -T data_dir=) at a folder holding {spec.relpath}.",
-                file=path,
-            ) from exc
+    if path.is_file():
+        problem = _size_problem(path, spec)
+        if problem is None:
+            return path
+        path.unlink(missing_ok=True)  # a bad cache entry (older release, torn copy): fetch again
     try:
-        _check_size(path, spec)
-    except DataError:
-        path.unlink(missing_ok=True)  # never keep a cache entry we rejected
-        raise
+        # the size is checked before the file is renamed into the cache: a rejected download
+        # never appears at the cache path
+        download(spec.url, path, timeout=300.0, verify=lambda tmp: _size_problem(tmp, spec))
+    except OSError as exc:  # the network (DataError, a rejected file, is not an OSError)
+        raise DataError(
+            f"could not download {spec.url} ({exc}). Without network, point "
+            f"{DATA_DIR_ENV} (or -T data_dir=) at a folder holding {spec.relpath}.",
+            file=path,
+        ) from exc
     return path
 
 
