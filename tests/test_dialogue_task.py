@@ -22,8 +22,10 @@ from memevals.adapters import DataError
 from memevals.adapters.locomo import load_locomo, load_locomo_file
 from memevals.inspect_tasks.dialogue import ImageUnavailable, fetch_image, locomo_dialogue
 from memevals.memory import get_token_counter, locomo_context, packaged_minilm_path
+from memevals.memory import locomo as memory
 from memevals.prompts.dialogue import (
     DialogueTurn,
+    build_dialogue_items,
     dialogue_context,
     eligible_turns,
     history_sessions,
@@ -169,6 +171,38 @@ def test_rag_retrieves_only_from_earlier_sessions(data_dir: Path) -> None:
     }
     first = dialogue_context(_target("D1:7"), "rag", strategy)
     assert first.retrieved_ids == () and first.text.startswith("Below is a conversation")
+
+
+def test_rag_ranks_a_conversations_queries_in_one_batch(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_dialogue_items ranks all held-out turns of a conversation with one `rank_many`
+    call (one encoder batch for the embedding retriever), and the items equal those built one
+    target at a time (each ranked by `rank`)."""
+    convs = load_locomo()[:2]
+    one_by_one = []
+    strategy = locomo_context("rag", retrieval_unit="observation", top_k=4)
+    for conv in convs:
+        for target in select_turns(conv, 6, 0):
+            one_by_one.append(dialogue_context(target, "rag", strategy))
+
+    batched = locomo_context("rag", retrieval_unit="observation", top_k=4)
+    assert batched.index_cache is not None
+    units = memory.UNIT_BUILDERS["observation"](convs[0])
+    index_type = type(batched.index_cache.retriever.index(units))
+    batches: list[int] = []
+    real_rank_many = index_type.rank_many
+
+    def counting_rank_many(self: Any, queries: Any) -> list[list[int]]:
+        batches.append(len(queries))
+        return real_rank_many(self, queries)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(index_type, "rank_many", counting_rank_many)
+    built = build_dialogue_items(convs, "rag", batched, turns_per_conversation=6, seed=0)
+    assert batches == [6, 6]
+    assert [ctx for _, ctx in built] == one_by_one
+    # retrieval did pick turns (a first-session turn has nothing earlier to retrieve)
+    assert sum(1 for ctx in one_by_one if ctx.retrieved_ids) >= 8
 
 
 def test_bad_options_fail_before_any_model_call(data_dir: Path) -> None:

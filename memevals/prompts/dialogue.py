@@ -33,7 +33,7 @@ from typing import Any
 from memevals.adapters.locomo import Conversation, Session, Turn
 from memevals.memory import locomo as memory
 from memevals.memory.locomo import LocomoMemory, locomo_context
-from memevals.memory.retrieval import reject_options_outside
+from memevals.memory.retrieval import Index, MemoryUnit, reject_options_outside
 from memevals.prompts import PromptItem
 from memevals.prompts.locomo import preamble, session_header, turn_line
 
@@ -234,9 +234,12 @@ def dialogue_context(
     *,
     images: bool = False,
     max_images: int = 0,
+    ranking: Sequence[int] | None = None,
 ) -> DialogueContext:
     """The history of `target` under `mode` (see module doc); `memory_strategy` carries the
-    validated truncation budget, token counter, retriever and index cache."""
+    validated truncation budget, token counter, retriever and index cache. With `rag`,
+    `ranking` is the index's ranking for this target's query when the caller ranked all of a
+    conversation's queries at once (`rank_targets`); otherwise the query is ranked here."""
     conv = target.conv
     if mode not in DIALOGUE_CONTEXT_MODES:
         allowed = ", ".join(DIALOGUE_CONTEXT_MODES)
@@ -259,15 +262,12 @@ def dialogue_context(
         return DialogueContext([preamble(conv) + "\n\n", *dialogue], None, shown)
 
     # rag: retrieve from earlier sessions only; query = the message being answered
-    assert memory_strategy.index_cache is not None and memory_strategy.retrieval_unit
     assert memory_strategy.top_k is not None
-    build = memory.UNIT_BUILDERS[memory_strategy.retrieval_unit]
-    index, units = memory_strategy.index_cache.get(
-        f"{conv.sample_id}/{memory_strategy.retrieval_unit}", lambda: build(conv)
-    )
-    query = conv.turns[target.position - 1].text
+    index, units = _rag_index(conv, memory_strategy)
+    if ranking is None:
+        ranking = index.rank(_rag_query(target))
     earlier = target.turn.session
-    picked = [p for p in index.rank(query) if memory.unit_session(units[p]) < earlier][
+    picked = [p for p in ranking if memory.unit_session(units[p]) < earlier][
         : memory_strategy.top_k
     ]
     retrieved = tuple(i for p in picked for i in units[p].metric_ids)
@@ -282,6 +282,29 @@ def dialogue_context(
         else f"{preamble(conv)}\n\n"
     )
     return DialogueContext([head, *dialogue], retrieved, shown)
+
+
+def _rag_query(target: DialogueTurn) -> str:
+    return target.conv.turns[target.position - 1].text  # the message being answered
+
+
+def _rag_index(
+    conv: Conversation, memory_strategy: LocomoMemory
+) -> tuple[Index, Sequence[MemoryUnit]]:
+    assert memory_strategy.index_cache is not None and memory_strategy.retrieval_unit
+    build = memory.UNIT_BUILDERS[memory_strategy.retrieval_unit]
+    return memory_strategy.index_cache.get(
+        f"{conv.sample_id}/{memory_strategy.retrieval_unit}", lambda: build(conv)
+    )
+
+
+def rank_targets(targets: Sequence[DialogueTurn], memory_strategy: LocomoMemory) -> list[list[int]]:
+    """The index's rankings for the queries of `targets` (one conversation), in one batch: an
+    embedding retriever encodes them together instead of one encoder call per held-out turn."""
+    if not targets:
+        return []
+    index, _ = _rag_index(targets[0].conv, memory_strategy)
+    return index.rank_many([_rag_query(t) for t in targets])
 
 
 def item_metadata(target: DialogueTurn, ctx: DialogueContext) -> dict[str, Any]:
@@ -370,9 +393,18 @@ def build_dialogue_items(
     """
     out: list[tuple[PromptItem, DialogueContext]] = []
     for conv in conversations:
-        for target in select_turns(conv, turns_per_conversation, seed):
+        targets = select_turns(conv, turns_per_conversation, seed)
+        rankings: Sequence[Sequence[int] | None] = (
+            rank_targets(targets, memory_strategy) if context == "rag" else [None] * len(targets)
+        )
+        for target, ranking in zip(targets, rankings, strict=True):
             ctx = dialogue_context(
-                target, context, memory_strategy, images=images, max_images=max_images
+                target,
+                context,
+                memory_strategy,
+                images=images,
+                max_images=max_images,
+                ranking=ranking,
             )
             instruction = reply_instruction(target)
             md = item_metadata(target, ctx)
