@@ -468,14 +468,20 @@ def format_table(run: JudgeRun) -> str:
     return "\n".join(lines)
 
 
-def _model_arg(text: str) -> tuple[str, Any]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
+def _model_arg(text: str) -> str:
+    """Check the shape of one `-M key=value`; values are read later, all together, as
+    `inspect eval -M` reads them (YAML; a comma makes a list)."""
+    key, sep, _ = text.partition("=")
+    if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
+    return text
+
+
+def grader_args(pairs: Sequence[str]) -> dict[str, Any]:
+    """`-M` pairs as model arguments, read exactly as `inspect eval -M` reads them."""
+    from memevals.estimate import parse_task_args
+
+    return parse_task_args(pairs)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -503,7 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = judge_samples(
             args.paths,
             args.grader,
-            grader_args=dict(args.grader_arg),
+            grader_args=grader_args(args.grader_arg),
             max_connections=args.max_connections,
             cache=not args.no_cache,
             judge_max_tokens=args.judge_max_tokens,

@@ -402,3 +402,25 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
         assert_same_metrics(metrics_of(run.log, name), metrics_of(log, name))
     unscored = [v["unscored"] for v in posthoc.values()]
     assert 0 < sum(unscored) < len(unscored)  # Melanie's summaries: unreadable grader replies
+
+
+def test_grader_args_are_read_as_inspect_reads_dash_m(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m memevals.judge -M` values mean what they mean after `inspect eval -M`."""
+    from inspect_ai._util.config import parse_cli_args
+
+    from memevals.judge import grader_args, main
+
+    pairs = ["temperature=0.5", "stop=a,b", "name=gpt", "flag=true", "port=8000", "x=[1, 2]"]
+    got = grader_args(pairs)
+    assert got == {
+        "temperature": 0.5,
+        "stop": ["a", "b"],
+        "name": "gpt",
+        "flag": True,
+        "port": 8000,
+        "x": [1, 2],
+    }
+    assert got == parse_cli_args(pairs)
+    with pytest.raises(SystemExit):
+        main(["somewhere", "--grader", "mockllm/model", "-M", "no_value"])
+    assert "expected key=value, got 'no_value'" in capsys.readouterr().err
