@@ -54,21 +54,29 @@ def section(prompt: str, heading: str) -> str | None:
     return prompt.split(marker, 1)[1].split("\n\n", 1)[0]
 
 
-def _norm(text: str) -> str:
+def judge_labels(prompt: str) -> list[str]:
+    """The labels the judge prompt allows, best first."""
+    m = _LABELS.search(prompt)
+    if m is None:
+        raise AssertionError("judge prompt lists no labels")
+    return re.findall(r'"(\w+)"', m.group(1))
+
+
+def norm(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 def scripted_verdict(prompt: str, mode: str) -> str:
-    labels = re.findall(r'"(\w+)"', _LABELS.search(prompt).group(1))  # type: ignore[union-attr]
+    labels = judge_labels(prompt)
     good, bad = labels[0], labels[-1]
     cand = quoted_candidate(prompt)
     reference = section(prompt, "Reference answer (ground truth)")
     if reference is None:  # adversarial / abstention: credit a refusal
         ok = any(p in cand.lower() for p in ("not mentioned", "no information", "never said"))
     elif mode == "strict":
-        ok = _norm(cand) == _norm(reference)
+        ok = norm(cand) == norm(reference)
     else:
-        ok = bool(_norm(reference)) and set(_norm(reference).split()) <= set(_norm(cand).split())
+        ok = bool(norm(reference)) and set(norm(reference).split()) <= set(norm(cand).split())
     label = good if ok else bad
     return json.dumps({"label": label, "reason": f"{mode} rule on reply {cand!r}"})
 

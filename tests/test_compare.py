@@ -19,7 +19,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.tool import ToolChoice, ToolInfo
-from scripted_judge import _norm
+from scripted_judge import norm
 
 from memevals.compare import load_rows, main, markdown_tables
 from memevals.inspect_tasks.locomo import locomo
@@ -103,9 +103,9 @@ def _expected_judge(samples: list[Sample], answer: Answerer, mode: str) -> dict[
         if md["category"] == "adversarial":
             ok = "not mentioned" in cand.lower()
         elif mode == "strict":
-            ok = _norm(cand) == _norm(str(md["answer"]))
+            ok = norm(cand) == norm(str(md["answer"]))
         else:
-            ok = set(_norm(str(md["answer"])).split()) <= set(_norm(cand).split())
+            ok = set(norm(str(md["answer"])).split()) <= set(norm(cand).split())
         out[md["category"]].append(1.0 if ok else 0.0)
     return out
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
+from scripted_judge import judge_labels, quoted_candidate
 
 from memevals.adapters.locomo import load_locomo
 from memevals.inspect_tasks.locomo_plus import locomo_plus, locomo_plus_cognitive
@@ -108,9 +108,6 @@ def test_bad_parameters_fail_before_any_model_call(data_dir: Path) -> None:
 
 # --------------------------------------------------------------------------- scripted run
 
-_CANDIDATE = re.compile(r"<<<CANDIDATE ([0-9A-F]{12})\n(.*?)\nCANDIDATE \1>>>", re.DOTALL)
-_LABELS = re.compile(r"The label must be one of: (.*)\.")
-
 
 def _bucket(text: str) -> int:
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) % 3
@@ -143,10 +140,9 @@ def expected_judge(md: dict[str, Any], reply: str) -> float | None:
 
 def _grade(input: list[ChatMessage], tools: Any, tc: Any, config: GenerateConfig) -> ModelOutput:
     prompt = input[0].text
-    m = _CANDIDATE.search(prompt)
-    assert m is not None and config.temperature == 0.0
-    candidate = m.group(2)
-    labels = re.findall(r'"(\w+)"', _LABELS.search(prompt).group(1))  # type: ignore[union-attr]
+    assert config.temperature == 0.0
+    candidate = quoted_candidate(prompt)
+    labels = judge_labels(prompt)
     if candidate == "GARBLE":
         return ModelOutput.from_content("mockllm", "I cannot decide.")
     if candidate.startswith(("I do not know.", "Sounds nice.")):

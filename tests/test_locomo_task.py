@@ -19,10 +19,10 @@ from memevals.scorers import locomo_f1
 
 
 def _metrics(log: EvalLog) -> dict[str, float]:
-    """The F1 scorer's metrics (the prompt-size scorer has a `mean` of its own)."""
+    """The F1 scorer's metrics (names without the package prefix Inspect may add)."""
     assert log.results is not None
     return {
-        name: float(m.value)
+        name.rsplit("/", 1)[-1]: float(m.value)
         for s in log.results.scores
         if s.name.rsplit("/", 1)[-1] == "locomo_f1_scorer"
         for name, m in s.metrics.items()
@@ -180,7 +180,13 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
         "temporal",
         "open_domain",
         "adversarial",
+        "mean_prompt_tokens",
+        "total_prompt_tokens",
     }
+    # the prompt size the F1 scorer reports is the offline count of the prompts we built
+    tokens = [int(s.metadata["prompt_tokens"]) for s in locomo().dataset]  # type: ignore[index]
+    assert metrics["total_prompt_tokens"] == sum(tokens)
+    assert metrics["mean_prompt_tokens"] == pytest.approx(sum(tokens) / len(tokens))
     # the sample inputs in the log are the system + user messages we built
     with zipfile.ZipFile(log_path) as z:
         first = json.loads(z.read("samples/conv-26-q0_epoch_1.json"))
@@ -203,7 +209,13 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
     name, metrics, completed = _log_results(bare_log)
     # Inspect records the name the task was asked for; the bare alias runs the same task
     assert name == "locomo_adversarial"
-    assert completed == 3 and set(metrics) == {"mean", "stderr", "adversarial"}
+    assert completed == 3 and set(metrics) == {
+        "mean",
+        "stderr",
+        "adversarial",
+        "mean_prompt_tokens",
+        "total_prompt_tokens",
+    }
 
 
 def test_cli_bad_parameter_fails_before_any_model_call(inspect_cli: Any) -> None:
