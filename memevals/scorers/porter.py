@@ -110,30 +110,33 @@ _STEP3 = _by_last_letter(
         ("ness", ""),
     ]
 )
-# Step 4 only removes; `ion` also needs the remaining stem to end in `s` or `t`.
-_STEP4: dict[str, tuple[str, ...]] = {}
-for _suffix in [
-    "al",
-    "ance",
-    "ence",
-    "er",
-    "ic",
-    "able",
-    "ible",
-    "ant",
-    "ement",
-    "ment",
-    "ent",
-    "ion",
-    "ou",
-    "ism",
-    "ate",
-    "iti",
-    "ous",
-    "ive",
-    "ize",
-]:
-    _STEP4[_suffix[-1]] = (*_STEP4.get(_suffix[-1], ()), _suffix)
+# Step 4 only removes (the replacement is empty); `ion` also needs the stem to end in s or t.
+_STEP4 = _by_last_letter(
+    [
+        (suffix, "")
+        for suffix in [
+            "al",
+            "ance",
+            "ence",
+            "er",
+            "ic",
+            "able",
+            "ible",
+            "ant",
+            "ement",
+            "ment",
+            "ent",
+            "ion",
+            "ou",
+            "ism",
+            "ate",
+            "iti",
+            "ous",
+            "ive",
+            "ize",
+        ]
+    ]
+)
 
 
 def _ends_cvc(w: str, c: str, n: int) -> bool:
@@ -198,7 +201,7 @@ def _step2(w: str, c: str) -> tuple[str, str]:
 
 
 def _step4(w: str, c: str) -> tuple[str, str]:
-    for suffix in _STEP4.get(w[-1:], ()):
+    for suffix, _, _ in _STEP4.get(w[-1:], ()):
         if w.endswith(suffix):
             keep = len(w) - len(suffix)
             if c.count("vc", 0, keep) > 1 and (suffix != "ion" or w[keep - 1] in "st"):
