@@ -66,8 +66,7 @@ def _words(text: str) -> list[str]:
 
 def _tokens(text: str) -> list[str]:
     """normalize_answer + split + stem."""
-    cached = _STEMS.get  # most words are cached: skip the call into _stem for them
-    return [cached(word) or _stem(word) for word in _words(text)]
+    return [_stem(word) for word in _words(text)]
 
 
 @lru_cache(maxsize=1 << 16)

@@ -180,13 +180,13 @@ def _step1(w: str, c: str) -> tuple[str, str]:
     return w, c
 
 
-def _rewrite(w: str, c: str, rules: dict[str, tuple[_Rule, ...]], step2: bool) -> tuple[str, str]:
+def _rewrite(w: str, c: str, rules: dict[str, tuple[_Rule, ...]]) -> tuple[str, str]:
     """Steps 2 and 3: the first matching suffix is replaced when the stem's measure is > 0."""
     for suffix, replacement, classes in rules.get(w[-1:], ()):
         if w.endswith(suffix):
             keep = len(w) - len(suffix)
-            # NLTK measures `logi`'s stem with the `l` still on it.
-            end = keep + 1 if step2 and suffix == "logi" else keep
+            # NLTK measures `logi`'s stem (a step 2 rule) with the `l` still on it.
+            end = keep + 1 if suffix == "logi" else keep
             if c.count("vc", 0, end):
                 return w[:keep] + replacement, c[:keep] + classes
             return w, c
@@ -197,7 +197,7 @@ def _step2(w: str, c: str) -> tuple[str, str]:
     # NLTK: a measured `alli` becomes `al` and step 2 starts over on the result.
     while w.endswith("alli") and c.count("vc", 0, len(w) - 4):
         w, c = w[:-2], c[:-2]
-    return _rewrite(w, c, _STEP2, True)
+    return _rewrite(w, c, _STEP2)
 
 
 def _step4(w: str, c: str) -> tuple[str, str]:
@@ -231,6 +231,6 @@ def porter_stem(word: str) -> str:
     c = _classes(w)
     w, c = _step1(w, c)
     w, c = _step2(w, c)
-    w, c = _rewrite(w, c, _STEP3, False)
+    w, c = _rewrite(w, c, _STEP3)
     w, c = _step4(w, c)
     return _step5(w, c)
