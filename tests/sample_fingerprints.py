@@ -1,0 +1,193 @@
+"""Fingerprints of every task's samples, to prove a refactor changes no prompt.
+
+Each case builds one task (Inspect) or one lm-eval task with one set of options and hashes,
+per sample, its id, its messages (role and text) and its target. The digests were written
+from the code before the one-folder-per-benchmark move (`python tests/sample_fingerprints.py
+--write`) and `tests/test_sample_fingerprints.py` checks the code against them.
+
+Tasks are found by name (Inspect's registry, lm-eval's TaskManager), never by module path, so
+the check does not depend on where the code lives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures"
+DIGESTS = FIXTURES / "sample_fingerprints.json"
+LME = {"data_dir": str(FIXTURES), "verify_checksum": False}
+
+#: (task name, -T options). Each row is one Inspect task build.
+INSPECT_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("locomo", {}),
+    ("locomo", {"context": "truncated", "max_context_tokens": 1500}),
+    ("locomo", {"context": "rag"}),
+    ("locomo", {"context": "rag", "retrieval_unit": "observation", "top_k": 3}),
+    ("locomo", {"context": "rag", "retrieval_unit": "summary", "top_k": 2}),
+    ("locomo", {"context": "oracle"}),
+    ("locomo", {"context": "none", "adversarial": "open"}),
+    ("locomo", {"seed": 3}),
+    ("locomo_single_hop", {}),
+    ("locomo_multi_hop", {"context": "none"}),
+    ("locomo_temporal", {"context": "none"}),
+    ("locomo_open_domain", {"context": "none"}),
+    ("locomo_adversarial", {"context": "none"}),
+    ("locomo_plus", {}),
+    ("locomo_plus", {"context": "rag"}),
+    ("locomo_plus", {"context": "oracle", "disclose_task": True}),
+    ("locomo_plus", {"context": "truncated", "gap_fix": True}),
+    ("locomo_plus", {"context": "none", "sample_order": "host", "token_counter": "approx"}),
+    ("locomo_plus_cognitive", {}),
+    ("locomo_plus_cognitive", {"context": "rag", "top_k": 8}),
+    ("longmemeval", {"variant": "s", **LME}),
+    ("longmemeval", {"variant": "oracle", **LME}),
+    ("longmemeval", {"variant": "m", "context": "truncated", "context_window": 4000, **LME}),
+    ("longmemeval", {"variant": "s", "context": "rag", **LME}),
+    ("longmemeval", {"variant": "s", "context": "rag", "retrieval_unit": "turn", **LME}),
+    ("longmemeval", {"variant": "s", "context": "oracle", "history_format": "text", **LME}),
+    ("longmemeval", {"variant": "s", "context": "none", **LME}),
+    ("longmemeval", {"variant": "s", "chain_of_note": True, **LME}),
+    ("longmemeval_oracle", LME),
+    ("longmemeval_m", {"context": "truncated", "max_context_tokens": 3000, **LME}),
+    ("longmemeval_abstention", LME),
+    ("longmemeval_knowledge_update", LME),
+    ("locomo_event_summary", {}),
+    ("locomo_event_summary", {"sessions": 3, "conversations": "conv-26,conv-30"}),
+    ("locomo_event_summary", {"incremental": True, "sessions": 2}),
+    ("locomo_dialogue", {"bertscore": False}),
+    ("locomo_dialogue", {"context": "truncated", "bertscore": False}),
+    ("locomo_dialogue", {"context": "session", "seed": 4, "bertscore": False}),
+    ("locomo_dialogue", {"context": "rag", "turns_per_conversation": 5, "bertscore": False}),
+]
+
+#: (lm-eval task or group, --metadata). Each row is one lm-eval task build.
+LM_EVAL_CASES: list[tuple[str, dict[str, Any]]] = [
+    ("locomo", {}),
+    ("locomo", {"context": "rag"}),
+    ("locomo", {"context": "truncated", "max_context_tokens": 1500}),
+    ("locomo_temporal", {"context": "oracle"}),
+    ("locomo_plus", {}),
+    ("locomo_plus", {"context": "rag", "disclose_task": True}),
+    ("locomo_plus_cognitive", {"context": "none", "sample_order": "host"}),
+    ("longmemeval_s", LME),
+    ("longmemeval_oracle", {"context": "rag", **LME}),
+    ("longmemeval_m", {"context": "truncated", "context_window": 4000, **LME}),
+    ("longmemeval_s_abstention", LME),
+    ("locomo_event_summary", {}),
+    ("locomo_dialogue", {"context": "session"}),
+]
+
+
+def _digest(rows: Iterator[Any]) -> str:
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, ensure_ascii=False, sort_keys=True, default=str).encode())
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def case_key(name: str, options: Mapping[str, Any]) -> str:
+    shown = {k: v for k, v in options.items() if k not in LME}
+    return f"{name} {json.dumps(shown, sort_keys=True)}"
+
+
+def inspect_task(name: str, options: Mapping[str, Any]) -> Any:
+    """The memevals task `name` built by Inspect's own registry (as `inspect eval` does)."""
+    from importlib.metadata import entry_points
+
+    from inspect_ai._util.registry import registry_create
+
+    for ep in entry_points(group="inspect_ai"):
+        if ep.name == "memevals":
+            ep.load()
+    try:
+        return registry_create("task", f"memevals/{name}", **options)
+    except LookupError:  # imported from the checkout (pytest's rootdir): the bare name
+        return registry_create("task", name, **options)
+
+
+def _message_text(message: Any) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return json.dumps([c.model_dump(exclude={"id"}) for c in content], sort_keys=True)
+
+
+def inspect_fingerprint(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    task = inspect_task(name, options)
+    samples = list(task.dataset)
+    return {
+        "samples": len(samples),
+        "prompts": _digest(
+            [
+                s.id,
+                [[m.role, _message_text(m)] for m in s.input],
+                s.target,
+            ]
+            for s in samples
+        ),
+        "metadata": _digest([s.id, s.metadata] for s in samples),
+    }
+
+
+def lm_eval_fingerprint(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    from memevals.lm_eval_tasks import include_path
+
+    manager = TaskManager(include_path=include_path(), include_defaults=False, metadata=options)
+    tasks: dict[str, Any] = {}
+
+    def leaves(d: Mapping[Any, Any]) -> None:
+        for key, value in d.items():
+            if isinstance(value, Mapping):
+                leaves(value)
+            else:
+                tasks[str(getattr(key, "group_name", key))] = value
+
+    leaves(get_task_dict([name], manager))
+    rows: list[Any] = []
+    metadata: list[Any] = []
+    for task_name in sorted(tasks):
+        task = tasks[task_name]
+        for doc in task.test_docs():
+            md = json.loads(doc["metadata"])
+            md.pop("prompt_tokens", None)  # the one count that may change (issue 15 drift fix)
+            rows.append([task_name, doc["id"], task.doc_to_text(doc), task.doc_to_target(doc)])
+            metadata.append([task_name, doc["id"], md])
+    return {
+        "samples": len(rows),
+        "prompts": _digest(iter(rows)),
+        "metadata": _digest(iter(metadata)),
+    }
+
+
+def compute_all() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for name, options in INSPECT_CASES:
+        out[f"inspect: {case_key(name, options)}"] = inspect_fingerprint(name, options)
+        print(f"inspect {case_key(name, options)}", file=sys.stderr)
+    for name, options in LM_EVAL_CASES:
+        out[f"lm_eval: {case_key(name, options)}"] = lm_eval_fingerprint(name, options)
+        print(f"lm_eval {case_key(name, options)}", file=sys.stderr)
+    return out
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("MEMEVALS_DATA_DIR", str(REPO.parent / "shared" / "data"))
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    result = compute_all()
+    if "--write" in sys.argv:
+        DIGESTS.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    else:
+        expected = json.loads(DIGESTS.read_text())
+        bad = [k for k in result if result[k] != expected.get(k)]
+        print("\n".join(f"DIFFERS: {k}\n  now {result[k]}\n  was {expected.get(k)}" for k in bad))
+        print(f"{len(result) - len(bad)} same, {len(bad)} differ")
