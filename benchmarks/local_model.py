@@ -33,7 +33,7 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import Model, get_model
 
 from memevals.inspect_tasks.locomo import locomo
-from memevals.local_model import prepare_smollm2
+from memevals.tools.local_model import prepare_smollm2
 
 MODES: list[tuple[str, dict[str, Any]]] = [
     ("none", {"context": "none"}),

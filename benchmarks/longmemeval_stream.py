@@ -2,7 +2,7 @@
 
 Generates a same-schema file (benchmarks/gen_longmemeval.py, in a child process so its memory is
 not counted) in a temporary folder, then streams it through the real adapter
-(`memevals.adapters.longmemeval.iter_instances`: ijson parse, full validation, dataclasses),
+(`memevals.benchmarks.longmemeval.data.iter_instances`: ijson parse, full validation, dataclasses),
 optionally rendering each instance's full JSON-format history prompt as the task would, and
 keeping nothing. Reports peak RSS of this process (goal: at most 1 GB) and instances/s.
 
@@ -30,8 +30,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from memevals.adapters.longmemeval import iter_instances  # noqa: E402
-from memevals.prompts.longmemeval import history_text, session_blocks  # noqa: E402
+from memevals.benchmarks.longmemeval.data import iter_instances  # noqa: E402
+from memevals.benchmarks.longmemeval.prompts import history_text, session_blocks  # noqa: E402
 
 
 def peak_rss_mb() -> float:

@@ -22,17 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memevals.adapters.locomo import load_locomo
-from memevals.memory import (
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.memory import UNIT_BUILDERS, annotate_items, locomo_context
+from memevals.benchmarks.locomo.prompts import build_items
+from memevals.core.retrievers import (
     DEFAULT_EMBEDDING_MODEL,
-    UNIT_BUILDERS,
-    annotate_items,
-    get_token_counter,
-    locomo_context,
     make_retriever,
     resolve_embedding_model,
 )
-from memevals.prompts.locomo import build_items
+from memevals.core.tokens import get_token_counter
 
 
 def _ms(seconds: float) -> float:
@@ -103,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.torch_threads)
     # The 4 unresolvable evidence ids are reported by the task; not needed in this report.
-    logging.getLogger("memevals.memory.locomo").setLevel(logging.ERROR)
+    logging.getLogger("memevals.benchmarks.locomo.memory").setLevel(logging.ERROR)
 
     convs = load_locomo(args.data_dir)[: args.conversations]
     counter = get_token_counter()

@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from reference_locomo import prediction_variants, ref_score
 
-from memevals.adapters.locomo import load_locomo
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.scoring import _STEMS, _token_counts
 from memevals.scorers import locomo_f1
-from memevals.scorers.locomo_qa import _STEMS, _token_counts
 
 #: Each round times both implementations once; ours starts with empty caches every round.
 ROUNDS = 5

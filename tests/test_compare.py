@@ -21,11 +21,11 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.tool import ToolChoice, ToolInfo
 from scripted_judge import norm
 
-from memevals.compare import load_rows, main, markdown_tables
+from memevals.benchmarks.locomo.prompts import NOT_MENTIONED, prediction_for_scoring
 from memevals.inspect_tasks.locomo import locomo
 from memevals.inspect_tasks.longmemeval import longmemeval
-from memevals.prompts.locomo import NOT_MENTIONED, prediction_for_scoring
 from memevals.scorers import locomo_f1
+from memevals.tools.compare import load_rows, main, markdown_tables
 
 REPO = Path(__file__).resolve().parents[1]
 CATS = ["single_hop", "multi_hop", "temporal", "open_domain", "adversarial"]
@@ -256,7 +256,7 @@ def test_cli_writes_csv_and_charts_that_open(
 def test_module_entry_point_and_errors(logs: tuple[Path, list[Sample]], tmp_path: Path) -> None:
     log_dir, _ = logs
     proc = subprocess.run(
-        [sys.executable, "-m", "memevals.compare", str(log_dir), "--no-png"],
+        [sys.executable, "-m", "memevals.tools.compare", str(log_dir), "--no-png"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -266,7 +266,7 @@ def test_module_entry_point_and_errors(logs: tuple[Path, list[Sample]], tmp_path
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["scripts"]["memevals-compare"] == "memevals.compare:main"
+    assert project["scripts"]["memevals-compare"] == "memevals.tools.compare:main"
     assert any(dep.startswith("matplotlib") for dep in project["optional-dependencies"]["report"])
     missing = tmp_path / "nothing-here"
     with pytest.raises(SystemExit) as exc:
@@ -316,7 +316,7 @@ def test_other_epoch_reducers_get_their_own_columns(
 
 
 def test_chart_names_from_log_metadata_never_escape_the_folder() -> None:
-    from memevals.compare import safe_file_stem
+    from memevals.tools.compare import safe_file_stem
 
     assert safe_file_stem("../../etc/passwd") == "etc_passwd"
     assert safe_file_stem("memevals/locomo_plus") == "memevals_locomo_plus"
@@ -327,8 +327,8 @@ def test_chart_names_from_log_metadata_never_escape_the_folder() -> None:
 def test_context_labels_come_from_the_settings_the_task_logged() -> None:
     """LongMemEval's rag unit defaults to session and its truncation budget to 126,500 tokens:
     the label must say what ran, not LoCoMo's defaults (dialog, 4000)."""
-    from memevals.compare import _context_label
-    from memevals.memory.longmemeval import longmemeval_memory
+    from memevals.benchmarks.longmemeval.memory import longmemeval_memory
+    from memevals.tools.compare import _context_label
 
     truncated = longmemeval_memory("truncated", context_window=8192)
     md = {"variant": "m", **truncated.settings()}

@@ -10,8 +10,7 @@ import pytest
 from rouge_score import rouge_scorer
 from sacrebleu.metrics.bleu import BLEU
 
-from memevals.memory import packaged_minilm_path
-from memevals.scorers.dialogue import (
+from memevals.benchmarks.locomo_dialogue.scoring import (
     bertscore,
     bleu,
     bleu_stats,
@@ -20,6 +19,7 @@ from memevals.scorers.dialogue import (
     get_bertscorer,
     rouge_l,
 )
+from memevals.core.retrievers import packaged_minilm_path
 
 
 def _sacrebleu_sentence(pred: str, ref: str, order: int) -> float:

@@ -17,13 +17,12 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ContentImage, ContentText, ModelOutput, get_model
 
-import memevals.inspect_tasks.dialogue as dialogue_task
-from memevals.adapters import DataError
-from memevals.adapters.locomo import load_locomo, load_locomo_file
-from memevals.inspect_tasks.dialogue import ImageUnavailable, fetch_image, locomo_dialogue
-from memevals.memory import get_token_counter, locomo_context, packaged_minilm_path
-from memevals.memory import locomo as memory
-from memevals.prompts.dialogue import (
+import memevals.inspect_tasks.locomo_dialogue as dialogue_task
+from memevals.benchmarks.locomo import memory as memory
+from memevals.benchmarks.locomo.data import load_locomo, load_locomo_file
+from memevals.benchmarks.locomo.memory import locomo_context
+from memevals.benchmarks.locomo.prompts import render_sessions
+from memevals.benchmarks.locomo_dialogue.prompts import (
     DialogueTurn,
     build_dialogue_items,
     dialogue_context,
@@ -31,8 +30,7 @@ from memevals.prompts.dialogue import (
     history_sessions,
     select_turns,
 )
-from memevals.prompts.locomo import render_sessions
-from memevals.scorers.dialogue import (
+from memevals.benchmarks.locomo_dialogue.scoring import (
     bertscore,
     bleu,
     bleu_stats,
@@ -41,6 +39,10 @@ from memevals.scorers.dialogue import (
     get_bertscorer,
     rouge_l,
 )
+from memevals.core.files import DataError
+from memevals.core.retrievers import packaged_minilm_path
+from memevals.core.tokens import get_token_counter
+from memevals.inspect_tasks.locomo_dialogue import ImageUnavailable, fetch_image, locomo_dialogue
 
 MINILM = str(packaged_minilm_path())
 PNG = base64.b64decode(

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memevals.estimate import (
+from memevals.core.tokens import approx_token_count, get_token_counter
+from memevals.tools.estimate import (
     MESSAGE_OVERHEAD,
     REQUEST_OVERHEAD,
     CacheRule,
@@ -22,7 +23,6 @@ from memevals.estimate import (
     parse_task_args,
     shared_prefix_tokens,
 )
-from memevals.memory import approx_token_count, get_token_counter
 
 
 def test_locomo_full_context_matches_a_direct_count(data_dir: Path) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pytest
 from rouge_score import rouge_scorer
 
-from memevals.scorers.event_summary import (
+from memevals.benchmarks.locomo_event_summary.scoring import (
     FactScore,
     GraderFailure,
     decompose_prompt,

@@ -16,15 +16,15 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 
-from memevals.adapters.locomo import load_locomo
-from memevals.inspect_tasks.event_summary import locomo_event_summary
-from memevals.prompts.event_summary import (
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo_event_summary.prompts import (
     build_event_items,
     empty_events,
     reference_events,
     reference_text,
 )
-from memevals.scorers.event_summary import rouge_scores
+from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
+from memevals.inspect_tasks.locomo_event_summary import locomo_event_summary
 
 # ----------------------------------------------------------------------------------------------
 # Helpers: a scripted grader that reads our prompts the way a model would

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memevals.scorers import event_summary
-from memevals.scorers.judge import json_object_reply, parse_verdict
+from memevals.benchmarks.locomo_event_summary import scoring as event_summary
+from memevals.core.judge import json_object_reply, parse_verdict
 
 
 def test_strict_json_reader() -> None:

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memevals.adapters.locomo import load_locomo
-from memevals.prompts.locomo import build_items, judge_inputs
-from memevals.scorers.agreement import agreement_by_group, cohen_kappa
-from memevals.scorers.judge import (
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.prompts import build_items, judge_inputs
+from memevals.core.agreement import agreement_by_group, cohen_kappa
+from memevals.core.judge import (
     JUDGE_CRITERIA,
     JudgeInput,
     candidate_tag,

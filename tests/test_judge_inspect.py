@@ -20,11 +20,11 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import generate
 from scripted_judge import quoted_candidate
 
-from memevals.adapters.locomo import load_locomo
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.prompts import NOT_MENTIONED, build_items
+from memevals.core.judge import JUDGE_CRITERIA, repair_message
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.locomo import locomo
-from memevals.prompts.locomo import NOT_MENTIONED, build_items
-from memevals.scorers.judge import JUDGE_CRITERIA, repair_message
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
@@ -401,7 +401,7 @@ def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: 
 
     def agreement(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "memevals.judge_agreement", *args],
+            [sys.executable, "-m", "memevals.tools.judge_agreement", *args],
             capture_output=True,
             text=True,
             timeout=300,

@@ -14,8 +14,8 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.model import GenerateConfig, get_model
 
+from memevals.core.judge import JUDGE_CRITERIA
 from memevals.inspect_tasks.locomo import locomo
-from memevals.scorers.judge import JUDGE_CRITERIA
 
 IDS = ["conv-26-q82", "conv-26-q152"]  # one single-hop question, one adversarial
 

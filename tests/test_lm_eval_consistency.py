@@ -22,8 +22,8 @@ from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 from lm_eval_support import TableLM, run_inspect
 
+from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
-from memevals.prompts import PromptItem
 
 #: Questions per category taken by both frameworks (the first ones, in file order).
 PER_CATEGORY = 6
@@ -85,10 +85,10 @@ def lm_eval_sample_scores(results: dict[str, Any], metric: str) -> dict[str, flo
 def test_locomo_scores_match_across_frameworks(
     options: dict[str, Any], data_dir: Path, tmp_path: Path
 ) -> None:
-    from memevals.adapters.locomo import CATEGORY_NAMES, load_locomo
+    from memevals.benchmarks.locomo.data import CATEGORY_NAMES, load_locomo
+    from memevals.benchmarks.locomo.memory import locomo_context
+    from memevals.benchmarks.locomo.prompts import build_items
     from memevals.inspect_tasks.locomo import locomo
-    from memevals.memory import locomo_context
-    from memevals.prompts.locomo import build_items
 
     # The first PER_CATEGORY questions of each category, as lm-eval's --limit takes them.
     items = build_items(
@@ -150,10 +150,10 @@ def grader_verdicts() -> Any:
 
 
 def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_path: Path) -> None:
-    from memevals.adapters.locomo import CATEGORY_NAMES, load_locomo
+    from memevals.benchmarks.locomo.data import CATEGORY_NAMES, load_locomo
+    from memevals.benchmarks.locomo.memory import locomo_context
+    from memevals.benchmarks.locomo_plus.prompts import build_plus_items
     from memevals.inspect_tasks.locomo_plus import locomo_plus
-    from memevals.memory import locomo_context
-    from memevals.prompts.locomo_plus import build_plus_items
 
     factual = list(CATEGORY_NAMES.values())
     items = build_plus_items(

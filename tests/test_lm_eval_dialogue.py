@@ -18,10 +18,17 @@ from lm_eval.tasks import TaskManager
 from lm_eval_support import TableLM, inspect_prompt, run_inspect, run_lm_eval_cli, samples_of
 from test_dialogue_task import _metrics, _scores
 
-from memevals.inspect_tasks.dialogue import locomo_dialogue
+from memevals.benchmarks.locomo_dialogue.scoring import (
+    BleuStats,
+    bleu,
+    bleu_stats,
+    clean_reply,
+    corpus_bleu,
+)
+from memevals.inspect_tasks.locomo_dialogue import locomo_dialogue
 from memevals.lm_eval_tasks import include_path
-from memevals.lm_eval_tasks.utils import OptionError, dialogue_docs, doc_item, doc_to_text
-from memevals.scorers.dialogue import BleuStats, bleu, bleu_stats, clean_reply, corpus_bleu
+from memevals.lm_eval_tasks.common import OptionError, doc_item, doc_to_text
+from memevals.lm_eval_tasks.locomo_dialogue.utils import dialogue_docs
 
 #: Keys the lm-eval documents add to the Inspect metadata (what process_results needs).
 LM_EVAL_EXTRA = {"bertscore", "bertscore_model", "bertscore_layers"}

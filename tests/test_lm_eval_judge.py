@@ -1,4 +1,4 @@
-"""`python -m memevals.judge`: lm-eval --log_samples output judged by the memevals LLM judge.
+"""`python -m memevals.tools.judge`: lm-eval --log_samples output judged by the memevals LLM judge.
 
 The samples files are written by lm-eval's own EvaluationTracker (the code its CLI uses), the
 grader is scripted (tests/scripted_judge.py rules), and the verdicts and aggregate tables must
@@ -27,10 +27,10 @@ from lm_eval.tasks import TaskManager
 from lm_eval_support import TableLM, run_inspect, samples_of
 from scripted_judge import quoted_candidate, scripted_verdict
 
-from memevals.judge import SamplesError, judge_samples
+from memevals.benchmarks.locomo.memory import locomo_context
+from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
-from memevals.memory import locomo_context
-from memevals.prompts import PromptItem
+from memevals.tools.judge import SamplesError, judge_samples
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -115,9 +115,9 @@ def assert_same_metrics(a: dict[str, float], b: dict[str, float]) -> None:
 
 
 def test_locomo_verdicts_and_table_equal_the_inspect_task(data_dir: Path, tmp_path: Path) -> None:
-    from memevals.adapters.locomo import CATEGORY_NAMES, load_locomo
+    from memevals.benchmarks.locomo.data import CATEGORY_NAMES, load_locomo
+    from memevals.benchmarks.locomo.prompts import build_items
     from memevals.inspect_tasks.locomo import locomo
-    from memevals.prompts.locomo import build_items
 
     per_category = 4
     items = build_items(load_locomo(), context=locomo_context("none"), context_mode="none")
@@ -173,10 +173,10 @@ def test_locomo_verdicts_and_table_equal_the_inspect_task(data_dir: Path, tmp_pa
 
 
 def test_longmemeval_table_equals_the_inspect_task(tmp_path: Path) -> None:
-    from memevals.adapters.longmemeval import iter_longmemeval
+    from memevals.benchmarks.longmemeval.data import iter_longmemeval
+    from memevals.benchmarks.longmemeval.memory import longmemeval_memory
+    from memevals.benchmarks.longmemeval.prompts import build_item
     from memevals.inspect_tasks.longmemeval import longmemeval
-    from memevals.memory.longmemeval import longmemeval_memory
-    from memevals.prompts.longmemeval import build_item
 
     memory = longmemeval_memory("oracle")
     items = [
@@ -212,8 +212,8 @@ def test_longmemeval_table_equals_the_inspect_task(tmp_path: Path) -> None:
 def test_grader_calls_are_cached(
     data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memevals.adapters.locomo import load_locomo
-    from memevals.prompts.locomo import build_items
+    from memevals.benchmarks.locomo.data import load_locomo
+    from memevals.benchmarks.locomo.prompts import build_items
 
     monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     items = [
@@ -237,8 +237,8 @@ def test_grader_calls_are_cached(
 
 def test_cli_with_a_scripted_grader(data_dir: Path, tmp_path: Path) -> None:
     """The real command line (argument parsing, printing, files) in a subprocess."""
-    from memevals.adapters.locomo import load_locomo
-    from memevals.prompts.locomo import build_items
+    from memevals.benchmarks.locomo.data import load_locomo
+    from memevals.benchmarks.locomo.prompts import build_items
 
     items = [
         i for i in build_items(load_locomo(), context=locomo_context("none"), context_mode="none")
@@ -252,7 +252,7 @@ def test_cli_with_a_scripted_grader(data_dir: Path, tmp_path: Path) -> None:
     )
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import scripted_judge; "
-        "from memevals.judge import main; sys.exit(main(sys.argv[2:]))"
+        "from memevals.tools.judge import main; sys.exit(main(sys.argv[2:]))"
     )
     cmd = [
         sys.executable, "-c", code, str(REPO / "tests"), str(run_dir),
@@ -307,11 +307,11 @@ def test_locomo_plus_cognitive_verdicts_equal_the_inspect_task(
     data_dir: Path, tmp_path: Path
 ) -> None:
     """Cognitive samples are judged only: same prompts, same verdicts, same per-relation table."""
-    from memevals.adapters.locomo import load_locomo
-    from memevals.adapters.locomo_plus import load_locomo_plus, stitch_all
+    from memevals.benchmarks.locomo.data import load_locomo
+    from memevals.benchmarks.locomo_plus.data import load_locomo_plus, stitch_all
+    from memevals.benchmarks.locomo_plus.memory import cognitive_oracle
+    from memevals.benchmarks.locomo_plus.prompts import cognitive_item
     from memevals.inspect_tasks.locomo_plus import locomo_plus_cognitive
-    from memevals.memory.locomo_plus import cognitive_oracle
-    from memevals.prompts.locomo_plus import cognitive_item
 
     conversations = load_locomo()
     stitched = stitch_all(load_locomo_plus()[:8], conversations)
@@ -356,9 +356,12 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
     equal Inspect's locomo_event_summary on the same replies and scripted grader."""
     from test_event_summary_task import scripted_grader
 
-    from memevals.adapters.locomo import load_locomo
-    from memevals.inspect_tasks.event_summary import locomo_event_summary
-    from memevals.prompts.event_summary import build_event_items, select_conversations
+    from memevals.benchmarks.locomo.data import load_locomo
+    from memevals.benchmarks.locomo_event_summary.prompts import (
+        build_event_items,
+        select_conversations,
+    )
+    from memevals.inspect_tasks.locomo_event_summary import locomo_event_summary
 
     convs = "conv-26,conv-30"
     items = build_event_items(select_conversations(load_locomo(), convs)).items
@@ -405,10 +408,10 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
 
 
 def test_grader_args_are_read_as_inspect_reads_dash_m(capsys: pytest.CaptureFixture[str]) -> None:
-    """`python -m memevals.judge -M` values mean what they mean after `inspect eval -M`."""
+    """`python -m memevals.tools.judge -M` values mean what they mean after `inspect eval -M`."""
     from inspect_ai._util.config import parse_cli_args
 
-    from memevals.judge import grader_args, main
+    from memevals.tools.judge import grader_args, main
 
     pairs = ["temperature=0.5", "stop=a,b", "name=gpt", "flag=true", "port=8000", "x=[1, 2]"]
     got = grader_args(pairs)

@@ -17,14 +17,12 @@ from lm_eval.api.model import LM
 from lm_eval.tasks import TaskManager
 from lm_eval_support import run_lm_eval_cli, samples_of
 
+from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
-from memevals.lm_eval_tasks.utils import (
-    OptionError,
-    event_summary_docs,
-    locomo_docs,
-    longmemeval_docs,
-)
-from memevals.prompts import PromptItem
+from memevals.lm_eval_tasks.common import OptionError
+from memevals.lm_eval_tasks.locomo.utils import locomo_docs
+from memevals.lm_eval_tasks.locomo_event_summary.utils import event_summary_docs
+from memevals.lm_eval_tasks.longmemeval.utils import longmemeval_docs
 from memevals.scorers import locomo_f1
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,8 +64,8 @@ def test_every_task_and_group_is_indexed() -> None:
 
 def test_lm_eval_cli_dummy_model_offline(data_dir: Path, tmp_path: Path) -> None:
     """Acceptance: `lm_eval --model dummy --tasks locomo --limit 20` runs without network."""
-    from memevals.adapters.locomo import load_locomo
-    from memevals.prompts.locomo import build_items, prediction_for_scoring
+    from memevals.benchmarks.locomo.data import load_locomo
+    from memevals.benchmarks.locomo.prompts import build_items, prediction_for_scoring
 
     run_dir = run_lm_eval_cli(["--model", "dummy", "--tasks", "locomo", "--limit", "20"], tmp_path)
     [results_file] = run_dir.glob("results_*.json")
@@ -143,8 +141,8 @@ class Echo(LM):  # type: ignore[misc]
 
 
 def test_longmemeval_groups_on_the_fixture_with_rag_metrics() -> None:
-    from memevals.adapters.longmemeval import iter_longmemeval
-    from memevals.memory.longmemeval import headline_keys, longmemeval_memory
+    from memevals.benchmarks.longmemeval.data import iter_longmemeval
+    from memevals.benchmarks.longmemeval.memory import headline_keys, longmemeval_memory
 
     metadata = {
         "data_dir": str(FIXTURES),
@@ -210,7 +208,7 @@ def test_locomo_plus_cognitive_has_no_f1_but_cue_recall(data_dir: Path) -> None:
 @pytest.mark.slow
 def test_lm_eval_cli_smollm2_on_cpu(smollm2_dir: Path, data_dir: Path, tmp_path: Path) -> None:
     """A real model through lm-eval's HF backend with its chat template, a few questions."""
-    from memevals.prompts.locomo import prediction_for_scoring
+    from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 
     run_dir = run_lm_eval_cli(
         [
@@ -249,7 +247,7 @@ def test_lm_eval_cli_smollm2_on_cpu(smollm2_dir: Path, data_dir: Path, tmp_path:
 
 def test_locomo_plus_sample_order_matches_the_inspect_task(data_dir: Path) -> None:
     from memevals.inspect_tasks.locomo_plus import locomo_plus_cognitive
-    from memevals.lm_eval_tasks.utils import locomo_plus_docs
+    from memevals.lm_eval_tasks.locomo_plus.utils import locomo_plus_docs
 
     docs = locomo_plus_docs("cognitive", sample_order="host", context="none")["test"]
     inspect_ids = [str(s.id) for s in locomo_plus_cognitive(sample_order="host").dataset]

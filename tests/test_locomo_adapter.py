@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from memevals.adapters import _files
-from memevals.adapters._files import DataError, PinnedFile, resolve
-from memevals.adapters.locomo import (
+from memevals.benchmarks.locomo.data import (
     CATEGORY_NAMES,
     LOCOMO_FILE,
     load_locomo,
     load_locomo_file,
     split_evidence,
 )
+from memevals.core import files as _files
+from memevals.core.files import DataError, PinnedFile, resolve
 
 # sample -> (sessions, turns, qa, c1, c2, c3, c4, c5)   BENCHMARKS.md §1.3
 COUNTS = {

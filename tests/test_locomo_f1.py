@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from reference_locomo import prediction_variants, ref_normalize, ref_score
 
-from memevals.adapters.locomo import load_locomo
+from memevals.benchmarks.locomo.data import load_locomo
 from memevals.scorers import abstained, answer_tokens, locomo_f1, normalize_answer
 
 WORKED = [

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from memevals.adapters.locomo import load_locomo
-from memevals.adapters.locomo_plus import load_locomo_plus, load_locomo_plus_file, stitch_all
-from memevals.memory import get_token_counter, locomo_context
-from memevals.memory.locomo_plus import cognitive_context, truncate_history, turn_id
-from memevals.prompts.locomo import CHOICE_INSTRUCTION, TEMPORAL_INSTRUCTION, build_items
-from memevals.prompts.locomo_plus import (
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.memory import locomo_context
+from memevals.benchmarks.locomo.prompts import CHOICE_INSTRUCTION, TEMPORAL_INSTRUCTION, build_items
+from memevals.benchmarks.locomo_plus.data import load_locomo_plus, load_locomo_plus_file, stitch_all
+from memevals.benchmarks.locomo_plus.memory import cognitive_context, truncate_history, turn_id
+from memevals.benchmarks.locomo_plus.prompts import (
     CATEGORIES,
     UNIFIED_INSTRUCTION,
     build_plus_items,
@@ -28,6 +28,7 @@ from memevals.prompts.locomo_plus import (
     parse_plus_categories,
     render_history,
 )
+from memevals.core.tokens import get_token_counter
 
 
 @pytest.fixture(scope="module")
@@ -215,9 +216,9 @@ def test_rag_retrieves_history_turns_by_the_trigger(convs: list[Any], stitched: 
 
 _DIGEST = """
 import hashlib, json, sys
-from memevals.adapters.locomo import load_locomo
-from memevals.adapters.locomo_plus import load_locomo_plus, load_locomo_plus_file, stitch_all
-from memevals.prompts.locomo_plus import build_plus_items
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo_plus.data import load_locomo_plus, load_locomo_plus_file, stitch_all
+from memevals.benchmarks.locomo_plus.prompts import build_plus_items
 convs = load_locomo(sys.argv[1])
 st = stitch_all(load_locomo_plus(sys.argv[1]), convs, gap_fix=sys.argv[2] == "1")
 h = hashlib.sha256()

@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from memevals.adapters import DataError
-from memevals.adapters.locomo import load_locomo
-from memevals.adapters.locomo_plus import (
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo_plus.data import (
     LOCOMO_PLUS_FILE,
     load_locomo_plus,
     load_locomo_plus_file,
@@ -31,7 +30,8 @@ from memevals.adapters.locomo_plus import (
     stitch,
     stitch_all,
 )
-from memevals.prompts.locomo_plus import build_plus_items, cue_evidence
+from memevals.benchmarks.locomo_plus.prompts import build_plus_items, cue_evidence
+from memevals.core.files import DataError
 
 # --------------------------------------------------------------------------- reference
 

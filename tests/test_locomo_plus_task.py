@@ -17,9 +17,9 @@ from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from scripted_judge import judge_labels, quoted_candidate
 
-from memevals.adapters.locomo import load_locomo
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.inspect_tasks.locomo_plus import locomo_plus, locomo_plus_cognitive
-from memevals.prompts.locomo import prediction_for_scoring
 from memevals.scorers import locomo_f1
 
 RELATIONS = ("causal", "state", "goal", "value")
@@ -341,8 +341,8 @@ def test_real_smollm2_answers_and_judges_cognitive_samples(
 def test_host_order_groups_by_conversation_and_raises_the_shared_prefix(
     full_task: Any, data_dir: Path
 ) -> None:
-    from memevals.estimate import estimate_samples
-    from memevals.memory.tokens import get_token_counter
+    from memevals.core.tokens import get_token_counter
+    from memevals.tools.estimate import estimate_samples
 
     file_order = list(full_task.dataset)
     host_task = locomo_plus(sample_order="host")

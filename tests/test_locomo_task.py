@@ -12,9 +12,9 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
 
-from memevals.adapters.locomo import load_locomo
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.prompts import NOT_MENTIONED, choice_options, resolve_choice
 from memevals.inspect_tasks.locomo import locomo, locomo_adversarial, locomo_temporal
-from memevals.prompts.locomo import NOT_MENTIONED, choice_options, resolve_choice
 from memevals.scorers import locomo_f1
 
 

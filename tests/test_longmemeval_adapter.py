@@ -13,8 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memevals.adapters._files import DataError
-from memevals.adapters.longmemeval import (
+from memevals.benchmarks.longmemeval.data import (
     FILES,
     REVISION,
     Instance,
@@ -25,6 +24,7 @@ from memevals.adapters.longmemeval import (
     load_longmemeval_file,
     locate,
 )
+from memevals.core.files import DataError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LME = FIXTURES / "longmemeval"
@@ -184,7 +184,7 @@ class _Served(io.BytesIO):
 
 
 def test_download_failure_names_the_url(no_data_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from memevals.adapters import _files
+    from memevals.core import files as _files
 
     def fail(url: str, timeout: float) -> _Served:
         raise OSError("network unreachable")
@@ -199,7 +199,7 @@ def test_download_with_implausible_size_never_reaches_the_cache(
 ) -> None:
     """The real download path with only the network faked: a file of an implausible size is
     rejected before it is renamed into the cache, and no partial file is left behind."""
-    from memevals.adapters import _files
+    from memevals.core import files as _files
 
     cache = no_data_env / "cache" / "longmemeval"
     small = (LME / "longmemeval_oracle.json").read_bytes()  # far too small for the real oracle

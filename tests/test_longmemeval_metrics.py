@@ -7,13 +7,13 @@ import math
 import pytest
 from inspect_ai.scorer import SampleScore, Score
 
+from memevals.benchmarks.longmemeval.scoring import LmeLabel, summarize
 from memevals.inspect_tasks.longmemeval import (
     abstention_accuracy,
     overall_accuracy,
     task_averaged_accuracy,
     type_accuracy,
 )
-from memevals.scorers.longmemeval import LmeLabel, summarize
 
 # 10 judged questions:
 #   single_session_user:  1, 1, 0(_abs)          -> 2/3

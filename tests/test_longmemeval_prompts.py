@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memevals.adapters.longmemeval import Instance, load_longmemeval
-from memevals.prompts.longmemeval import (
+from memevals.benchmarks.longmemeval.data import Instance, load_longmemeval
+from memevals.benchmarks.longmemeval.prompts import (
     NO_NOTES,
     build_item,
     history_text,

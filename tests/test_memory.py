@@ -14,23 +14,20 @@ from typing import Any
 
 import pytest
 
-from memevals.adapters.locomo import Conversation, load_locomo
-from memevals.memory import (
-    BM25Retriever,
-    IndexCache,
-    MemoryUnit,
+from memevals.benchmarks.locomo.data import Conversation, load_locomo
+from memevals.benchmarks.locomo.memory import (
     annotate_items,
-    approx_token_count,
     dialog_units,
     evidence_turns,
-    get_token_counter,
     locomo_context,
     observation_units,
+    render_recent_turns,
     summary_units,
     truncate_to_budget,
 )
-from memevals.memory.locomo import render_recent_turns
-from memevals.prompts.locomo import build_items, render_conversation, turn_line
+from memevals.benchmarks.locomo.prompts import build_items, render_conversation, turn_line
+from memevals.core.retrievers import BM25Retriever, IndexCache, MemoryUnit
+from memevals.core.tokens import approx_token_count, get_token_counter
 
 # sha256 of the vocabularies tiktoken downloads (its expected_hash values)
 TIKTOKEN_SHA256 = {
@@ -335,7 +332,7 @@ def test_annotate_items_reports_prompt_tokens_and_unmatched_evidence(
 
 def test_embedding_retriever_from_the_packaged_model_offline(convs: list[Conversation]) -> None:
     pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
-    from memevals.memory import EmbeddingRetriever, packaged_minilm_path
+    from memevals.core.retrievers import EmbeddingRetriever, packaged_minilm_path
 
     path = packaged_minilm_path()
     if path is None:

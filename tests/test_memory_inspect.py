@@ -13,8 +13,8 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ModelOutput, get_model
 
+from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.locomo import locomo, locomo_open_domain
-from memevals.memory import get_token_counter
 from memevals.scorers import locomo_evidence_recall, turn_precision_recall
 
 

@@ -21,9 +21,9 @@ import pytest
 from cli_support import run_inspect_cli
 from inspect_ai.log import read_eval_log
 
-from memevals.adapters.locomo import load_locomo
-from memevals.compare import load_rows
-from memevals.prompts.locomo import NOT_MENTIONED
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.prompts import NOT_MENTIONED
+from memevals.tools.compare import load_rows
 
 pytest.importorskip("openai", reason="the openai-api provider needs the openai package")
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.stem import PorterStemmer
 
-from memevals.scorers.porter import porter_stem
+from memevals.benchmarks.locomo.porter import porter_stem
 
 NLTK = PorterStemmer()
 

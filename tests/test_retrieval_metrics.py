@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memevals.adapters.locomo import CATEGORY_NAMES, load_locomo
+from memevals.benchmarks.locomo.data import CATEGORY_NAMES, load_locomo
 from memevals.scorers import (
     locomo_evidence_recall,
     locomo_recall_for_mean,

@@ -1,1 +1,1 @@
-"""Inspect AI tasks, solvers and scorer wrappers (import memevals._registry to register all)."""
+"""Inspect AI tasks, solvers and scorer wrappers (the `registry` module registers them all)."""

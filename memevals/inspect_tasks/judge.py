@@ -1,4 +1,4 @@
-"""`llm_judge()`: the Inspect scorer around memevals.scorers.judge.
+"""`llm_judge()`: the Inspect scorer around memevals.core.judge.
 
 Each sample carries ``metadata["judge"]`` — the JudgeInput fields except the prediction (the
 criterion, question, reference, evidence, dates). The prediction is the model's completion,
@@ -43,8 +43,8 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from memevals.prompts.locomo import prediction_for_scoring
-from memevals.scorers.judge import (
+from memevals.benchmarks.locomo.prompts import prediction_for_scoring
+from memevals.core.judge import (
     JudgeInput,
     Verdict,
     judge_prompt,

@@ -15,8 +15,10 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState, generate
 
-from memevals.adapters.locomo import CATEGORY_NAMES, LOCOMO_FILE, load_locomo
-from memevals.inspect_tasks._common import fixed_param_task, to_dataset
+from memevals.benchmarks.locomo.data import CATEGORY_NAMES, LOCOMO_FILE, load_locomo
+from memevals.benchmarks.locomo.memory import annotate_items, locomo_context
+from memevals.benchmarks.locomo.prompts import build_items, prediction_for_scoring
+from memevals.inspect_tasks.common import fixed_param_task, to_dataset
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.retrieval import (
     mean_prompt_tokens,
@@ -24,8 +26,6 @@ from memevals.inspect_tasks.retrieval import (
     sample_prompt_tokens,
     total_prompt_tokens,
 )
-from memevals.memory import annotate_items, locomo_context
-from memevals.prompts.locomo import build_items, prediction_for_scoring
 from memevals.scorers import locomo_f1
 
 

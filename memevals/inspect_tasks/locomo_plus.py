@@ -25,24 +25,24 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState, generate
 
-from memevals.adapters.locomo import LOCOMO_FILE, load_locomo
-from memevals.adapters.locomo_plus import (
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, load_locomo
+from memevals.benchmarks.locomo.memory import annotate_items, locomo_context
+from memevals.benchmarks.locomo_plus.data import (
     LOCOMO_PLUS_FILE,
     RELATION_TYPES,
     load_locomo_plus,
     stitch_all,
 )
-from memevals.inspect_tasks._common import fixed_param_task, to_dataset
-from memevals.inspect_tasks.judge import count, llm_judge
-from memevals.inspect_tasks.locomo import locomo_f1_scorer
-from memevals.memory import annotate_items, locomo_context
-from memevals.memory.locomo_plus import annotate_cognitive_items, cognitive_context
-from memevals.prompts.locomo_plus import (
+from memevals.benchmarks.locomo_plus.memory import annotate_cognitive_items, cognitive_context
+from memevals.benchmarks.locomo_plus.prompts import (
     COGNITIVE,
     build_plus_items,
     order_samples,
     parse_plus_categories,
 )
+from memevals.inspect_tasks.common import fixed_param_task, to_dataset
+from memevals.inspect_tasks.judge import count, llm_judge
+from memevals.inspect_tasks.locomo import locomo_f1_scorer
 
 #: Official answering defaults of the LoCoMo-Plus framework (BENCHMARKS.md §2.7).
 DEFAULT_MAX_TOKENS = 1024

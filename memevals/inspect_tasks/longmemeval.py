@@ -28,19 +28,19 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
-from memevals.adapters.longmemeval import (
+from memevals.benchmarks.longmemeval.data import (
     CATEGORIES,
     REVISION,
     VARIANTS,
     data_file,
     iter_longmemeval,
 )
-from memevals.inspect_tasks._common import fixed_param_task, to_dataset
-from memevals.inspect_tasks.judge import count, llm_judge
-from memevals.inspect_tasks.retrieval import prompt_tokens
-from memevals.memory.longmemeval import headline_keys, longmemeval_memory, warn_if_oversized
-from memevals.prompts import PromptItem
-from memevals.prompts.longmemeval import (
+from memevals.benchmarks.longmemeval.memory import (
+    headline_keys,
+    longmemeval_memory,
+    warn_if_oversized,
+)
+from memevals.benchmarks.longmemeval.prompts import (
     HISTORY_FORMATS,
     SessionBlock,
     is_empty_note,
@@ -49,10 +49,14 @@ from memevals.prompts.longmemeval import (
     parse_categories,
     wanted,
 )
-from memevals.scorers.longmemeval import LmeLabel, LmeSummary, summarize
+from memevals.benchmarks.longmemeval.scoring import LmeLabel, LmeSummary, summarize
+from memevals.core.prompt_item import PromptItem
+from memevals.inspect_tasks.common import fixed_param_task, to_dataset
+from memevals.inspect_tasks.judge import count, llm_judge
+from memevals.inspect_tasks.retrieval import prompt_tokens
 
 # ---------------------------------------------------------------------------------------------
-# Metrics (official aggregation, memevals.scorers.longmemeval)
+# Metrics (official aggregation, memevals.benchmarks.longmemeval.scoring)
 
 
 def _summary(scores: list[SampleScore]) -> LmeSummary:

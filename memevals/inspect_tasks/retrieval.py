@@ -9,7 +9,7 @@
 - `turn_precision`, `turn_recall`, `selected_k`: HiGMem's question-level metrics (questions
   without evidence skipped) and K = number of distinct ids selected ("Avg K" is its mean).
 
-The rules live in `memevals.scorers.retrieval`; this module only records them per sample
+The rules live in `memevals.core.retrieval_metrics`; this module only records them per sample
 (Score.metadata) and aggregates them.
 """
 
@@ -30,12 +30,12 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from memevals.memory.tokens import get_token_counter
-from memevals.scorers.retrieval import (
+from memevals.core.retrieval_metrics import (
     locomo_evidence_recall,
     locomo_recall_for_mean,
     turn_precision_recall,
 )
+from memevals.core.tokens import get_token_counter
 
 
 @metric
@@ -101,7 +101,7 @@ def total_prompt_tokens() -> Metric:
 
 @scorer(metrics=[mean(), total(), grouped(mean(), "category", all=False)])
 def prompt_tokens() -> Scorer:
-    """Input tokens of each sample by the offline counter (memevals.memory.tokens), as a scorer
+    """Input tokens of each sample by the offline counter (memevals.core.tokens), as a scorer
     of its own, for tasks whose answer scorer does not record them (LongMemEval's judge)."""
 
     async def score(state: TaskState, target: Target) -> Score:

@@ -2,7 +2,7 @@
 
 lm-eval 0.4.13 has no plugin entry point, so the tasks are found through `--include_path`;
 `python -m memevals.lm_eval_tasks` prints the folder to pass. The YAML files only name the
-document loader and scorer in `memevals.lm_eval_tasks.utils`, which call the same adapters,
+document loader and scorer in each folder's `utils.py`, which call the same adapters,
 prompt builders and scorers as the Inspect tasks.
 """
 

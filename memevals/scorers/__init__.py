@@ -1,9 +1,23 @@
 """Framework-free scoring functions: score your own predictions with these."""
 
-from memevals.scorers.agreement import cohen_kappa
-from memevals.scorers.dialogue import bertscore, bleu, clean_reply, corpus_bleu, rouge_l
-from memevals.scorers.event_summary import fact_score, factscore, rouge_scores
-from memevals.scorers.judge import (
+from memevals.benchmarks.locomo.scoring import (
+    ABSTENTION_PHRASES,
+    abstained,
+    answer_tokens,
+    locomo_f1,
+    normalize_answer,
+    token_f1,
+)
+from memevals.benchmarks.locomo_dialogue.scoring import (
+    bertscore,
+    bleu,
+    clean_reply,
+    corpus_bleu,
+    rouge_l,
+)
+from memevals.benchmarks.locomo_event_summary.scoring import fact_score, factscore, rouge_scores
+from memevals.core.agreement import cohen_kappa
+from memevals.core.judge import (
     JUDGE_CRITERIA,
     JudgeInput,
     Verdict,
@@ -12,15 +26,7 @@ from memevals.scorers.judge import (
     judge_prompt,
     parse_verdict,
 )
-from memevals.scorers.locomo_qa import (
-    ABSTENTION_PHRASES,
-    abstained,
-    answer_tokens,
-    locomo_f1,
-    normalize_answer,
-    token_f1,
-)
-from memevals.scorers.retrieval import (
+from memevals.core.retrieval_metrics import (
     locomo_evidence_recall,
     locomo_recall_for_mean,
     ndcg_any_at_k,

@@ -26,11 +26,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from reliability_figures import count, fuzz
 
-from memevals.adapters import _files
-from memevals.adapters._files import DataError, PinnedFile, resolve
-from memevals.adapters.locomo import LOCOMO_FILE, load_locomo, load_locomo_file
-from memevals.adapters.locomo_plus import LOCOMO_PLUS_FILE, load_locomo_plus, load_locomo_plus_file
-from memevals.adapters.longmemeval import FILES, load_longmemeval, load_longmemeval_file, locate
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, load_locomo, load_locomo_file
+from memevals.benchmarks.locomo_plus.data import (
+    LOCOMO_PLUS_FILE,
+    load_locomo_plus,
+    load_locomo_plus_file,
+)
+from memevals.benchmarks.longmemeval.data import (
+    FILES,
+    load_longmemeval,
+    load_longmemeval_file,
+    locate,
+)
+from memevals.core import files as _files
+from memevals.core.files import DataError, PinnedFile, resolve
 
 REPO = Path(__file__).resolve().parents[2]
 LME_DIR = REPO / "tests" / "fixtures"

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from reference_locomo import ref_score
 from reliability_figures import TIMINGS, count, fuzz
 
+from memevals.benchmarks.locomo import scoring as locomo_qa
+from memevals.benchmarks.locomo.scoring import LONG_PREDICTION
 from memevals.scorers import (
     ABSTENTION_PHRASES,
     JUDGE_CRITERIA,
@@ -29,7 +31,6 @@ from memevals.scorers import (
     answer_tokens,
     locomo_evidence_recall,
     locomo_f1,
-    locomo_qa,
     ndcg_any_at_k,
     normalize_answer,
     parse_verdict,
@@ -38,7 +39,6 @@ from memevals.scorers import (
     token_f1,
     turn_precision_recall,
 )
-from memevals.scorers.locomo_qa import LONG_PREDICTION
 
 # -- strategies ---------------------------------------------------------------------------------
 

@@ -25,9 +25,9 @@ from log_tools import metrics, scores_by_id
 from reliability_figures import count
 from scripted_judge import quoted_candidate
 
+from memevals.core.judge import repair_message
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.locomo import locomo
-from memevals.scorers.judge import repair_message
 
 UNREADABLE = {
     "malformed prose": "The reply is correct.",

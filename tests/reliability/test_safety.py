@@ -19,10 +19,10 @@ from inspect_ai import eval
 from inspect_ai.model import get_model
 from reliability_figures import count
 
-from memevals.adapters._files import DataError, download
-from memevals.adapters.locomo import LOCOMO_FILE
-from memevals.adapters.locomo_plus import LOCOMO_PLUS_FILE
-from memevals.adapters.longmemeval import FILES, REVISION
+from memevals.benchmarks.locomo.data import LOCOMO_FILE
+from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
+from memevals.benchmarks.longmemeval.data import FILES, REVISION
+from memevals.core.files import DataError, download
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "memevals"
@@ -44,9 +44,9 @@ NETWORK_CALLS = {"urlopen", "urlretrieve", "Request"}
 NETWORK_MODULES = {"requests", "httpx", "aiohttp", "urllib3", "http.client", "socket", "ftplib"}
 #: Where network access is allowed, and why.
 NETWORK_ALLOWED = {
-    "memevals/adapters/_files.py": "the pinned, checksum-verified dataset downloads",
-    "memevals/inspect_tasks/dialogue.py": "locomo_dialogue -T images=true fetches the photos "
-    "named by the (checksum-pinned) LoCoMo file",
+    "memevals/core/files.py": "the pinned, checksum-verified dataset downloads",
+    "memevals/inspect_tasks/locomo_dialogue.py": "locomo_dialogue -T images=true fetches the "
+    "photos named by the (checksum-pinned) LoCoMo file",
 }
 
 
@@ -196,7 +196,8 @@ def test_memevals_source_has_no_unsafe_pattern() -> None:
 
 def test_lm_eval_yaml_has_no_python_tags() -> None:
     """lm-eval reads our YAML with its own loader, which resolves `!function` tags: every such
-    tag must name a function of our own utils module, and no other tag may appear."""
+    tag must name a function of our own lm-eval modules (the shared `common` or the folder's own
+    `utils`), and no other tag may appear."""
     tags: list[str] = []
     for path in sorted((PACKAGE / "lm_eval_tasks").rglob("*.yaml")):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -204,7 +205,8 @@ def test_lm_eval_yaml_has_no_python_tags() -> None:
                 for tag in re.findall(r"!(\S+)\s+(\S+)", line):
                     tags.append(f"{path.name}: !{tag[0]} {tag[1]}")
                     assert tag[0] == "function", (path, line)
-                    assert re.fullmatch(r"memevals\.lm_eval_tasks\.utils\.\w+", tag[1]), line
+                    own = rf"memevals\.lm_eval_tasks\.(common|{path.parent.name}\.utils)\.\w+"
+                    assert re.fullmatch(own, tag[1]), line
                 assert "!!python" not in line, (path, line)
     assert tags, "expected the task YAML to reference utils functions"
 
@@ -242,9 +244,9 @@ def test_every_download_is_pinned_https_on_the_expected_hosts() -> None:
     ]
 
 
-def test_pinned_files_are_only_declared_in_the_adapters() -> None:
+def test_pinned_files_are_only_declared_in_the_data_modules() -> None:
     """A new download location cannot slip in elsewhere: every PinnedFile / LongMemEvalFile is
-    built in memevals/adapters with literal arguments."""
+    built in a benchmark's data module with literal arguments."""
     places = []
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -254,9 +256,9 @@ def test_pinned_files_are_only_declared_in_the_adapters() -> None:
             }:
                 places.append(str(path.relative_to(REPO)))
     assert set(places) <= {
-        "memevals/adapters/locomo.py",
-        "memevals/adapters/locomo_plus.py",
-        "memevals/adapters/longmemeval.py",
+        "memevals/benchmarks/locomo/data.py",
+        "memevals/benchmarks/locomo_plus/data.py",
+        "memevals/benchmarks/longmemeval/data.py",
     }, places
 
 

@@ -1,0 +1,444 @@
+"""LoCoMo memory strategies: what the model is given to answer one question.
+
+- `full`: the whole conversation (prompts.locomo.full_context).
+- `truncated`: the most recent whole turns that fit `max_context_tokens` (preamble and session
+  headers included in the count; a session's header is kept when any of its turns is kept).
+- `rag`: the `top_k` units most similar to the raw question (dialog turns, observations or session
+  summaries; BM25 or embeddings), shown in chronological order as ``<session date>: <text>``.
+- `oracle`: only the gold evidence turns, shown like `rag` dialog turns (the retrieval ceiling).
+- `none`: no context (the floor).
+
+Everything here is framework-free: the Inspect and lm-eval tasks call the same functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memevals.benchmarks.locomo.data import QA, Conversation, Session, Turn
+from memevals.benchmarks.locomo.prompts import (
+    LocomoContext,
+    full_context,
+    no_context,
+    preamble,
+    render_sessions,
+    turn_line,
+)
+from memevals.core.prompt_item import PromptItem
+from memevals.core.retrievers import (
+    IndexCache,
+    MemoryUnit,
+    Retriever,
+    checked_top_k,
+    make_retriever,
+    positive_tokens,
+    reject_options_outside,
+    resolve_embedding_model,
+    strategy_settings,
+)
+from memevals.core.tokens import TokenCounter, get_token_counter
+
+logger = logging.getLogger(__name__)
+
+CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
+RETRIEVAL_UNITS: tuple[str, ...] = ("dialog", "observation", "summary")
+DEFAULT_MAX_CONTEXT_TOKENS = 4000
+DEFAULT_TOP_K = 5
+DEFAULT_RETRIEVAL_UNIT = "dialog"
+DEFAULT_RETRIEVER = "bm25"
+
+
+# --------------------------------------------------------------------------------------------
+# Units
+
+
+def _session_dates(conv: Conversation) -> dict[int, str]:
+    return {s.index: s.date_time for s in conv.sessions}
+
+
+def dialog_units(conv: Conversation) -> list[MemoryUnit]:
+    """One unit per turn: `<speaker> said, "<text>"` (+ the image caption), id = dia_id."""
+    return [
+        MemoryUnit(id=t.dia_id, text=turn_line(t), date=s.date_time)
+        for s in conv.sessions
+        for t in s.turns
+    ]
+
+
+def unit_session(unit: MemoryUnit) -> int:
+    """Session number of a LoCoMo memory unit id: D<n>:<j>, O<n>:<k> or S<n>."""
+    return int(unit.id[1:].split(":")[0])
+
+
+def observation_units(conv: Conversation) -> list[MemoryUnit]:
+    """One unit per observation; its metric ids are the flattened dia ids it was drawn from."""
+    if not conv.observations:
+        raise ValueError(
+            f"conversation {conv.sample_id} has no 'observation' field, which "
+            "retrieval_unit='observation' needs"
+        )
+    dates = _session_dates(conv)
+    units = []
+    for n, obs in enumerate(conv.observations):
+        if obs.session not in dates:
+            raise ValueError(
+                f"conversation {conv.sample_id}: field 'observation' refers to session "
+                f"{obs.session}, which does not exist"
+            )
+        units.append(
+            MemoryUnit(
+                id=f"O{obs.session}:{n}", text=obs.text, date=dates[obs.session], ids=obs.dia_ids
+            )
+        )
+    # Chronological: by session, file order within a session.
+    return sorted(units, key=unit_session)
+
+
+def summary_units(conv: Conversation) -> list[MemoryUnit]:
+    """One unit per session summary, id `S<n>`."""
+    if not conv.session_summaries:
+        raise ValueError(
+            f"conversation {conv.sample_id} has no 'session_summary' field, which "
+            "retrieval_unit='summary' needs"
+        )
+    dates = _session_dates(conv)
+    units = []
+    for n, text in conv.session_summaries:
+        if n not in dates:
+            raise ValueError(
+                f"conversation {conv.sample_id}: field 'session_summary' has a summary for "
+                f"session {n}, which does not exist"
+            )
+        units.append(MemoryUnit(id=f"S{n}", text=text, date=dates[n]))
+    return units
+
+
+UNIT_BUILDERS = {
+    "dialog": dialog_units,
+    "observation": observation_units,
+    "summary": summary_units,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Rendering
+
+
+def excerpt_preamble(conv: Conversation) -> str:
+    return (
+        f"Below are excerpts from a conversation between {conv.speaker_a} and {conv.speaker_b} "
+        "that took place over several sessions, listed in chronological order. Each excerpt "
+        "starts with the date of its session."
+    )
+
+
+def render_excerpts(conv: Conversation, units: Sequence[MemoryUnit], *, blank_line: bool) -> str:
+    """`<date>: <text>` lines (blank-line separated for long units such as summaries)."""
+    if not units:
+        return ""
+    sep = "\n\n" if blank_line else "\n"
+    body = sep.join(f"{u.date}: {u.text}" for u in units)
+    return f"{excerpt_preamble(conv)}\n\n{body}"
+
+
+def recent_turn_blocks(conv: Conversation, n: int) -> list[tuple[Session, list[Turn]]]:
+    """The last `n` turns grouped under their sessions, so each kept session shows its header
+    once (truncation here and in the dialogue task)."""
+    turns = list(conv.turns)
+    kept = turns[len(turns) - n :] if n > 0 else []
+    sessions = {s.index: s for s in conv.sessions}
+    blocks: list[tuple[Session, list[Turn]]] = []
+    for t in kept:
+        if not blocks or blocks[-1][0].index != t.session:
+            blocks.append((sessions[t.session], []))
+        blocks[-1][1].append(t)
+    return blocks
+
+
+def render_recent_turns(conv: Conversation, n: int) -> str:
+    """Preamble plus the last `n` turns, each with its session's header."""
+    return f"{preamble(conv)}\n\n{render_sessions(recent_turn_blocks(conv, n))}"
+
+
+def truncate_to_budget(conv: Conversation, budget: int, counter: TokenCounter) -> tuple[str, int]:
+    """The most recent whole turns whose rendering fits `budget` tokens: (text, turns kept).
+
+    Binary search on the number of turns with the exact count of the rendered text, so the
+    budget holds for the text actually sent (BPE counts are not additive across lines).
+    Raises ValueError when not even the last turn fits.
+    """
+    total = len(conv.turns)
+    if counter(render_recent_turns(conv, total)) <= budget:
+        return render_recent_turns(conv, total), total
+    lo, hi = 0, total  # invariant: lo fits (or is 0), hi does not fit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if counter(render_recent_turns(conv, mid)) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    if lo == 0:
+        need = counter(render_recent_turns(conv, 1))
+        raise ValueError(
+            f"max_context_tokens={budget} is smaller than one turn: the last turn of "
+            f"{conv.sample_id} with the preamble and its session header needs {need} tokens "
+            f"({counter.name}); use a larger max_context_tokens"
+        )
+    return render_recent_turns(conv, lo), lo
+
+
+# --------------------------------------------------------------------------------------------
+# Oracle
+
+
+def evidence_turns(conv: Conversation, qa: QA) -> tuple[list[Turn], tuple[str, ...]]:
+    """(gold evidence turns in chronological order, evidence pieces that match no turn).
+
+    Evidence strings are split and normalised by the adapter (``"D8:6; D9:17"`` gives two ids,
+    ``"D30:05"`` becomes ``D30:5``); malformed pieces and ids of missing turns are returned as
+    unmatched so the caller can report them.
+    """
+    position = {t.dia_id: i for i, t in enumerate(conv.turns)}
+    found: dict[str, Turn] = {}
+    unmatched = list(qa.malformed_evidence)
+    for dia_id in qa.evidence_ids:
+        turn = conv.turn(dia_id)
+        if turn is None:
+            unmatched.append(dia_id)
+        else:
+            found.setdefault(dia_id, turn)
+    ordered = sorted(found.values(), key=lambda t: position[t.dia_id])
+    return ordered, tuple(unmatched)
+
+
+# --------------------------------------------------------------------------------------------
+# The strategy object
+
+
+@dataclass
+class LocomoMemory:
+    """A validated memory strategy; call it as (conversation, question) -> LocomoContext.
+
+    Per-conversation work (truncation, retrieval indexes) is cached on the object, so one task
+    builds each index once however many questions it asks.
+    """
+
+    context: str
+    token_counter: TokenCounter
+    max_context_tokens: int | None = None
+    retrieval_unit: str | None = None
+    top_k: int | None = None
+    retriever: Retriever | None = None
+    embedding_model: str | None = None
+    index_cache: IndexCache | None = None
+    _truncated: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
+    _rankings: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def retrieves(self) -> bool:
+        """True when the strategy selects ids that retrieval metrics can score."""
+        return self.context in ("rag", "oracle")
+
+    @property
+    def turn_level(self) -> bool:
+        """True when the selected ids are dia ids (turn-level metrics make sense)."""
+        return self.context == "oracle" or (
+            self.context == "rag" and self.retrieval_unit in ("dialog", "observation")
+        )
+
+    def settings(self) -> dict[str, Any]:
+        """The strategy's parameters, for the log (only those that apply to the mode)."""
+        return strategy_settings(
+            self.context,
+            self.token_counter.name,
+            max_context_tokens=self.max_context_tokens,
+            retrieval_unit=self.retrieval_unit,
+            top_k=self.top_k,
+            retriever=self.retriever,
+            embedding_model=self.embedding_model,
+        )
+
+    def __call__(self, conv: Conversation, qa: QA) -> LocomoContext:
+        if self.context == "full":
+            return full_context(conv, qa)
+        if self.context == "none":
+            return no_context(conv, qa)
+        if self.context == "truncated":
+            return LocomoContext(text=self.truncated(conv)[0])
+        if self.context == "oracle":
+            turns, _ = evidence_turns(conv, qa)
+            date = _session_dates(conv)
+            units = [MemoryUnit(t.dia_id, turn_line(t), date[t.session]) for t in turns]
+            return LocomoContext(
+                text=render_excerpts(conv, units, blank_line=False),
+                retrieved_ids=tuple(t.dia_id for t in turns),
+            )
+        return self._rag(conv, qa)
+
+    def truncated(self, conv: Conversation) -> tuple[str, int]:
+        """(context text, turns kept) for `conv` under the token budget (cached)."""
+        assert self.max_context_tokens is not None
+        hit = self._truncated.get(conv.sample_id)
+        if hit is None:
+            hit = truncate_to_budget(conv, self.max_context_tokens, self.token_counter)
+            self._truncated[conv.sample_id] = hit
+        return hit
+
+    def retrieve(
+        self, conv: Conversation, question: str
+    ) -> tuple[list[int], tuple[MemoryUnit, ...]]:
+        """(positions of the top_k units for `question`, best first; all units of `conv`).
+
+        The first question of a conversation ranks all its questions in one batch (one encoder
+        call instead of hundreds for the embedding retriever); later questions hit the cache.
+        """
+        assert self.index_cache is not None and self.retrieval_unit and self.top_k
+        build = UNIT_BUILDERS[self.retrieval_unit]
+        index, units = self.index_cache.get(conv.sample_id, lambda: build(conv))
+        key = (conv.sample_id, question)
+        if key not in self._rankings:
+            pending = list(dict.fromkeys([question, *(q.question for q in conv.qa)]))
+            pending = [q for q in pending if (conv.sample_id, q) not in self._rankings]
+            for q, ranking in zip(pending, index.rank_many(pending), strict=True):
+                self._rankings[(conv.sample_id, q)] = ranking[: self.top_k]
+        return self._rankings[key], units
+
+    def _rag(self, conv: Conversation, qa: QA) -> LocomoContext:
+        positions, units = self.retrieve(conv, qa.question)  # the raw question, no hint
+        # Metric ids in rank order (observations flattened, duplicates kept), as officially.
+        retrieved_ids = tuple(i for p in positions for i in units[p].metric_ids)
+        shown = [units[p] for p in sorted(positions)]  # units are built chronologically
+        text = render_excerpts(conv, shown, blank_line=self.retrieval_unit == "summary")
+        return LocomoContext(text=text, retrieved_ids=retrieved_ids)
+
+
+def locomo_context(
+    context: str = "full",
+    *,
+    max_context_tokens: int | None = None,
+    retrieval_unit: str | None = None,
+    top_k: int | None = None,
+    retriever: str | None = None,
+    embedding_model: str | None = None,
+    token_counter: str = "auto",
+) -> LocomoMemory:
+    """Validate the memory options and build the strategy (raises ValueError naming the option).
+
+    Options that do not apply to `context` are rejected rather than ignored, so a sweep never
+    silently runs a different setting than the one asked for. Loading an embedding model happens
+    here, before any model call, so a model that cannot be loaded offline fails early.
+    """
+    if context not in CONTEXT_MODES:
+        raise ValueError(
+            f"context={context!r} is not supported; allowed values: {', '.join(CONTEXT_MODES)}"
+        )
+    counter = get_token_counter(token_counter)
+    reject_options_outside("truncated", context, max_context_tokens=max_context_tokens)
+    reject_options_outside(
+        "rag",
+        context,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+    )
+    if context == "truncated":
+        budget = positive_tokens(
+            "max_context_tokens",
+            DEFAULT_MAX_CONTEXT_TOKENS if max_context_tokens is None else max_context_tokens,
+        )
+        return LocomoMemory(context, counter, max_context_tokens=budget)
+    if context != "rag":
+        return LocomoMemory(context, counter)
+
+    unit = DEFAULT_RETRIEVAL_UNIT if retrieval_unit is None else retrieval_unit
+    if unit not in RETRIEVAL_UNITS:
+        raise ValueError(
+            f"retrieval_unit={unit!r} is not supported; allowed values: "
+            f"{', '.join(RETRIEVAL_UNITS)}"
+        )
+    k = checked_top_k(top_k, DEFAULT_TOP_K)
+    kind = DEFAULT_RETRIEVER if retriever is None else retriever
+    engine = make_retriever(kind, embedding_model)  # rejects an unknown retriever
+    resolved = None
+    if kind == "embedding":
+        resolved = resolve_embedding_model(getattr(engine, "model_name", embedding_model or ""))
+    return LocomoMemory(
+        context,
+        counter,
+        retrieval_unit=unit,
+        top_k=k,
+        retriever=engine,
+        embedding_model=resolved,
+        index_cache=IndexCache(engine),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Per-sample bookkeeping shared by both frameworks
+
+
+def annotate_items(
+    items: Iterable[PromptItem],
+    conversations: Iterable[Conversation],
+    memory: LocomoMemory,
+) -> tuple[list[PromptItem], dict[str, Any]]:
+    """Add prompt size (and, for retrieving modes, unmatched evidence) to each item's metadata.
+
+    The prompt size is the sum of the token counts of the messages sent (context, question),
+    as chat APIs tokenize each message separately; chat-template tokens are not included.
+    Returns the new items and a summary for the task log: the strategy's settings, the token
+    counter, total prompt tokens, index builds, and the number of evidence ids matching no turn
+    (also logged as a warning, so they are never dropped silently).
+    """
+    by_id = {c.sample_id: c for c in conversations}
+    counter = memory.token_counter
+    context_tokens: dict[str, int] = {}  # one count per distinct context (one per conversation
+    # in full/truncated mode, where the context does not depend on the question)
+    out: list[PromptItem] = []
+    total_tokens = 0
+    unmatched_total = 0
+    unmatched_samples: list[str] = []
+    for item in items:
+        md = dict(item.metadata)
+        if item.system not in context_tokens:
+            context_tokens[item.system] = counter(item.system)
+        tokens = context_tokens[item.system] + counter(item.user)
+        total_tokens += tokens
+        md["prompt_tokens"] = tokens
+        md["token_counter"] = memory.token_counter.name
+        if memory.retrieves:
+            conv = by_id[str(md["conversation_id"])]
+            qa = conv.qa[int(md["qa_index"])]
+            _, unmatched = evidence_turns(conv, qa)
+            md["unmatched_evidence"] = list(unmatched)
+            if unmatched:
+                unmatched_total += len(unmatched)
+                unmatched_samples.append(item.id)
+        out.append(dataclasses.replace(item, metadata=md))
+    summary: dict[str, Any] = {
+        **memory.settings(),
+        "prompt_tokens_total": total_tokens,
+    }
+    if memory.context == "truncated":
+        summary["turns_kept"] = {cid: n for cid, (_, n) in memory._truncated.items()}
+    if memory.index_cache is not None:
+        summary["index_builds"] = memory.index_cache.builds
+        summary["index_build_seconds"] = round(memory.index_cache.build_seconds, 3)
+    if memory.retrieves:
+        summary["unmatched_evidence_count"] = unmatched_total
+        summary["unmatched_evidence_samples"] = unmatched_samples
+        if unmatched_total:
+            logger.warning(
+                "LoCoMo: %d evidence id(s) in %d question(s) match no dialog turn and can never "
+                "be retrieved (%s); they are listed in each sample's metadata "
+                "'unmatched_evidence'",
+                unmatched_total,
+                len(unmatched_samples),
+                ", ".join(unmatched_samples),
+            )
+    return out, summary

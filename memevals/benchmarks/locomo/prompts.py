@@ -1,0 +1,240 @@
+"""LoCoMo QA prompts: conversation rendering, per-category answer instructions, the two-option
+adversarial question, and mapping a chosen letter back to its option.
+
+The layout follows the paper's protocol (BENCHMARKS.md §1.6): session blocks with a date header
+and `<speaker> said, "<text>"` lines, image turns adding their caption; all wording is ours.
+The whole conversation goes into one context string that is identical for every question of
+that conversation, so provider prompt caches can reuse it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from memevals.benchmarks.locomo.data import (
+    CATEGORY_IDS,
+    CATEGORY_NAMES,
+    QA,
+    Conversation,
+    Session,
+    Turn,
+)
+from memevals.core.judge import criterion_for_locomo
+from memevals.core.prompt_item import PromptItem, parse_category_list
+
+#: The refusal option of the two-option adversarial question.
+NOT_MENTIONED = "Not mentioned in the conversation"
+
+ANSWER_INSTRUCTION = (
+    "Reply with a short phrase only. Where possible, reuse the exact words of the conversation."
+)
+TEMPORAL_INSTRUCTION = (
+    "Reply with a short phrase only. Work out the time from the session dates in the "
+    "conversation and give a date or period."
+)
+CHOICE_INSTRUCTION = "Pick the option that fits the conversation and reply with its letter only."
+
+ADVERSARIAL_MODES = ("choice", "open")
+
+
+def turn_line(turn: Turn) -> str:
+    """`<speaker> said, "<text>"` plus the shared image's caption, as the paper's agents saw it."""
+    line = f'{turn.speaker} said, "{turn.text.strip()}"'
+    if turn.blip_caption:
+        line += f" and shared {turn.blip_caption.strip()}."
+    return line
+
+
+def session_header(session: Session) -> str:
+    return f"DATE: {session.date_time}\nCONVERSATION (session {session.index}):"
+
+
+def render_sessions(blocks: Iterable[tuple[Session, Sequence[Turn]]]) -> str:
+    """Render (session, turns-to-show) pairs as dated blocks, in the order given."""
+    parts = []
+    for session, turns in blocks:
+        if not turns:
+            continue
+        lines = [session_header(session), *(turn_line(t) for t in turns)]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def preamble(conv: Conversation) -> str:
+    return (
+        f"Below is a conversation between {conv.speaker_a} and {conv.speaker_b} that took place "
+        "over several sessions. Each session starts with the date and time it was held."
+    )
+
+
+def render_conversation(conv: Conversation) -> str:
+    """The whole conversation, chronological, with a short preamble."""
+    body = render_sessions((s, s.turns) for s in conv.sessions)
+    return f"{preamble(conv)}\n\n{body}"
+
+
+@dataclass(frozen=True)
+class LocomoContext:
+    """What a memory strategy gives the model for one question."""
+
+    text: str
+    retrieved_ids: tuple[str, ...] | None = None  # None when the strategy does not retrieve
+
+
+#: A memory strategy: (conversation, question) -> context. `full` ignores the question.
+ContextFn = Callable[[Conversation, QA], LocomoContext]
+
+
+def full_context(conv: Conversation, qa: QA) -> LocomoContext:
+    return LocomoContext(text=render_conversation(conv))
+
+
+def no_context(conv: Conversation, qa: QA) -> LocomoContext:
+    return LocomoContext(text="")
+
+
+def choice_options(sample_id: str, adversarial_answer: str | None, seed: int) -> list[str]:
+    """The two options in a seeded order: the same sample id and seed give the same order."""
+    distractor = (adversarial_answer or "").strip()
+    if not distractor:
+        raise ValueError(
+            f"{sample_id}: an adversarial question needs an adversarial_answer for the "
+            "two-option form; use adversarial='open' to ask it as a plain question"
+        )
+    options = [NOT_MENTIONED, distractor]
+    if random.Random(f"{seed}:{sample_id}").random() < 0.5:
+        options.reverse()
+    return options
+
+
+_LETTER = re.compile(r"^\W*\(?\s*([ab])\s*\)?(?:$|[\s.:,;)\]!])", re.IGNORECASE)
+
+
+def resolve_choice(reply: str, options: Sequence[str]) -> str:
+    """Map a reply that starts with a letter (a / (b) / "B." ...) to that option's text."""
+    m = _LETTER.match(reply.strip())
+    if m:
+        return options[ord(m.group(1).lower()) - ord("a")]
+    return reply
+
+
+def question_text(qa: QA, *, adversarial: str, options: Sequence[str] | None) -> str:
+    if qa.category == CATEGORY_IDS["adversarial"] and adversarial == "choice" and options:
+        lettered = "\n".join(f"({chr(ord('a') + i)}) {opt}" for i, opt in enumerate(options))
+        return f"Question: {qa.question}\n{lettered}\n\n{CHOICE_INSTRUCTION}"
+    instruction = (
+        TEMPORAL_INSTRUCTION if qa.category == CATEGORY_IDS["temporal"] else ANSWER_INSTRUCTION
+    )
+    return f"Question: {qa.question}\n\n{instruction}"
+
+
+def sample_id(conv: Conversation, qa: QA) -> str:
+    return f"{conv.sample_id}-q{qa.index}"
+
+
+def judge_inputs(conv: Conversation, qa: QA) -> dict[str, object]:
+    """The LLM judge's inputs for one question (``metadata["judge"]``, see scorers.judge).
+
+    Factual and temporal questions show the evidence turns; temporal ones also list the
+    session dates compactly, so the judge can resolve relative dates. Adversarial questions
+    show no reference (their gold is a refusal). Letter replies are mapped to option text.
+    """
+    criterion = criterion_for_locomo(CATEGORY_NAMES[qa.category])
+    judge: dict[str, object] = {
+        "criterion": criterion,
+        "question": qa.question,
+        "prediction_map": "locomo",
+    }
+    if criterion == "adversarial":
+        return judge
+    judge["reference"] = str(qa.answer)
+    lines = []
+    for dia_id in qa.evidence_ids:
+        turn = conv.turn(dia_id)
+        lines.append(f"[{dia_id}] " + (turn_line(turn) if turn else "(no such turn)"))
+    lines += [f"[{bad}] (unreadable evidence id)" for bad in qa.malformed_evidence]
+    judge["evidence"] = lines
+    if criterion == "temporal":
+        judge["session_dates"] = [f"session {s.index}: {s.date_time}" for s in conv.sessions]
+    return judge
+
+
+def gold_text(qa: QA) -> str:
+    if qa.category == CATEGORY_IDS["adversarial"]:
+        return NOT_MENTIONED
+    return str(qa.answer)
+
+
+def build_items(
+    conversations: Iterable[Conversation],
+    *,
+    categories: Iterable[str] | None = None,
+    context: ContextFn = full_context,
+    context_mode: str = "full",
+    adversarial: str = "choice",
+    seed: int = 0,
+) -> list[PromptItem]:
+    """One PromptItem per question, ordered by conversation then question index."""
+    if adversarial not in ADVERSARIAL_MODES:
+        raise ValueError(
+            f"adversarial={adversarial!r} is not one of {', '.join(ADVERSARIAL_MODES)}"
+        )
+    wanted = set(parse_categories(categories))
+    items: list[PromptItem] = []
+    for conv in conversations:
+        for qa in conv.qa:
+            name = CATEGORY_NAMES[qa.category]
+            if name not in wanted:
+                continue
+            sid = sample_id(conv, qa)
+            options = (
+                choice_options(sid, qa.adversarial_answer, seed)
+                if qa.category == CATEGORY_IDS["adversarial"] and adversarial == "choice"
+                else None
+            )
+            ctx = context(conv, qa)
+            items.append(
+                PromptItem(
+                    id=sid,
+                    system=ctx.text,
+                    user=question_text(qa, adversarial=adversarial, options=options),
+                    target=gold_text(qa),
+                    metadata={
+                        "benchmark": "locomo",
+                        "conversation_id": conv.sample_id,
+                        "qa_index": qa.index,
+                        "question": qa.question,
+                        "category": name,
+                        "category_id": qa.category,
+                        "answer": qa.answer,
+                        "adversarial_answer": qa.adversarial_answer,
+                        "evidence": list(qa.evidence),
+                        "evidence_ids": list(qa.evidence_ids),
+                        "choices": options,
+                        "judge": judge_inputs(conv, qa),
+                        "context": context_mode,
+                        "retrieved_ids": (
+                            list(ctx.retrieved_ids) if ctx.retrieved_ids is not None else None
+                        ),
+                    },
+                )
+            )
+    return items
+
+
+def parse_categories(categories: Iterable[str] | str | None) -> list[str]:
+    """Accept names ("temporal,multi_hop"), file numbers ("2") or None (all)."""
+    return parse_category_list(
+        categories, list(CATEGORY_IDS), numbers=CATEGORY_NAMES, benchmark="LoCoMo"
+    )
+
+
+def prediction_for_scoring(reply: str, metadata: dict[str, object]) -> str:
+    """The text the official rule scores: letter replies to choice questions become the option."""
+    options = metadata.get("choices")
+    if isinstance(options, list) and options:
+        return resolve_choice(reply, [str(o) for o in options])
+    return reply

@@ -1,0 +1,201 @@
+"""LoCoMo event summarisation prompts (BENCHMARKS.md §1.11): one item per conversation and
+speaker, the reference built from the annotated `event_summary`, and the per-session prompts of
+incremental summarisation (the paper's protocol for short-context models).
+
+The model is asked for dated events, one per line, because the reference is a dated event list;
+the wording is ours. Rendering of the conversation reuses `memevals.benchmarks.locomo.prompts`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from memevals.benchmarks.locomo.data import Conversation, Event, Session
+from memevals.benchmarks.locomo.prompts import preamble, render_sessions
+from memevals.core.prompt_item import PromptItem
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "EventSummaryItems",
+    "build_event_items",
+    "empty_events",
+    "incremental_prompt",
+    "reference_events",
+    "reference_text",
+    "select_conversations",
+    "summary_instruction",
+]
+
+
+def summary_instruction(conv: Conversation, speaker: str) -> str:
+    """What the model is asked to write: the dated significant events of `speaker`'s life."""
+    other = conv.other_speaker(speaker)
+    return (
+        f"Summarise the significant events in {speaker}'s life that come up in this "
+        f"conversation: things that happened to {speaker}, and things {speaker} did, started, "
+        "decided or finished. Leave out small talk, opinions, advice and "
+        f"{other}'s own events.\n"
+        "List the events in chronological order, one per line, each starting with the date it "
+        "happened, like this:\n"
+        f"D Month, YYYY: {speaker} ...\n"
+        'Work out each date from the session dates (for example, "yesterday" in a session '
+        "held on 2 January, 2020 means 1 January, 2020). Reply with the list only."
+    )
+
+
+def incremental_prompt(
+    conv: Conversation, speaker: str, session: Session, previous: str | None
+) -> tuple[str, str]:
+    """(system, user) for one step of incremental summarisation.
+
+    The system message holds one session; the user message holds the summary so far and asks
+    for the updated, complete summary, so the final step's reply is the whole summary.
+    """
+    system = f"{preamble(conv)}\n\n{render_sessions([(session, session.turns)])}"
+    so_far = previous.strip() if previous and previous.strip() else "(no events yet)"
+    user = (
+        "This is one session of a longer conversation. The events of "
+        f"{speaker}'s life from the earlier sessions, as summarised so far:\n"
+        f"{so_far}\n\n"
+        f"{summary_instruction(conv, speaker)}\n"
+        f"Reply with the updated summary: every event listed so far (corrected only if this "
+        f"session shows it was wrong), followed by the new events of {speaker} from this "
+        "session."
+    )
+    return system, user
+
+
+def reference_events(conv: Conversation, speaker: str, sessions: int | None) -> list[Event]:
+    """`speaker`'s annotated events of the first `sessions` sessions (all when None).
+
+    Raises ValueError naming the conversation and the field when the conversation has no
+    `event_summary` or an event refers to a session or speaker the conversation does not have.
+    Empty event strings are left out (see `empty_events`).
+    """
+    if not conv.events:
+        raise ValueError(
+            f"conversation {conv.sample_id} has no 'event_summary' field (or it lists no "
+            "events), which locomo_event_summary needs as its reference"
+        )
+    known = {s.index for s in conv.sessions}
+    for ev in conv.events:
+        if ev.session not in known:
+            raise ValueError(
+                f"conversation {conv.sample_id}: field 'event_summary' has events for session "
+                f"{ev.session}, which does not exist"
+            )
+        if ev.speaker not in (conv.speaker_a, conv.speaker_b):
+            raise ValueError(
+                f"conversation {conv.sample_id}: field 'event_summary' names speaker "
+                f"{ev.speaker!r}, who is neither {conv.speaker_a!r} nor {conv.speaker_b!r}"
+            )
+    limit = sessions if sessions is not None else max(known)
+    return [
+        e for e in conv.events if e.speaker == speaker and e.session <= limit and e.text.strip()
+    ]
+
+
+def empty_events(conv: Conversation) -> list[str]:
+    """Empty event strings of `conv` (conv-41 has one), which `reference_events` leaves out."""
+    return [
+        f"{conv.sample_id} events_session_{e.session} {e.speaker}"
+        for e in conv.events
+        if not e.text.strip()
+    ]
+
+
+def reference_text(events: Sequence[Event]) -> str:
+    """The reference as the model is asked to write it: `<date>: <event>` lines, by session."""
+    return "\n".join(f"{e.date}: {e.text.strip()}" for e in events)
+
+
+def select_conversations(
+    conversations: Sequence[Conversation], wanted: str | None
+) -> list[Conversation]:
+    """The conversations named in `wanted` (comma-separated sample ids; None = all)."""
+    if wanted is None:
+        return list(conversations)
+    names = [w.strip() for w in wanted.split(",") if w.strip()]
+    by_id = {c.sample_id: c for c in conversations}
+    unknown = [n for n in names if n not in by_id]
+    if unknown or not names:
+        raise ValueError(
+            f"conversations={wanted!r}: unknown conversation id(s) {unknown}; choose from "
+            + ", ".join(by_id)
+        )
+    return [by_id[n] for n in dict.fromkeys(names)]
+
+
+@dataclass(frozen=True)
+class EventSummaryItems:
+    items: list[PromptItem]
+    skipped: list[str]  # sample ids without reference events in the chosen sessions
+    empty_events: list[str]  # empty event strings left out of the references
+
+
+def sample_id(conv: Conversation, speaker: str) -> str:
+    return f"{conv.sample_id}-events-{speaker}"
+
+
+def build_event_items(
+    conversations: Iterable[Conversation], *, sessions: int | None = None
+) -> EventSummaryItems:
+    """One item per conversation and speaker (speaker A first).
+
+    The system message is the conversation's first `sessions` sessions (all by default); the
+    target is the reference text. A speaker with no annotated event in those sessions has no
+    reference to score against: the item is left out, logged and returned in `skipped`.
+    Empty event strings are left out of the references, logged and returned in `empty_events`.
+    """
+    if sessions is not None and (isinstance(sessions, bool) or sessions < 1):
+        raise ValueError(f"sessions must be a positive number of sessions, got {sessions!r}")
+    items: list[PromptItem] = []
+    skipped: list[str] = []
+    empty: list[str] = []
+    for conv in conversations:
+        empty += empty_events(conv)
+        shown = [s for s in conv.sessions if sessions is None or s.index <= sessions]
+        context = f"{preamble(conv)}\n\n{render_sessions((s, s.turns) for s in shown)}"
+        for speaker in (conv.speaker_a, conv.speaker_b):
+            sid = sample_id(conv, speaker)
+            events = reference_events(conv, speaker, sessions)
+            if not events:
+                skipped.append(sid)
+                continue
+            items.append(
+                PromptItem(
+                    id=sid,
+                    system=context,
+                    user=summary_instruction(conv, speaker),
+                    target=reference_text(events),
+                    metadata={
+                        "benchmark": "locomo",
+                        "task": "event_summary",
+                        "conversation_id": conv.sample_id,
+                        "speaker": speaker,
+                        "other_speaker": conv.other_speaker(speaker),
+                        "sessions": [s.index for s in shown],
+                        "reference_events": [
+                            {"session": e.session, "date": e.date, "text": e.text} for e in events
+                        ],
+                    },
+                )
+            )
+    if skipped:
+        logger.warning(
+            "locomo_event_summary: %d sample(s) have no annotated events in the chosen sessions "
+            "and are left out: %s",
+            len(skipped),
+            ", ".join(skipped),
+        )
+    if empty:
+        logger.warning(
+            "locomo_event_summary: %d empty event string(s) in 'event_summary' are left out of "
+            "the references: %s",
+            len(empty),
+            ", ".join(empty),
+        )
+    return EventSummaryItems(items, skipped, empty)

@@ -1,0 +1,314 @@
+"""LoCoMo-Plus prompts: the unified six-category input and the task-disclosing variant.
+
+Unified (default): every sample gets the same instruction and nothing says which memory skill is
+tested. A LoCoMo question follows its conversation; a cognitive trigger arrives as the next line
+of the stitched dialogue, rendered like every other line (BENCHMARKS.md §2.5: the official
+cognitive input has no dates, captions or question marker). `disclose_task=True` gives each
+category its own instruction instead: LoCoMo's short-answer / date-hint / two-option forms and an
+explicit memory-aware instruction for cognitive samples, so the disclosure bias can be measured.
+
+Judge inputs (`metadata["judge"]`): LoCoMo questions keep the ones `prompts.locomo` builds (the
+same as the `locomo` task, so both tasks judge a question alike); a cognitive sample's evidence
+is the speaker-mapped cue, one `<speaker>：<text>` line per turn (§2.5). All wording is ours.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memevals.benchmarks.locomo.data import CATEGORY_NAMES, Conversation
+from memevals.benchmarks.locomo.prompts import ContextFn, build_items, full_context
+from memevals.benchmarks.locomo_plus.data import StitchedInstance, StitchedTurn
+from memevals.core.judge import criterion_for_locomo
+from memevals.core.prompt_item import PromptItem, parse_category_list
+
+COGNITIVE = "cognitive"
+#: The six categories, in the order the tasks report them.
+CATEGORIES: tuple[str, ...] = (*CATEGORY_NAMES.values(), COGNITIVE)
+
+#: The one instruction of the unified input: the same words for every category.
+UNIFIED_INSTRUCTION = (
+    "Reply to the last message above. Draw on the conversation wherever it is relevant."
+)
+
+
+def cognitive_instruction(speaker_a: str, speaker_b: str) -> str:
+    """The disclosed instruction for cognitive samples; names neither the relation nor the cue."""
+    return (
+        "This conversation tests long-term memory. Continue it: reply to "
+        f"{speaker_a}'s last message as {speaker_b} would, and let your reply show that you "
+        "remember what was said earlier that bears on it."
+    )
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def dialogue_line(turn: StitchedTurn) -> str:
+    """`<speaker> said, "<text>"`: the official cognitive line, with no caption."""
+    return f'{turn.speaker} said, "{turn.text}"'
+
+
+def cognitive_preamble(st: StitchedInstance) -> str:
+    # Unlike the official preamble we do not claim that dates head the sessions: the stitched
+    # dialogue has none.
+    return f"Below is a conversation between {st.host.speaker_a} and {st.host.speaker_b}."
+
+
+def format_locomo_time(when: datetime) -> str:
+    """A time in LoCoMo's own style, e.g. "1:56 pm on 8 May, 2023"."""
+    hour = when.hour % 12 or 12
+    half = "am" if when.hour < 12 else "pm"
+    return f"{hour}:{when.minute:02d} {half} on {when.day} {when:%B}, {when.year}"
+
+
+def cue_evidence(st: StitchedInstance) -> str:
+    """The judge's evidence for a cognitive sample: the cue, one `<speaker>：<text>` line each."""
+    return "\n".join(f"{t.speaker}：{t.text}" for t in st.cue_turns if t.text)
+
+
+# --------------------------------------------------------------------------- contexts
+
+
+@dataclass(frozen=True)
+class CognitiveContext:
+    """What a memory strategy gives the model for one cognitive sample."""
+
+    text: str
+    #: positions in `StitchedInstance.dialogue` shown to the model; None = the whole history
+    shown_turns: tuple[int, ...] | None = None
+    #: ids a retrieving strategy selected, best first (dia ids; `cue:<n>` for cue turns)
+    retrieved_ids: tuple[str, ...] | None = None
+
+
+#: A memory strategy for cognitive samples: stitched instance -> context.
+CognitiveContextFn = Callable[[StitchedInstance], CognitiveContext]
+
+
+def history(st: StitchedInstance) -> tuple[StitchedTurn, ...]:
+    """The stitched dialogue without the trigger (the trigger is the query)."""
+    return st.dialogue[: len(st.dialogue) - len(st.trigger_turns)]
+
+
+def render_history(st: StitchedInstance, positions: Iterable[int] | None = None) -> str:
+    """The cognitive preamble and the chosen history lines (all when `positions` is None)."""
+    turns = history(st)
+    chosen = turns if positions is None else [turns[i] for i in positions]
+    body = "\n".join(dialogue_line(t) for t in chosen)
+    return f"{cognitive_preamble(st)}\n\n{body}"
+
+
+def cognitive_full(st: StitchedInstance) -> CognitiveContext:
+    return CognitiveContext(text=render_history(st))
+
+
+def cognitive_none(st: StitchedInstance) -> CognitiveContext:
+    return CognitiveContext(text="", shown_turns=())
+
+
+# --------------------------------------------------------------------------- items
+
+
+def parse_plus_categories(categories: Iterable[str] | str | None) -> list[str]:
+    """Names of the six categories (LoCoMo file numbers 1-5 accepted too); None = all six."""
+    return parse_category_list(
+        categories, list(CATEGORIES), numbers=CATEGORY_NAMES, benchmark="LoCoMo-Plus"
+    )
+
+
+def _locomo_items(
+    conversations: Sequence[Conversation],
+    categories: list[str],
+    *,
+    context: ContextFn,
+    context_mode: str,
+    disclose_task: bool,
+    adversarial: str,
+    seed: int,
+) -> list[PromptItem]:
+    wanted = [c for c in categories if c != COGNITIVE]
+    if not wanted:
+        return []
+    base = build_items(
+        conversations,
+        categories=wanted,
+        context=context,
+        context_mode=context_mode,
+        adversarial=adversarial if disclose_task else "open",
+        seed=seed,
+    )
+    out: list[PromptItem] = []
+    for item in base:
+        md = dict(item.metadata)
+        # unified: the question as it is, followed by the one shared instruction
+        user = (
+            item.user if disclose_task else f"Question: {md['question']}\n\n{UNIFIED_INSTRUCTION}"
+        )
+        md.update(
+            benchmark="locomo_plus",
+            source="locomo",
+            relation_type=None,
+            disclose_task=disclose_task,
+        )
+        out.append(dataclasses.replace(item, user=user, metadata=md))
+    return out
+
+
+def cognitive_item(
+    st: StitchedInstance,
+    *,
+    context: CognitiveContextFn = cognitive_full,
+    context_mode: str = "full",
+    disclose_task: bool = False,
+    gap_fix: bool = False,
+) -> PromptItem:
+    """One cognitive sample: history as context, the trigger line(s) as the user message."""
+    inst = st.instance
+    ctx = context(st)
+    trigger = "\n".join(dialogue_line(t) for t in st.trigger_turns)
+    instruction = (
+        cognitive_instruction(st.host.speaker_a, st.host.speaker_b)
+        if disclose_task
+        else UNIFIED_INSTRUCTION
+    )
+    evidence = cue_evidence(st)
+    metadata: dict[str, Any] = {
+        "benchmark": "locomo_plus",
+        "source": "locomo_plus",
+        "instance_index": inst.index,
+        "category": COGNITIVE,
+        "relation_type": inst.relation_type,
+        "host": st.host.sample_id,
+        "host_index": st.host_index,
+        "time_gap": inst.time_gap,
+        "gap_days": st.gap_days,
+        "gap_parsed": st.gap_parsed,
+        "gap_fix": gap_fix,
+        "cue_session_idx": st.cue_session_idx,
+        "cue_position": st.cue_position,
+        "sessions_before_cue": st.sessions_before_cue,
+        "sessions_between": st.sessions_between,
+        "dialogue_turns": len(st.dialogue),
+        "cue_time": st.cue_time.isoformat(),
+        "query_time": st.query_time.isoformat(),
+        "cue": evidence,
+        "trigger": "\n".join(t.text for t in st.trigger_turns),
+        "cue_model": inst.model_name,
+        "similarity": inst.similarity,
+        "context": context_mode,
+        "shown_turns": list(ctx.shown_turns) if ctx.shown_turns is not None else None,
+        "retrieved_ids": list(ctx.retrieved_ids) if ctx.retrieved_ids is not None else None,
+        "disclose_task": disclose_task,
+        "judge": {
+            "criterion": criterion_for_locomo(COGNITIVE),
+            # As in the official judge, the grader sees only the cue and the reply: showing the
+            # trigger would let it reward a reply that merely answers the trigger well.
+            "question": None,
+            "reference": None,  # LoCoMo-Plus has no reference reply
+            "evidence": evidence,
+            "question_date": format_locomo_time(st.query_time),
+            "session_dates": [s.date_time for s in st.host.sessions],
+        },
+    }
+    return PromptItem(
+        id=inst.sample_id,
+        system=ctx.text,
+        user=f"{trigger}\n\n{instruction}",
+        target="",
+        metadata=metadata,
+    )
+
+
+def build_plus_items(
+    conversations: Sequence[Conversation],
+    stitched: Sequence[StitchedInstance],
+    *,
+    categories: Iterable[str] | str | None = None,
+    context: ContextFn = full_context,
+    cognitive: CognitiveContextFn = cognitive_full,
+    context_mode: str = "full",
+    disclose_task: bool = False,
+    adversarial: str = "choice",
+    seed: int = 0,
+    gap_fix: bool = False,
+) -> list[PromptItem]:
+    """The LoCoMo-Plus samples: LoCoMo questions (conversation order), then `plus-<i>` in file
+    order. `adversarial` and `seed` only matter with `disclose_task` (the two-option form)."""
+    wanted = parse_plus_categories(categories)
+    items = _locomo_items(
+        conversations,
+        wanted,
+        context=context,
+        context_mode=context_mode,
+        disclose_task=disclose_task,
+        adversarial=adversarial,
+        seed=seed,
+    )
+    if COGNITIVE in wanted:
+        items.extend(
+            cognitive_item(
+                st,
+                context=cognitive,
+                context_mode=context_mode,
+                disclose_task=disclose_task,
+                gap_fix=gap_fix,
+            )
+            for st in stitched
+        )
+    return items
+
+
+#: `sample_order` values: the official file order, or grouped by host conversation.
+SAMPLE_ORDERS: tuple[str, ...] = ("file", "host")
+
+
+def order_samples(items: Sequence[PromptItem], sample_order: str = "file") -> list[PromptItem]:
+    """The samples in file order (LoCoMo questions, then `plus-<i>`), or with `host` grouped by
+    conversation for provider prompt caches: each conversation's LoCoMo questions, then the
+    cognitive samples stitched into it, latest cue first. A cognitive history equals its host's
+    conversation up to the cue, so a later cue shares a longer start with the sample before it
+    (full context: 92.8 % of input tokens shared with the previous sample instead of 84.6 %).
+    Scores do not depend on the order; `--limit` takes other samples."""
+    if sample_order not in SAMPLE_ORDERS:
+        raise ValueError(f"sample_order={sample_order!r} is not one of {', '.join(SAMPLE_ORDERS)}")
+    if sample_order == "file":
+        return list(items)
+
+    def host(item: PromptItem) -> str:
+        md = item.metadata
+        return str(md["host"] if md["category"] == COGNITIVE else md["conversation_id"])
+
+    rank = {h: r for r, h in enumerate(dict.fromkeys(host(i) for i in items))}
+
+    def key(item: PromptItem) -> tuple[int, int, int, int]:
+        md = item.metadata
+        if md["category"] != COGNITIVE:
+            return (rank[host(item)], 0, 0, 0)  # the sort is stable: questions keep their order
+        return (rank[host(item)], 1, -int(md["cue_position"]), int(md["instance_index"]))
+
+    return sorted(items, key=key)
+
+
+__all__ = [
+    "CATEGORIES",
+    "COGNITIVE",
+    "SAMPLE_ORDERS",
+    "UNIFIED_INSTRUCTION",
+    "CognitiveContext",
+    "CognitiveContextFn",
+    "build_plus_items",
+    "cognitive_full",
+    "cognitive_instruction",
+    "cognitive_item",
+    "cognitive_none",
+    "cue_evidence",
+    "format_locomo_time",
+    "history",
+    "order_samples",
+    "parse_plus_categories",
+    "render_history",
+]

@@ -1,0 +1,422 @@
+"""LongMemEval retrieval (context=rag): sessions or user turns as retrieval units, the official
+gold rules, and the official recall_any / recall_all / ndcg_any at session and turn level.
+
+Indexing follows the official retrieval code (BENCHMARKS.md §3.6): only user turns are indexed,
+a session unit is its user turns joined, a turn unit is one user turn with id
+`<session_id>_<t>` (t counts all turns from 1). Gold ids are the unit ids that contain `answer`
+after renaming: an evidence unit without a user `has_answer` turn gets `answer` replaced by
+`noans`, so it no longer counts. Questions with an `_abs` id, or with no gold unit at all, are
+skipped for the retrieval metrics (the official runner skips both).
+
+What the model reads: a retrieved session is shown whole (both roles, like the full history); a
+retrieved user turn is shown with the assistant reply that follows it. Both in date order.
+The retrievers themselves (BM25, embeddings) are the shared ones of memevals.core.retrievers.
+
+`truncated` follows the official reader (BENCHMARKS.md §3.7): the dated history is cut to the
+model's window − the answer length − 1000 tokens, keeping the **beginning** (the oldest
+sessions; the cut may fall inside a session, as in the official code). The budget covers the
+whole system message (history introduction included), counted by the offline counter of
+memevals.core.tokens; `max_context_tokens` sets it directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
+from memevals.benchmarks.longmemeval.prompts import (
+    SessionBlock,
+    build_item,
+    history_text,
+    question_text,
+    render_turns,
+    select_sessions,
+    session_blocks,
+)
+from memevals.core.prompt_item import PromptItem
+from memevals.core.retrieval_metrics import (
+    ndcg_any_at_k,
+    recall_all_at_k,
+    recall_any_at_k,
+    turn_to_session,
+)
+from memevals.core.retrievers import (
+    RETRIEVERS,
+    MemoryUnit,
+    Retriever,
+    checked_top_k,
+    make_retriever,
+    positive_tokens,
+    reject_options_outside,
+    resolve_embedding_model,
+    strategy_settings,
+)
+from memevals.core.tokens import TokenCounter, get_token_counter
+
+logger = logging.getLogger(__name__)
+
+CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
+#: context=truncated without a budget: the window of gpt-4o, the paper's main reader.
+DEFAULT_CONTEXT_WINDOW = 128_000
+#: The official reader leaves this many tokens of the window for the prompt around the history.
+TRUNCATION_RESERVE = 1000
+#: The paper's answer length (what the budget reserves unless told otherwise).
+DEFAULT_ANSWER_TOKENS = 500
+RETRIEVAL_UNITS: tuple[str, ...] = ("session", "turn")
+DEFAULT_RETRIEVAL_UNIT = "session"
+DEFAULT_TOP_K = 5
+DEFAULT_RETRIEVER = "bm25"
+#: The official cut-offs.
+K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
+#: Reported as Inspect metrics (the paper's headline columns); all K_VALUES go to the metadata.
+HEADLINE_KS: tuple[int, ...] = (5, 10)
+HEADLINE_TURN_KS: tuple[int, ...] = (5, 10, 50)
+
+
+@dataclass(frozen=True)
+class RetrievalUnit:
+    """A unit with what it points back to: its session and the turns shown when retrieved."""
+
+    unit: MemoryUnit  # id = official id, ids = (metric id after the noans rename,)
+    session: Session
+    shown: tuple[Turn, ...]
+
+
+def _user_text(turns: Sequence[Turn]) -> str:
+    return " ".join(t.content for t in turns if t.role == "user")
+
+
+def session_units(inst: Instance) -> list[RetrievalUnit]:
+    """One unit per haystack session (file order): its user turns, joined."""
+    out = []
+    for s in inst.sessions:
+        metric_id = s.session_id
+        if "answer" in metric_id and not s.has_user_evidence:
+            metric_id = metric_id.replace("answer", "noans")
+        unit = MemoryUnit(id=s.session_id, text=_user_text(s.turns), date=s.date, ids=(metric_id,))
+        out.append(RetrievalUnit(unit, s, s.turns))
+    return out
+
+
+def turn_units(inst: Instance) -> list[RetrievalUnit]:
+    """One unit per user turn (file order); shown with the assistant turn right after it."""
+    out = []
+    for s in inst.sessions:
+        for i, t in enumerate(s.turns):
+            if t.role != "user":
+                continue
+            tid = s.turn_id(t)
+            metric_id = (
+                tid if t.has_answer or "answer" not in tid else tid.replace("answer", "noans")
+            )
+            nxt = s.turns[i + 1] if i + 1 < len(s.turns) else None
+            shown = (t, nxt) if nxt is not None and nxt.role == "assistant" else (t,)
+            unit = MemoryUnit(id=tid, text=t.content, date=s.date, ids=(metric_id,))
+            out.append(RetrievalUnit(unit, s, shown))
+    return out
+
+
+def gold_ids(units: Sequence[RetrievalUnit]) -> list[str]:
+    """Official gold: the metric ids that still contain `answer` (deduplicated, in order)."""
+    return list(dict.fromkeys(i for u in units for i in u.unit.metric_ids if "answer" in i))
+
+
+def session_scores(
+    ranked: Sequence[str], gold: Sequence[str], prefix: str = ""
+) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k in K_VALUES:
+        out[f"{prefix}recall_any@{k}"] = recall_any_at_k(ranked, gold, k)
+        out[f"{prefix}recall_all@{k}"] = recall_all_at_k(ranked, gold, k)
+        out[f"{prefix}ndcg_any@{k}"] = ndcg_any_at_k(ranked, gold, k)
+    return out
+
+
+def turn_scores(ranked_turns: Sequence[str], gold_turns: Sequence[str]) -> dict[str, float]:
+    """Turn-level metrics (prefix `turn_`) and, as officially, the same run scored at session
+    level by growing k until the top turns cover k sessions."""
+    out = session_scores(ranked_turns, gold_turns, prefix="turn_")
+    for k in K_VALUES:
+        sessions, gold, effective = turn_to_session(ranked_turns, gold_turns, k)
+        out[f"recall_any@{k}"] = recall_any_at_k(sessions, gold, effective)
+        out[f"recall_all@{k}"] = recall_all_at_k(sessions, gold, effective)
+        out[f"ndcg_any@{k}"] = ndcg_any_at_k(sessions, gold, effective)
+    return out
+
+
+def headline_keys(retrieval_unit: str) -> list[str]:
+    keys = [f"{m}@{k}" for k in HEADLINE_KS for m in ("recall_any", "recall_all", "ndcg_any")]
+    if retrieval_unit == "turn":
+        keys += [f"turn_{m}@{k}" for k in HEADLINE_TURN_KS for m in ("recall_all", "ndcg_any")]
+    return keys
+
+
+@dataclass(frozen=True)
+class LmeContext:
+    """What one question gets: the blocks shown, and for rag the retrieval record."""
+
+    blocks: tuple[SessionBlock, ...]
+    retrieved_ids: tuple[str, ...] | None = None  # top_k official unit ids, best first
+    retrieval_scores: dict[str, float] | None = None  # None when skipped or not rag
+    retrieval_skipped: str | None = None  # why the metrics skip this question
+    system: str | None = None  # the system text when it is not history_text(blocks)
+    system_tokens: int | None = None  # its token count, when already known
+    history_tokens: int | None = None  # truncated: tokens of the whole history before the cut
+
+    @property
+    def system_text(self) -> str:
+        return history_text(self.blocks) if self.system is None else self.system
+
+
+def _turn_blocks(chosen: Sequence[RetrievalUnit], history_format: str) -> tuple[SessionBlock, ...]:
+    """Retrieved turns grouped by session, sessions in date order, turns in session order."""
+    by_session: dict[int, tuple[Session, dict[int, Turn]]] = {}
+    for u in chosen:
+        _, turns = by_session.setdefault(u.session.index, (u.session, {}))
+        for t in u.shown:
+            turns[t.position] = t
+    ordered = sorted(by_session.values(), key=lambda st: (st[0].when, st[0].index))
+    return tuple(
+        SessionBlock(
+            s.session_id, s.date, render_turns([turns[p] for p in sorted(turns)], history_format)
+        )
+        for s, turns in ordered
+    )
+
+
+@dataclass
+class LongMemEvalMemory:
+    """A validated strategy; call it on an instance to get its context."""
+
+    context: str
+    history_format: str = "json"
+    retrieval_unit: str | None = None
+    top_k: int | None = None
+    retriever: Retriever | None = None
+    embedding_model: str | None = None
+    max_context_tokens: int | None = None
+    token_counter: TokenCounter = field(default_factory=get_token_counter)
+
+    def settings(self) -> dict[str, Any]:
+        """The strategy's parameters, for the log (only those that apply to the mode)."""
+        return {
+            "history_format": self.history_format,
+            **strategy_settings(
+                self.context,
+                self.token_counter.name,
+                max_context_tokens=self.max_context_tokens,
+                retrieval_unit=self.retrieval_unit,
+                top_k=self.top_k,
+                retriever=self.retriever,
+                embedding_model=self.embedding_model,
+            ),
+        }
+
+    def __call__(self, inst: Instance) -> LmeContext:
+        if self.context == "truncated":
+            return self._truncated(inst)
+        if self.context != "rag":
+            return LmeContext(
+                session_blocks(select_sessions(inst, self.context), self.history_format)
+            )
+        assert self.retriever is not None and self.top_k is not None
+        units = turn_units(inst) if self.retrieval_unit == "turn" else session_units(inst)
+        ranking = self.retriever.index([u.unit for u in units]).rank(inst.question)
+        chosen = [units[p] for p in ranking[: self.top_k]]
+        if self.retrieval_unit == "turn":
+            blocks = _turn_blocks(chosen, self.history_format)
+        else:
+            blocks = session_blocks([u.session for u in chosen], self.history_format)
+        ranked_metric_ids = [i for p in ranking for i in units[p].unit.metric_ids]
+        gold = gold_ids(units)
+        skipped = None
+        scores = None
+        if inst.is_abstention:
+            skipped = "abstention question"
+        elif not gold:
+            skipped = "no user turn is marked has_answer"
+        elif self.retrieval_unit == "turn":
+            scores = turn_scores(ranked_metric_ids, gold)
+        else:
+            scores = session_scores(ranked_metric_ids, gold)
+        return LmeContext(
+            blocks=blocks,
+            retrieved_ids=tuple(u.unit.id for u in chosen),
+            retrieval_scores=scores,
+            retrieval_skipped=skipped,
+        )
+
+    def _truncated(self, inst: Instance) -> LmeContext:
+        """The beginning of the dated history within max_context_tokens (official rule)."""
+        assert self.max_context_tokens is not None
+        blocks = session_blocks(inst.sessions, self.history_format)
+        full = history_text(blocks)
+        text, tokens, total = self.token_counter.head(full, self.max_context_tokens)
+        if blocks and len(text) <= full.index("### Session 1\n") + len("### Session 1\n"):
+            raise ValueError(
+                f"{inst.question_id}: max_context_tokens={self.max_context_tokens} leaves no "
+                "room for any session after the history introduction; give a larger "
+                "max_context_tokens (or context_window)"
+            )
+        # sessions whose header made it into the kept text (the last one may be cut short)
+        shown = tuple(b for i, b in enumerate(blocks, 1) if f"### Session {i}\n" in text)
+        return LmeContext(blocks=shown, system=text, system_tokens=tokens, history_tokens=total)
+
+    def item(
+        self,
+        inst: Instance,
+        *,
+        variant: str,
+        chain_of_note: bool = False,
+        ctx: LmeContext | None = None,
+    ) -> PromptItem:
+        """The sample for `inst` with this strategy: prompt, target and the metadata that the
+        scorers and logs read (retrieval record, prompt size). `ctx` reuses a context already
+        computed. Chain-of-note items carry no history, as the notes replace it at run time,
+        and no prompt size, as the note calls are made then."""
+        if ctx is None:
+            ctx = self(inst)
+        extra: dict[str, object] = {
+            "chain_of_note": chain_of_note,
+            "missing_answer_sessions": list(inst.missing_answer_session_ids),
+        }
+        if self.context == "rag":
+            extra |= {
+                "retrieval_unit": self.retrieval_unit,
+                "retrieved_ids": list(ctx.retrieved_ids or ()),
+                "retrieval_scores": ctx.retrieval_scores,
+                "retrieval_skipped": ctx.retrieval_skipped,
+            }
+        if self.context == "truncated":
+            assert ctx.history_tokens is not None and self.max_context_tokens is not None
+            extra |= {
+                "history_tokens": ctx.history_tokens,
+                "history_truncated": ctx.history_tokens > self.max_context_tokens,
+            }
+        system = "" if chain_of_note else ctx.system_text
+        if not chain_of_note:
+            system_tokens = (
+                self.token_counter(system) if ctx.system_tokens is None else ctx.system_tokens
+            )
+            # as chat APIs count: each message separately, chat-template tokens not included
+            extra |= {
+                "prompt_tokens": system_tokens + self.token_counter(question_text(inst)),
+                "token_counter": self.token_counter.name,
+            }
+        return build_item(
+            inst,
+            variant=variant,
+            blocks=ctx.blocks,
+            context=self.context,
+            history_format=self.history_format,
+            extra=extra,
+            system=system,
+        )
+
+
+def warn_if_oversized(variant: str, context: str) -> None:
+    """M with the whole history is ~1.5M tokens per question, beyond most readers' windows,
+    and every rendered prompt is held in memory: say so once, before the long load."""
+    if variant == "m" and context == "full":
+        logger.warning(
+            "LongMemEval M with context=full: each history is ~1.5M tokens (longer than most "
+            "models' windows) and all 500 prompts are held in memory (several GB). Use "
+            "context=truncated (-T context_window=<your model's window>), rag or oracle "
+            "unless your model really reads 1.5M tokens."
+        )
+
+
+def truncation_budget(context_window: int, answer_tokens: int) -> int:
+    """The official history budget: window − answer length − 1000 tokens."""
+    return context_window - answer_tokens - TRUNCATION_RESERVE
+
+
+def longmemeval_memory(
+    context: str = "full",
+    *,
+    history_format: str = "json",
+    max_context_tokens: int | None = None,
+    context_window: int | None = None,
+    token_counter: str = "auto",
+    retrieval_unit: str | None = None,
+    top_k: int | None = None,
+    retriever: str | None = None,
+    embedding_model: str | None = None,
+    answer_tokens: int = DEFAULT_ANSWER_TOKENS,
+) -> LongMemEvalMemory:
+    """Validate the options and build the strategy (raises ValueError naming the option).
+
+    Options that do not apply to `context` are rejected, so a sweep never silently runs another
+    setting than the one asked for; an embedding model is loaded here, before any model call.
+    context=truncated takes `max_context_tokens` (the budget of the system message) or
+    `context_window` (default 128,000), from which the official budget window − answer_tokens −
+    1000 is derived.
+    """
+    if context not in CONTEXT_MODES:
+        raise ValueError(f"context={context!r} is not one of {', '.join(CONTEXT_MODES)}")
+    counter = get_token_counter(token_counter)
+    reject_options_outside(
+        "truncated",
+        context,
+        max_context_tokens=max_context_tokens,
+        context_window=context_window,
+    )
+    reject_options_outside(
+        "rag",
+        context,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+    )
+    if context == "truncated":
+        if max_context_tokens is not None and context_window is not None:
+            raise ValueError(
+                "give max_context_tokens (the history budget) or context_window (the model's "
+                "window, from which the official budget is derived), not both"
+            )
+        if max_context_tokens is None:
+            window = positive_tokens(
+                "context_window",
+                DEFAULT_CONTEXT_WINDOW if context_window is None else context_window,
+            )
+            answer = positive_tokens("answer_tokens", answer_tokens)
+            budget = truncation_budget(window, answer)
+            if budget < 1:
+                raise ValueError(
+                    f"context_window={window} leaves no room for the history after the answer "
+                    f"({answer} tokens) and the official {TRUNCATION_RESERVE}-token reserve; "
+                    "give a larger context_window or set max_context_tokens"
+                )
+        else:
+            budget = positive_tokens("max_context_tokens", max_context_tokens)
+        return LongMemEvalMemory(
+            context, history_format, max_context_tokens=budget, token_counter=counter
+        )
+    if context != "rag":
+        return LongMemEvalMemory(context, history_format, token_counter=counter)
+    unit = DEFAULT_RETRIEVAL_UNIT if retrieval_unit is None else retrieval_unit
+    if unit not in RETRIEVAL_UNITS:
+        raise ValueError(
+            f"retrieval_unit={unit!r} is not one of {', '.join(RETRIEVAL_UNITS)} for LongMemEval"
+        )
+    k = checked_top_k(top_k, DEFAULT_TOP_K)
+    kind = DEFAULT_RETRIEVER if retriever is None else retriever
+    if kind not in RETRIEVERS:
+        raise ValueError(f"retriever={kind!r} is not one of {', '.join(RETRIEVERS)}")
+    engine = make_retriever(kind, embedding_model)
+    resolved = None
+    if kind == "embedding":
+        resolved = resolve_embedding_model(getattr(engine, "model_name", embedding_model or ""))
+    return LongMemEvalMemory(
+        context,
+        history_format,
+        retrieval_unit=unit,
+        top_k=k,
+        retriever=engine,
+        embedding_model=resolved,
+        token_counter=counter,
+    )

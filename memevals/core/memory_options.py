@@ -1,0 +1,113 @@
+"""The memory options every QA task shares, as one record.
+
+LoCoMo, LoCoMo-Plus, LongMemEval and the dialogue task all take the same knobs for how the
+model is given its history (`context`, the truncation budget, the retrieval settings, the
+token counter). They are declared once here; each benchmark's memory module validates them
+against its own modes and defaults (`checked`, `rag_choice`), so a rule such as "an option of
+another mode is an error" exists once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from memevals.core.retrievers import (
+    Retriever,
+    checked_top_k,
+    make_retriever,
+    reject_options_outside,
+    resolve_embedding_model,
+)
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """How the history is given to the model: the `-T` / `--metadata` memory knobs.
+
+    None means "the benchmark's default" for the mode it applies to; an option given for a mode
+    it does not apply to is rejected by `checked`, never ignored.
+    """
+
+    context: str = "full"
+    max_context_tokens: int | None = None
+    retrieval_unit: str | None = None
+    top_k: int | None = None
+    retriever: str | None = None
+    embedding_model: str | None = None
+    token_counter: str = "auto"
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names, for the frameworks' option checks."""
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> MemoryOptions:
+        """The record from the known keys of `values` (other keys are the caller's business)."""
+        return cls(**{k: values[k] for k in cls.names() if k in values})
+
+    def checked(self, modes: Sequence[str], **truncation_options: object) -> MemoryOptions:
+        """Self, after checking `context` is one of `modes` and that no option of another mode
+        was given (`truncation_options`: a benchmark's extra truncation knobs)."""
+        if self.context not in modes:
+            raise ValueError(
+                f"context={self.context!r} is not supported; allowed values: {', '.join(modes)}"
+            )
+        reject_options_outside(
+            "truncated",
+            self.context,
+            max_context_tokens=self.max_context_tokens,
+            **truncation_options,
+        )
+        reject_options_outside(
+            "rag",
+            self.context,
+            retrieval_unit=self.retrieval_unit,
+            top_k=self.top_k,
+            retriever=self.retriever,
+            embedding_model=self.embedding_model,
+        )
+        return self
+
+
+@dataclass(frozen=True)
+class RagChoice:
+    """The validated retrieval settings of a context=rag strategy (engine built, model found)."""
+
+    retrieval_unit: str
+    top_k: int
+    retriever: Retriever
+    embedding_model: str | None
+
+
+def rag_choice(
+    options: MemoryOptions,
+    *,
+    units: Sequence[str],
+    default_unit: str,
+    default_top_k: int,
+    default_retriever: str,
+    benchmark: str,
+) -> RagChoice:
+    """Check the retrieval options against a benchmark's units and build the retriever.
+
+    Loading an embedding model happens here, before any model call, so one that cannot be
+    loaded offline fails early.
+    """
+    unit = default_unit if options.retrieval_unit is None else options.retrieval_unit
+    if unit not in units:
+        raise ValueError(
+            f"retrieval_unit={unit!r} is not supported for {benchmark}; allowed values: "
+            f"{', '.join(units)}"
+        )
+    k = checked_top_k(options.top_k, default_top_k)
+    kind = default_retriever if options.retriever is None else options.retriever
+    engine = make_retriever(kind, options.embedding_model)  # rejects an unknown retriever
+    resolved = None
+    if kind == "embedding":
+        resolved = resolve_embedding_model(
+            getattr(engine, "model_name", options.embedding_model or "")
+        )
+    return RagChoice(unit, k, engine, resolved)

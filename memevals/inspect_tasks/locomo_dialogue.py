@@ -1,0 +1,400 @@
+"""`locomo_dialogue`: LoCoMo's dialogue generation task on Inspect (BENCHMARKS.md §1.12).
+
+For a seeded set of held-out turns the model writes that speaker's next message from the
+history (context modes and selection rule: `benchmarks/locomo_dialogue`). Scored against the
+real turn with BLEU-1/2, ROUGE-L and BERTScore (its `scoring` module); the BERTScore
+model is loaded once, when the task is built, so a missing model fails before any model call.
+
+With `images=true` the most recent photos of the history are sent as image content. Each image
+is fetched by the `attach_images` solver (once per run and URL) and inlined as a data URI; an
+image that cannot be fetched is replaced by its caption, logged, and counted in the
+`image_fallbacks` score (the original LoCoMo images are web URLs, some long gone).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import logging
+import urllib.request
+from typing import Any
+
+import anyio
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import (
+    ChatMessageUser,
+    Content,
+    ContentImage,
+    ContentText,
+    GenerateConfig,
+)
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    Scorer,
+    Target,
+    mean,
+    metric,
+    scorer,
+    stderr,
+)
+from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
+
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, load_locomo
+from memevals.benchmarks.locomo_dialogue.prompts import (
+    ImagePart,
+    build_dialogue_items,
+    caption_text,
+    dialogue_memory,
+)
+from memevals.benchmarks.locomo_dialogue.scoring import (
+    BleuStats,
+    clean_reply,
+    corpus_bleu,
+    get_bertscorer,
+    overlap_scores,
+)
+from memevals.benchmarks.locomo_dialogue.scoring import (
+    bertscore as bertscore_of,
+)
+from memevals.benchmarks.locomo_event_summary.prompts import select_conversations
+from memevals.inspect_tasks.common import to_dataset
+from memevals.inspect_tasks.judge import count
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "attach_images",
+    "dialogue_bertscore",
+    "dialogue_images",
+    "dialogue_overlap",
+    "fetch_image",
+    "locomo_dialogue",
+]
+
+_IMAGE_MAGIC = {
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
+
+
+class ImageUnavailable(Exception):
+    """The image could not be fetched or is not an image."""
+
+
+def fetch_image(url: str, timeout: float = 10.0, max_bytes: int = 20_000_000) -> str:
+    """The image at `url` as a data URI; raises ImageUnavailable on any failure."""
+    request = urllib.request.Request(url, headers={"User-Agent": "memevals/0.1 (LoCoMo images)"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            data = resp.read(max_bytes + 1)
+            declared = (resp.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    except Exception as exc:  # DNS, refused, timeout, HTTP 404/410: all mean "gone"
+        raise ImageUnavailable(f"{type(exc).__name__}: {exc}") from exc
+    if len(data) > max_bytes:
+        raise ImageUnavailable(f"larger than {max_bytes} bytes")
+    sniffed = next((m for magic, m in _IMAGE_MAGIC.items() if data.startswith(magic)), None)
+    if sniffed is None and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        sniffed = "image/webp"
+    mime = sniffed or (declared if declared.startswith("image/") else None)
+    if mime is None:
+        raise ImageUnavailable(f"not an image (Content-Type {declared or 'missing'!r})")
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+@solver
+def attach_images(timeout: float = 10.0, max_bytes: int = 20_000_000) -> Solver:
+    """Put the fetched image in place of each photo's caption; keep the caption when the image
+    cannot be fetched.
+
+    The sample input carries the caption text (so it is complete without this solver, and
+    Inspect does not try to download the URLs itself); ``metadata["images"]`` says which part
+    of the user message holds which photo's caption. Downloads are cached per URL for the
+    run. The sample's store records the dia ids of the images sent (``images_sent``) and of
+    those that fell back to their caption (``image_fallbacks``).
+    """
+    cache: dict[str, str | None] = {}
+
+    async def fetch(url: str) -> str | None:
+        if url not in cache:
+            try:
+                cache[url] = await anyio.to_thread.run_sync(
+                    functools.partial(fetch_image, url, timeout, max_bytes)
+                )
+            except ImageUnavailable as exc:
+                logger.warning(
+                    "locomo_dialogue: image %s could not be fetched (%s); its caption is used",
+                    url,
+                    exc,
+                )
+                cache[url] = None
+        return cache[url]
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        message = state.messages[-1]
+        content = list(message.content) if not isinstance(message.content, str) else []
+        sent: list[str] = []
+        fallbacks: list[str] = []
+        for info in state.metadata["images"]:
+            at = int(info["part"])
+            part = content[at] if at < len(content) else None
+            if not isinstance(part, ContentText) or part.text != caption_text(
+                ImagePart(info["url"], info["caption"], info["dia_id"])
+            ):
+                raise ValueError(
+                    f"sample {state.sample_id}: part {at} of the prompt is not the caption of "
+                    f"image {info['dia_id']}"
+                )
+            data = await fetch(str(info["url"]))
+            if data is None:
+                fallbacks.append(info["dia_id"])
+            else:
+                sent.append(info["dia_id"])
+                content[at] = ContentImage(image=data)
+        if state.metadata["images"]:
+            message.content = content
+        state.store.set("images_sent", sent)
+        state.store.set("image_fallbacks", fallbacks)
+        return state
+
+    return solve
+
+
+# ---------------------------------------------------------------------------------------------
+# Scorers
+
+
+@metric
+def corpus_bleu_metric(order: int) -> Metric:
+    """Corpus BLEU-`order` from the per-reply n-gram statistics in the score metadata."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        stats = [
+            BleuStats.from_row(s.score.metadata["bleu_stats"]) for s in scores if s.score.metadata
+        ]
+        return corpus_bleu(stats, order)
+
+    return compute
+
+
+def _prediction(state: TaskState) -> str:
+    md = state.metadata
+    return clean_reply(state.output.completion, str(md["speaker"]), str(md["other_speaker"]))
+
+
+@scorer(
+    metrics={
+        "bleu1": [mean(), stderr(), corpus_bleu_metric(1)],
+        "bleu2": [mean(), stderr(), corpus_bleu_metric(2)],
+        "rougeL": [mean(), stderr()],
+    }
+)
+def dialogue_overlap() -> Scorer:
+    """Sentence BLEU-1/2 (mean, plus corpus BLEU) and ROUGE-L of the cleaned reply."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        prediction = _prediction(state)
+        reference = target.text
+        values, stats = overlap_scores(prediction, reference)
+        return Score(
+            value=dict(values),
+            answer=prediction,
+            explanation=f"reference: {reference!r}",
+            metadata={"reply": state.output.completion, "bleu_stats": stats.as_row()},
+        )
+
+    return score
+
+
+@scorer(metrics={"bertscore_f1": [mean(), stderr()]})
+def dialogue_bertscore(model: str | None = None, num_layers: int | None = None) -> Scorer:
+    """BERTScore F1 of the cleaned reply (precision and recall in the metadata).
+
+    The scorer object is shared by every sample and every task built in the process.
+    """
+    bert = get_bertscorer(model, num_layers)
+
+    async def score(state: TaskState, target: Target) -> Score:
+        prediction = _prediction(state)
+        [result] = bertscore_of([prediction], [target.text], bert)
+        return Score(
+            value={"bertscore_f1": result.f1},
+            answer=prediction,
+            metadata={
+                "precision": result.precision,
+                "recall": result.recall,
+                "model": bert.model_type,
+                "num_layers": bert.num_layers,
+            },
+        )
+
+    return score
+
+
+@scorer(metrics={"images_sent": [count()], "image_fallbacks": [count()]})
+def dialogue_images() -> Scorer:
+    """How many images were sent, and how many fell back to their caption (run totals)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        sent: list[str] = state.store.get("images_sent", [])
+        fallbacks: list[str] = state.store.get("image_fallbacks", [])
+        return Score(
+            value={"images_sent": len(sent), "image_fallbacks": len(fallbacks)},
+            metadata={"images_sent": sent, "image_fallbacks": fallbacks},
+        )
+
+    return score
+
+
+# ---------------------------------------------------------------------------------------------
+# Task
+
+
+def _image_sample(
+    sid: str,
+    context_parts: list[str | ImagePart],
+    instruction: str,
+    target: str,
+    metadata: dict[str, Any],
+) -> Sample:
+    """A sample whose history can carry photos: one user message of text parts, each photo a
+    caption part that `attach_images` replaces by the image (its index goes into metadata)."""
+    content: list[Content] = []
+    photos = iter(metadata["images"])
+    for p in context_parts:
+        if isinstance(p, ImagePart):
+            info = next(photos)
+            assert info["dia_id"] == p.dia_id
+            info["part"] = len(content)
+            content.append(ContentText(text=caption_text(p)))
+        elif p:
+            content.append(ContentText(text=p))
+    content.append(ContentText(text=f"\n\n{instruction}"))
+    return Sample(
+        id=sid, input=[ChatMessageUser(content=content)], target=target, metadata=metadata
+    )
+
+
+@task
+def locomo_dialogue(
+    context: str = "full",
+    turns_per_conversation: int = 20,
+    seed: int = 0,
+    conversations: str | None = None,
+    max_context_tokens: int | None = None,
+    retrieval_unit: str | None = None,
+    top_k: int | None = None,
+    retriever: str | None = None,
+    embedding_model: str | None = None,
+    images: bool = False,
+    max_images: int = 8,
+    image_timeout: float = 10.0,
+    bertscore: bool = True,
+    bertscore_model: str | None = None,
+    bertscore_layers: int | None = None,
+    max_tokens: int = 128,
+    data_dir: str | None = None,
+) -> Task:
+    """LoCoMo dialogue generation: write a held-out turn from the history.
+
+    Args:
+        context: full (default; all earlier turns), truncated (the most recent earlier turns
+            within max_context_tokens), session (the current session only) or rag (top_k
+            units of earlier sessions, then the current session).
+        turns_per_conversation: held-out turns drawn per conversation (0 = every eligible turn).
+        seed: seed of the draw.
+        conversations: comma-separated conversation ids (e.g. conv-26); default all 10.
+        max_context_tokens: context=truncated only (default 4000; cl100k_base count).
+        retrieval_unit: context=rag only: observation (default), summary or dialog.
+        top_k: context=rag only: units retrieved (default 5).
+        retriever: context=rag only: bm25 (default) or embedding.
+        embedding_model: retriever=embedding only (default all-MiniLM-L6-v2).
+        images: send the history's photos as image content (fetched from their web URLs; an
+            unreachable one falls back to its caption); default: captions, as in the paper.
+        max_images: images=true only: how many of the most recent photos are sent as images.
+        image_timeout: seconds to wait for each image download.
+        bertscore: also report BERTScore F1.
+        bertscore_model: BERTScore model: a hub id, a local folder or all-MiniLM-L6-v2;
+            default the library's default for English (roberta-large).
+        bertscore_layers: which layer's embeddings BERTScore uses (required for models
+            bert-score does not know, e.g. 6 for all-MiniLM-L6-v2).
+        max_tokens: the reply's token limit.
+        data_dir: folder holding locomo/locomo10.json (overrides MEMEVALS_DATA_DIR).
+    """
+    if isinstance(max_images, bool) or max_images < 0:
+        raise ValueError(f"max_images must be >= 0, got {max_images!r}")
+    if image_timeout <= 0:
+        raise ValueError(f"image_timeout must be positive, got {image_timeout!r}")
+    if not bertscore and (bertscore_model is not None or bertscore_layers is not None):
+        raise ValueError("bertscore_model and bertscore_layers apply only with bertscore=true")
+    strategy = dialogue_memory(
+        context,
+        max_context_tokens=max_context_tokens,
+        retrieval_unit=retrieval_unit,
+        top_k=top_k,
+        retriever=retriever,
+        embedding_model=embedding_model,
+    )
+    scorers = [dialogue_overlap()]
+    if bertscore:  # loads the model now: fails before any model call
+        scorers.append(dialogue_bertscore(bertscore_model, bertscore_layers))
+    chosen = select_conversations(load_locomo(data_dir), conversations)
+    built = build_dialogue_items(
+        chosen,
+        context,
+        strategy,
+        turns_per_conversation=turns_per_conversation,
+        seed=seed,
+        images=images,
+        max_images=max_images,
+    )
+    # Without images the history is the item's system text (photos as captions), as in lm-eval.
+    dataset = (
+        MemoryDataset(
+            [
+                _image_sample(item.id, ctx.parts, item.user, item.target, item.metadata)
+                for item, ctx in built
+            ],
+            name="locomo_dialogue",
+            shuffled=False,
+        )
+        if images
+        else to_dataset([item for item, _ in built], "locomo_dialogue")
+    )
+    total_tokens = sum(int(item.metadata["prompt_tokens"]) for item, _ in built)
+    solvers: list[Solver] = [generate()]
+    if images:
+        solvers.insert(0, attach_images(timeout=image_timeout))
+        scorers.append(dialogue_images())
+    memory_log: dict[str, Any] = {
+        **strategy.settings(),
+        "context": context,
+        "prompt_tokens_total": total_tokens,
+    }
+    if strategy.index_cache is not None:
+        memory_log["index_builds"] = strategy.index_cache.builds
+    return Task(
+        dataset=dataset,
+        solver=solvers,
+        scorer=scorers,
+        config=GenerateConfig(max_tokens=max_tokens),
+        metadata={
+            "benchmark": "locomo",
+            "task": "dialogue",
+            "turns_per_conversation": turns_per_conversation,
+            "seed": seed,
+            "images": images,
+            "max_images": max_images if images else None,
+            "bertscore_model": bertscore_model,
+            "bertscore_layers": bertscore_layers,
+            "memory": memory_log,
+            "data_sha256": LOCOMO_FILE.sha256,
+        },
+    )
+
+
+__all_tasks__ = ["locomo_dialogue"]

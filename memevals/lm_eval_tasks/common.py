@@ -1,0 +1,162 @@
+"""Shared lm-eval glue: option checks, PromptItem <-> document, the prompt text.
+
+lm-eval calls `custom_dataset(**metadata, **dataset_kwargs)`, where `metadata` is the task
+YAML's `metadata` merged with `--model_args` and `--metadata` (in that order). So the loaders
+accept every key, use the ones they know, ignore the rest (model arguments, `version`, ...),
+and reject a key that looks like a misspelt option rather than silently running the default.
+Each benchmark folder's `utils.py` builds its documents from the benchmark's own samples and
+scores with the benchmark's own rules; nothing here knows a benchmark.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from datasets import Dataset, DatasetDict
+
+from memevals.core.prompt_item import PromptItem
+from memevals.core.tokens import get_token_counter
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Keys lm-eval itself puts into the metadata it passes to `custom_dataset`.
+LM_EVAL_KEYS = frozenset({"version", "config_source", "_metadata"})
+
+
+class OptionError(ValueError):
+    """A `--metadata` option is misspelt or has a bad value."""
+
+
+def checked_options(
+    task: str, given: Mapping[str, Any], known: Iterable[str], defaults: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The known options with defaults filled in; unknown keys are ignored unless they look
+    like a typo of a known one (they may be model arguments, which lm-eval merges in)."""
+    known = set(known)
+    for key in given:
+        if key in known or key in LM_EVAL_KEYS:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+        if close:
+            raise OptionError(
+                f"{task}: --metadata key {key!r} is not an option; did you mean {close[0]!r}? "
+                f"Options: {', '.join(sorted(known))}"
+            )
+        logger.debug("%s: ignoring metadata key %r (not a memevals option)", task, key)
+    if "seed" in given and "choice_seed" in known and "choice_seed" not in given:
+        logger.warning(
+            "%s: 'seed' (a model argument?) does not set the two-option order; "
+            "use --metadata '{\"choice_seed\": N}'",
+            task,
+        )
+    out = dict(defaults)
+    out.update({k: v for k, v in given.items() if k in known})
+    return out
+
+
+def keyword_names(fn: Callable[..., Any]) -> list[str]:
+    """Option names a core builder accepts (so its new options need no glue here)."""
+    return [
+        name
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+
+
+def as_bool(task: str, name: str, value: Any) -> bool:
+    """JSON gives booleans; `--model_args`-style strings give "true"/"false"."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "1", "yes", "false", "0", "no"):
+        return value.strip().lower() in ("true", "1", "yes")
+    raise OptionError(f"{task}: option {name!r} must be true or false, got {value!r}")
+
+
+def checked(task: str, build: Callable[[], T]) -> T:
+    """Run `build`, prefixing a ValueError from the shared core with the task name."""
+    try:
+        return build()
+    except OptionError:
+        raise
+    except ValueError as exc:
+        raise OptionError(f"{task}: {exc}") from exc
+
+
+def to_docs(items: Sequence[PromptItem], task: str) -> DatasetDict:
+    """PromptItems as a one-split ("test") dataset of flat string fields. The metadata travels
+    as JSON, because Arrow needs one type per column (LoCoMo answers are str or int)."""
+    if not items:
+        raise OptionError(f"{task}: no documents (check the category and data options)")
+    rows = [
+        {
+            "id": item.id,
+            "system": item.system,
+            "user": item.user,
+            "target": item.target,
+            "category": str(item.metadata.get("category", "")),
+            "metadata": json.dumps(item.metadata, ensure_ascii=False),
+        }
+        for item in items
+    ]
+    return DatasetDict({"test": Dataset.from_list(rows)})
+
+
+def doc_item(doc: Mapping[str, Any]) -> PromptItem:
+    """The PromptItem a document was made from (metadata decoded)."""
+    try:
+        metadata = json.loads(doc["metadata"])
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(
+            f"document {doc.get('id')!r}: field 'metadata' is not the JSON memevals wrote ({exc})"
+        ) from exc
+    return PromptItem(
+        id=str(doc["id"]),
+        system=str(doc["system"]),
+        user=str(doc["user"]),
+        target=str(doc["target"]),
+        metadata=metadata,
+    )
+
+
+def doc_to_text(doc: Mapping[str, Any]) -> str:
+    """The exact text the Inspect tasks send (system and user joined), as one prompt.
+
+    Context and question stay in one user turn under `--apply_chat_template`: lm-eval's HF
+    model drops the system message when a chat template rejects it, which would silently
+    remove the whole conversation.
+    """
+    return PromptItem(
+        id=str(doc["id"]), system=str(doc["system"]), user=str(doc["user"]), target=""
+    ).as_text()
+
+
+def only_reply(results: Sequence[Any]) -> str:
+    if len(results) != 1:
+        raise ValueError(f"expected one generation per document, got {len(results)}")
+    return str(results[0])
+
+
+def prompt_tokens_of(doc: Mapping[str, Any], md: Mapping[str, Any]) -> float:
+    """Prompt size by the same offline counter the Inspect tasks log (memevals.core.tokens);
+    the count a builder already stored in the metadata is reused."""
+    if md.get("prompt_tokens") is not None:
+        return float(md["prompt_tokens"])
+    counter = get_token_counter(str(md.get("token_counter") or "auto"))
+    return float(counter(doc_to_text(doc)))
+
+
+def as_int(task: str, name: str, value: Any) -> int:
+    """JSON gives integers; `--model_args`-style strings give digits."""
+    if not isinstance(value, bool):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            pass
+    raise OptionError(f"{task}: option {name!r} must be an integer, got {value!r}")

@@ -1,0 +1,61 @@
+"""lm-eval functions of the locomo_event_summary task: documents and per-reply scores."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from datasets import DatasetDict
+
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo_event_summary.prompts import build_event_items, select_conversations
+from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
+from memevals.lm_eval_tasks.common import (
+    OptionError,
+    as_bool,
+    as_int,
+    checked,
+    checked_options,
+    doc_item,
+    only_reply,
+    prompt_tokens_of,
+    to_docs,
+)
+
+EVENT_SUMMARY_OPTIONS: dict[str, Any] = {
+    "sessions": None,
+    "conversations": None,
+    "data_dir": None,
+    "incremental": False,
+}
+
+
+def event_summary_docs(**metadata: Any) -> DatasetDict:
+    """LoCoMo event summarisation: one document per conversation and speaker."""
+    task = "locomo_event_summary"
+    opts = checked_options(task, metadata, EVENT_SUMMARY_OPTIONS, EVENT_SUMMARY_OPTIONS)
+    if as_bool(task, "incremental", opts["incremental"]):
+        raise OptionError(
+            f"{task}: incremental summarisation needs one model call per session, which an "
+            "lm-eval generate_until task cannot make; use the Inspect task "
+            "(inspect eval memevals/locomo_event_summary -T incremental=true)"
+        )
+    sessions = None if opts["sessions"] is None else as_int(task, "sessions", opts["sessions"])
+    conversations = load_locomo(opts["data_dir"])
+    built = checked(
+        task,
+        lambda: build_event_items(
+            select_conversations(conversations, opts["conversations"]), sessions=sessions
+        ),
+    )
+    return to_docs(built.items, task)
+
+
+def event_summary_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
+    """ROUGE-1/2/L against the reference events (as the Inspect task reports them) and the
+    prompt size; the FactScore precision/recall/F1 need the grader
+    (`python -m memevals.tools.judge`)."""
+    md = doc_item(doc).metadata
+    out = dict(rouge_scores(only_reply(results), str(doc["target"])))
+    out["prompt_tokens"] = prompt_tokens_of(doc, md)
+    return out

@@ -1,0 +1,546 @@
+"""Compare runs across providers: one table (Markdown + CSV) and one bar chart per benchmark.
+
+    python -m memevals.tools.compare LOG_OR_DIR ... [--csv out.csv] [--png-dir DIR]
+    memevals-compare logs/ --csv compare.csv
+
+Each Inspect log becomes one row, keyed by (model, judge, context mode, task). Rows are grouped
+into one table per benchmark, so LoCoMo F1 never shares a column with LoCoMo-Plus or
+LongMemEval numbers, and every row names the judge that produced its judge scores and the
+context mode its model saw. When two logs of one table share that key, the task arguments that
+tell them apart are added to the context label rather than letting them look like the same run.
+
+Only log headers are read (`read_eval_log(header_only=True)`): the aggregate metrics, stderr
+and per-category means that the tasks already computed. Nothing is rescored here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+
+from memevals.benchmarks.locomo.data import PAPER_ORDER
+from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
+from memevals.benchmarks.longmemeval.data import CATEGORIES as LME_CATEGORIES
+
+__all__ = [
+    "CATEGORY_ORDER",
+    "KindScores",
+    "Row",
+    "csv_columns",
+    "load_rows",
+    "main",
+    "markdown_tables",
+    "plot_benchmark",
+    "row_from_log",
+    "write_csv",
+]
+
+#: Category columns come in this order (the project's category names), then any others sorted.
+CATEGORY_ORDER: tuple[str, ...] = (*PAPER_ORDER, COGNITIVE, *LME_CATEGORIES)
+
+#: Scorers whose main value is the official F1.
+F1_SCORERS = frozenset({"locomo_f1_scorer", "locomo_plus_f1"})
+#: Scorers reported as a single overall column (name -> column).
+AUX_SCORERS: Mapping[str, str] = {
+    "prompt_tokens": "prompt_tokens",
+    "evidence_recall": "evidence_recall",
+}
+#: Prompt-size metrics an answer scorer may carry (metric -> column; "" = not shown).
+PROMPT_TOKEN_METRICS: Mapping[str, str] = {
+    "mean_prompt_tokens": "prompt_tokens",
+    "total_prompt_tokens": "",
+}
+#: Scorers left out of the table (retrieval diagnostics; read the log for them).
+SKIPPED_SCORERS = frozenset({"turn_precision", "turn_recall", "selected_k"})
+OVERALL_METRICS = ("mean", "accuracy", "overall_accuracy")
+NO_JUDGE = "-"
+
+
+@dataclass
+class KindScores:
+    """The numbers of one kind of score (F1, judge, ...) in one log."""
+
+    overall: float | None = None
+    stderr: float | None = None
+    categories: dict[str, float] = field(default_factory=dict)
+    extras: dict[str, float] = field(default_factory=dict)
+    scored: int | None = None
+
+
+@dataclass
+class Row:
+    """One log: who answered, who judged, what context, and its scores by kind."""
+
+    benchmark: str
+    task: str
+    model: str
+    judge: str
+    context: str
+    samples: int
+    status: str
+    log: str
+    kinds: dict[str, KindScores]
+    aux: dict[str, float]
+    usage: dict[str, int]
+    task_args: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        parts = [self.model, f"judge {self.judge}" if self.judge != NO_JUDGE else "", self.context]
+        if self.task != self.benchmark:
+            parts.append(self.task)
+        return " | ".join(p for p in parts if p)
+
+
+def _short(name: str) -> str:
+    return name.split("/", 1)[1] if name.startswith("memevals/") else name
+
+
+def _metric_name(name: str) -> str:
+    """Strip the package prefix Inspect puts on registered metric names."""
+    return name.rsplit("/", 1)[-1]
+
+
+def _category_of(metric: str) -> str | None:
+    """The category a per-group metric reports, or None if it is not per category."""
+    if metric in CATEGORY_ORDER:
+        return metric
+    for prefix in ("grouped_", "type_accuracy_"):
+        if metric.startswith(prefix):
+            return metric[len(prefix) :]
+    return None
+
+
+def _extra_name(metric: str) -> str:
+    if metric == "abstention_accuracy":
+        return "abstention"
+    if metric == "task_averaged_accuracy":
+        return "task_avg"
+    if metric.startswith("relation_type_"):
+        return "relation_" + metric[len("relation_type_") :]
+    return metric
+
+
+def _kind_of(score_name: str, scorer: str) -> str | None:
+    if score_name == "judge":
+        return "judge"
+    if scorer in SKIPPED_SCORERS:  # ("unscored" and AUX_SCORERS are handled by the caller)
+        return None
+    if scorer in F1_SCORERS or score_name in F1_SCORERS:
+        return "f1"
+    return score_name
+
+
+def _judge_label(log: EvalLog, has_judge: bool) -> str:
+    if not has_judge:
+        return NO_JUDGE
+    roles = log.eval.model_roles or {}
+    grader = roles.get("grader")
+    if isinstance(grader, list):  # several graders bound to the role
+        return ", ".join(g.model for g in grader)
+    if grader is not None:
+        return grader.model
+    return f"self ({log.eval.model})"
+
+
+def _context_label(benchmark: str, args: Mapping[str, Any], metadata: Mapping[str, Any]) -> str:
+    """The context mode plus the knobs that change what the model sees."""
+    from memevals.benchmarks.locomo.memory import (
+        DEFAULT_MAX_CONTEXT_TOKENS,
+        DEFAULT_RETRIEVAL_UNIT,
+        DEFAULT_RETRIEVER,
+        DEFAULT_TOP_K,
+    )
+
+    # What the task logged it used (memevals.core.retrievers.strategy_settings; LongMemEval
+    # logs it at the top level): the defaults differ per benchmark, so the arguments alone do
+    # not say which unit or budget ran. The arguments and LoCoMo's defaults are the fallback.
+    memory = metadata.get("memory")
+    used: Mapping[str, Any] = memory if isinstance(memory, Mapping) else metadata
+
+    def setting(name: str, default: Any) -> Any:
+        return used.get(name) or args.get(name) or default
+
+    context = str(setting("context", "full"))
+    if context == "rag":
+        unit = setting("retrieval_unit", DEFAULT_RETRIEVAL_UNIT)
+        k = setting("top_k", DEFAULT_TOP_K)
+        retriever = setting("retriever", DEFAULT_RETRIEVER)
+        context = f"rag({unit}, k={k}, {retriever})"
+    elif context == "truncated":
+        context = f"truncated({setting('max_context_tokens', DEFAULT_MAX_CONTEXT_TOKENS)})"
+    extras: list[str] = []
+    if benchmark == "longmemeval":
+        context = f"{args.get('variant') or metadata.get('variant') or 's'}:{context}"
+        if args.get("history_format") not in (None, "json"):
+            extras.append(f"history={args['history_format']}")
+        if args.get("chain_of_note"):
+            extras.append("chain-of-note")
+    if args.get("disclose_task"):
+        extras.append("disclosed")
+    if args.get("gap_fix"):
+        extras.append("gap-fix")
+    if args.get("adversarial") == "open":
+        extras.append("open-adversarial")
+    return context + "".join(f" +{e}" for e in extras)
+
+
+def row_from_log(log: EvalLog, path: str) -> Row | None:
+    """A table row from a log header; None (with a message on stderr) when it has no results."""
+    if log.results is None or not log.results.scores:
+        print(
+            f"memevals-compare: {path}: no results (status {log.status}); left out",
+            file=sys.stderr,
+        )
+        return None
+    metadata = log.eval.metadata or {}
+    args = dict(log.eval.task_args or {})
+    task = _short(log.eval.task)
+    benchmark = str(metadata.get("benchmark") or task)
+    kinds: dict[str, KindScores] = {}
+    aux: dict[str, float] = {}
+    for score in log.results.scores:
+        metrics = {_metric_name(k): float(v.value) for k, v in score.metrics.items()}
+        if score.name == "unscored":
+            kinds.setdefault("judge", KindScores()).extras["unscored"] = sum(metrics.values())
+            continue
+        if score.scorer in AUX_SCORERS:
+            if "mean" in metrics:
+                aux[AUX_SCORERS[score.scorer]] = metrics["mean"]
+            continue
+        kind = _kind_of(score.name, score.scorer)
+        if kind is None:
+            continue
+        if score.reducer not in (None, "mean"):  # epochs reduced another way: its own columns
+            kind = f"{kind}@{score.reducer}"
+        ks = kinds.setdefault(kind, KindScores())
+        ks.scored = score.scored_samples
+        for name, value in metrics.items():
+            if name in PROMPT_TOKEN_METRICS:  # an answer scorer reporting the prompt size
+                if PROMPT_TOKEN_METRICS[name]:
+                    aux[PROMPT_TOKEN_METRICS[name]] = value
+                continue
+            category = _category_of(name)
+            if name in OVERALL_METRICS and ks.overall is None:
+                ks.overall = value
+            elif name == "stderr":
+                ks.stderr = value
+            elif category is not None:
+                ks.categories[category] = value
+            else:
+                ks.extras[_extra_name(name)] = value
+    usage: dict[str, int] = {}
+    if log.stats and log.stats.model_usage:
+        mu = log.stats.model_usage.get(log.eval.model)
+        if mu is not None:
+            usage = {"input_tokens": mu.input_tokens, "output_tokens": mu.output_tokens}
+            if mu.input_tokens_cache_read is not None:
+                usage["cache_read_tokens"] = mu.input_tokens_cache_read
+    return Row(
+        benchmark=benchmark,
+        task=task,
+        model=log.eval.model,
+        judge=_judge_label(log, "judge" in kinds and kinds["judge"].overall is not None),
+        context=_context_label(benchmark, args, metadata),
+        samples=log.results.completed_samples,
+        status=str(log.status),
+        log=path,
+        kinds=kinds,
+        aux=aux,
+        usage=usage,
+        task_args=args,
+    )
+
+
+def _log_paths(paths: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = [info.name for info in list_eval_logs(str(path), descending=False)]
+            if not found:
+                raise FileNotFoundError(f"{p}: no Inspect logs (.eval or .json) in this folder")
+            out.extend(found)
+        elif path.is_file():
+            out.append(str(path))
+        else:
+            raise FileNotFoundError(f"{p}: no such log file or folder")
+    return out
+
+
+def _disambiguate(rows: list[Row]) -> None:
+    """Rows that share (benchmark, model, judge, context, task) get the task arguments that
+    differ between them appended to their context label."""
+    groups: dict[tuple[str, ...], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.benchmark, r.model, r.judge, r.context, r.task), []).append(r)
+    for same in groups.values():
+        if len(same) < 2:
+            continue
+        keys = sorted({k for r in same for k in r.task_args})
+        differing = [k for k in keys if len({repr(r.task_args.get(k)) for r in same}) > 1]
+        for i, r in enumerate(same, 1):
+            if differing:
+                r.context += " [" + ", ".join(f"{k}={r.task_args.get(k)}" for k in differing) + "]"
+            else:
+                r.context += f" [run {i}: {Path(r.log).name}]"
+
+
+def load_rows(paths: Iterable[str]) -> list[Row]:
+    """Rows for every log under `paths` (files or folders), sorted by benchmark, task, model."""
+    rows: list[Row] = []
+    for path in _log_paths(paths):
+        try:
+            log = read_eval_log(path, header_only=True)
+        except Exception as exc:
+            raise ValueError(f"{path}: not a readable Inspect log ({exc})") from exc
+        row = row_from_log(log, path.removeprefix("file://"))
+        if row is not None:
+            rows.append(row)
+    _disambiguate(rows)
+    rows.sort(key=lambda r: (r.benchmark, r.task, r.model, r.judge, r.context))
+    return rows
+
+
+def _ordered(categories: Iterable[str]) -> list[str]:
+    cats = set(categories)
+    known = [c for c in CATEGORY_ORDER if c in cats]
+    return known + sorted(cats - set(known))
+
+
+def _kind_order(kinds: Iterable[str]) -> list[str]:
+    ks = set(kinds)
+    return [k for k in ("f1", "judge") if k in ks] + sorted(ks - {"f1", "judge"})
+
+
+@dataclass(frozen=True)
+class _Column:
+    key: str  # CSV header
+    title: str  # Markdown header
+
+
+def _layout(rows: Sequence[Row]) -> list[tuple[str, list[str], list[str]]]:
+    """(kind, categories, extras) for the kinds present in `rows`."""
+    kinds = _kind_order(k for r in rows for k in r.kinds)
+    out = []
+    for kind in kinds:
+        cats = _ordered(c for r in rows if kind in r.kinds for c in r.kinds[kind].categories)
+        extras = sorted({e for r in rows if kind in r.kinds for e in r.kinds[kind].extras})
+        out.append((kind, cats, extras))
+    return out
+
+
+def _cell(row: Row, key: str) -> float | int | str | None:
+    if key == "judge_model":
+        return row.judge
+    if key in ("benchmark", "task", "model", "context", "samples", "status", "log"):
+        value: float | int | str = getattr(row, key)
+        return value
+    if key in row.usage:
+        return row.usage[key]
+    if key.startswith("aux:"):
+        return row.aux.get(key[4:])
+    kind, _, rest = key.partition(":")
+    ks = row.kinds.get(kind)
+    if ks is None:
+        return None
+    if rest == "":
+        return ks.overall
+    if rest == "stderr":
+        return ks.stderr
+    if rest.startswith("extra:"):
+        return ks.extras.get(rest[6:])
+    return ks.categories.get(rest)
+
+
+def _columns(rows: Sequence[Row]) -> list[_Column]:
+    cols = [
+        _Column("benchmark", "benchmark"),
+        _Column("model", "model"),
+        _Column("judge_model", "judge model"),
+        _Column("context", "context"),
+        _Column("task", "task"),
+        _Column("samples", "n"),
+    ]
+    for kind, cats, extras in _layout(rows):
+        title = "F1" if kind == "f1" else kind
+        cols.append(_Column(f"{kind}:", title))
+        cols.append(_Column(f"{kind}:stderr", f"{title} stderr"))
+        cols += [_Column(f"{kind}:{c}", f"{title} {c}") for c in cats]
+        cols += [_Column(f"{kind}:extra:{e}", f"{title} {e}") for e in extras]
+    for name in sorted({a for r in rows for a in r.aux}):
+        cols.append(_Column(f"aux:{name}", name))
+    return cols
+
+
+def _csv_keys(rows: Sequence[Row]) -> list[str]:
+    """The cell keys of the CSV, in column order (header and rows both follow it)."""
+    usage = sorted({u for r in rows for u in r.usage})
+    return [*(c.key for c in _columns(rows)), *usage, "status", "log"]
+
+
+def csv_columns(rows: Sequence[Row]) -> list[str]:
+    """CSV header: identity columns, then per kind overall/stderr/categories, then extras."""
+    return [_csv_name(k) for k in _csv_keys(rows)]
+
+
+def _csv_name(key: str) -> str:
+    kind, sep, rest = key.partition(":")
+    if not sep:
+        return key
+    if kind == "aux":
+        return rest
+    if rest == "":
+        return kind
+    return f"{kind}_{rest.removeprefix('extra:')}"
+
+
+def write_csv(rows: Sequence[Row], path: Path) -> None:
+    """All rows of all benchmarks in one CSV (empty cells where a row lacks a column)."""
+    keys = _csv_keys(rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([_csv_name(k) for k in keys])
+        for r in rows:
+            cells = [_cell(r, k) for k in keys]
+            writer.writerow(["" if v is None else v for v in cells])
+
+
+def _fmt(value: float | int | str | None, key: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.replace("|", "\\|")
+    if isinstance(value, int) or key in ("aux:prompt_tokens", "samples"):
+        return f"{value:.0f}" if not isinstance(value, int) else str(value)
+    if key.endswith(":extra:unscored"):
+        return f"{value:.0f}"
+    if math.isnan(value):
+        return "nan"
+    return f"{value:.3f}"
+
+
+def markdown_tables(rows: Sequence[Row]) -> str:
+    """One Markdown table per benchmark; each row states its model, judge and context mode."""
+    out: list[str] = []
+    for benchmark in sorted({r.benchmark for r in rows}):
+        sub = [r for r in rows if r.benchmark == benchmark]
+        cols = [c for c in _columns(sub) if c.key != "benchmark"]
+        out.append(f"### {benchmark}\n")
+        out.append("| " + " | ".join(c.title for c in cols) + " |")
+        out.append("|" + "|".join("---" for _ in cols) + "|")
+        for r in sub:
+            cells = []
+            for c in cols:
+                text = _fmt(_cell(r, c.key), c.key)
+                if c.key == "samples" and r.status != "success":
+                    text += f" ({r.status})"
+                cells.append(text)
+            out.append("| " + " | ".join(cells) + " |")
+        judges = sorted({r.judge for r in sub if r.judge != NO_JUDGE})
+        if len(judges) > 1:
+            out.append(
+                f"\nJudge scores come from {len(judges)} different judges "
+                f"({', '.join(judges)}): compare judge columns only between rows with the same "
+                "judge."
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def plot_benchmark(rows: Sequence[Row], benchmark: str, path: Path) -> Path:
+    """Grouped bar chart: one panel per score kind, groups = overall + categories, one bar per
+    row (stderr as error bars on overall)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sub = [r for r in rows if r.benchmark == benchmark]
+    layout = [(k, c) for k, c, _ in _layout(sub)]
+    if not layout:
+        raise ValueError(f"{benchmark}: no scores to plot")
+    width_groups = max(len(c) + 1 for _, c in layout)
+    fig, axes = plt.subplots(
+        len(layout),
+        1,
+        figsize=(max(6.0, 1.1 * width_groups + 2), 3.2 * len(layout) + 0.6 * len(sub)),
+        squeeze=False,
+    )
+    bar_w = 0.8 / max(1, len(sub))
+    for ax, (kind, cats) in zip(axes[:, 0], layout, strict=True):
+        groups = ["overall", *cats]
+        for i, r in enumerate(sub):
+            ks = r.kinds.get(kind, KindScores())
+            values = [ks.overall, *(ks.categories.get(c) for c in cats)]
+            heights = [v if v is not None and not math.isnan(v) else 0.0 for v in values]
+            xs = [g + (i - (len(sub) - 1) / 2) * bar_w for g in range(len(groups))]
+            ax.bar(xs, heights, bar_w, label=r.label)
+            if ks.stderr and heights[0]:
+                ax.errorbar([xs[0]], [heights[0]], yerr=[ks.stderr], fmt="none", ecolor="black")
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, rotation=20, ha="right")
+        ax.set_ylabel("F1" if kind == "f1" else kind)
+        ax.set_ylim(0, 1.05 if kind in ("f1", "judge") else None)
+        ax.set_title(f"{benchmark}: {'F1' if kind == 'f1' else kind}")
+        ax.grid(axis="y", alpha=0.3)
+    axes[-1, 0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), fontsize=8, ncol=1)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def safe_file_stem(name: str) -> str:
+    """A file name from log metadata: only [A-Za-z0-9_.-], never a path (logs are data)."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "benchmark"
+    return stem[:100]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="memevals-compare",
+        description="Tabulate and plot Inspect logs of memevals tasks across models, judges "
+        "and context modes (one table and one chart per benchmark).",
+    )
+    parser.add_argument("logs", nargs="+", help="log files or folders of logs")
+    parser.add_argument("--csv", type=Path, help="write all rows to this CSV file")
+    parser.add_argument(
+        "--png-dir",
+        type=Path,
+        help="folder for the charts (<benchmark>.png); default: the CSV's folder, else '.'",
+    )
+    parser.add_argument("--no-png", action="store_true", help="do not draw charts")
+    ns = parser.parse_args(argv)
+    try:
+        rows = load_rows(ns.logs)
+    except (FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
+    if not rows:
+        print("memevals-compare: no log with results", file=sys.stderr)
+        return 1
+    print(markdown_tables(rows))
+    if ns.csv:
+        write_csv(rows, ns.csv)
+        print(f"CSV: {ns.csv}", file=sys.stderr)
+    if not ns.no_png:
+        png_dir = ns.png_dir or (ns.csv.parent if ns.csv else Path("."))
+        for benchmark in sorted({r.benchmark for r in rows}):
+            out = plot_benchmark(rows, benchmark, png_dir / f"{safe_file_stem(benchmark)}.png")
+            print(f"chart: {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

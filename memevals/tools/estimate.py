@@ -1,0 +1,459 @@
+"""What a run will cost, before any model is called.
+
+    python -m memevals.tools.estimate TASK [-T name=value ...] [--price-in X --price-out Y]
+
+The task is built exactly as `inspect eval` builds it (same registry, same `-T` arguments), and
+each sample's chat messages are counted offline with the project's token counter
+(`memevals.core.tokens`, cl100k_base by default). Printed: the number of samples, input
+tokens in total and per sample, and the share of input tokens that repeat the start of the
+previous sample's input — the part a provider's prompt cache can serve, because the tasks put
+the (shared) history first and order samples so that questions on one history follow each other.
+
+Accounting rules (stated because a bill depends on them):
+
+* Each message costs its text's tokens plus 3, and each request 3 more: OpenAI's published
+  chat-format accounting. Other providers differ by a few tokens per message.
+* Shared prefix of sample i = identical leading messages, plus, within the first message that
+  differs, the common text up to its last newline (a token boundary in practice, so the count
+  never claims more than the two token streams really share).
+* What a cache can bill as cached: providers cache only prompts of some minimum length and in
+  blocks (OpenAI: from 1,024 tokens, then in 128-token steps; Anthropic: from 1,024 or 2,048
+  tokens at explicit breakpoints). `--cache-min-tokens` / `--cache-block` set this (default
+  OpenAI's rule; 1 and 1 give the ideal).
+* Cached input is billed at `--cached-price-ratio` times the input price. Default 0.5, the
+  *highest* ratio among the major providers' cached-read prices (OpenAI's GPT-4o family);
+  newer price sheets are lower (0.25 for GPT-4.1 and Gemini 2.5 implicit caching, 0.1 for
+  Anthropic cache reads and the GPT-5 family), so the default gives a cautious figure: pass
+  your provider's ratio. Tokens written to a cache can cost extra (Anthropic: 1.25x, 5-minute
+  cache): `--cache-write-ratio`; a token counts as written when the next sample reuses it and it
+  was not already read from the cache.
+* The cache is assumed warm in sample order, as with one connection. With many parallel
+  connections the first questions on a history can arrive before its first answer has filled
+  the cache, so real savings are somewhat lower.
+* Output tokens are not known in advance: `--output-tokens` per sample, default the task's
+  `max_tokens` (an upper bound). Judge calls (scorers that call a grader model) and
+  multi-call solvers (LongMemEval's chain-of-note) are not included; the printout says when a
+  task has them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import statistics
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai.dataset import Sample
+
+from memevals.core.tokens import TOKEN_COUNTERS, TokenCounter, get_token_counter
+
+__all__ = [
+    "MESSAGE_OVERHEAD",
+    "REQUEST_OVERHEAD",
+    "CacheRule",
+    "Costs",
+    "Estimate",
+    "SampleTokens",
+    "build_task",
+    "cacheable",
+    "estimate",
+    "estimate_samples",
+    "main",
+    "parse_task_args",
+    "shared_prefix_tokens",
+]
+
+#: Tokens added per message and per request (OpenAI's chat-format accounting).
+MESSAGE_OVERHEAD = 3
+REQUEST_OVERHEAD = 3
+
+DEFAULT_CACHED_PRICE_RATIO = 0.5
+DEFAULT_CACHE_MIN_TOKENS = 1024
+DEFAULT_CACHE_BLOCK = 128
+
+
+@dataclass(frozen=True)
+class SampleTokens:
+    """Input tokens of one sample and how many of them repeat the previous sample's start."""
+
+    id: str
+    input_tokens: int
+    shared_prefix: int
+
+
+@dataclass(frozen=True)
+class CacheRule:
+    """Which part of a shared prefix a provider bills as cached."""
+
+    min_tokens: int = DEFAULT_CACHE_MIN_TOKENS
+    block: int = DEFAULT_CACHE_BLOCK
+
+    def __post_init__(self) -> None:
+        if self.min_tokens < 1 or self.block < 1:
+            raise ValueError("cache min tokens and block must be at least 1")
+
+
+def cacheable(shared: int, rule: CacheRule) -> int:
+    """Cached tokens for a shared prefix of `shared` tokens: nothing below the minimum, then
+    whole blocks past it."""
+    if shared < rule.min_tokens:
+        return 0
+    return rule.min_tokens + (shared - rule.min_tokens) // rule.block * rule.block
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Cost of a run in dollars, with and without a prompt cache."""
+
+    without_cache: float
+    with_cache: float
+    cached_tokens: int
+    written_tokens: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    task: str
+    task_args: dict[str, Any]
+    token_counter: str
+    samples: list[SampleTokens]
+    output_tokens_per_sample: int
+    output_tokens_source: str
+    notes: list[str]
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(s.input_tokens for s in self.samples)
+
+    @property
+    def shared_prefix_tokens(self) -> int:
+        return sum(s.shared_prefix for s in self.samples)
+
+    @property
+    def shared_share(self) -> float:
+        total = self.input_tokens
+        return self.shared_prefix_tokens / total if total else 0.0
+
+    @property
+    def output_tokens(self) -> int:
+        return self.output_tokens_per_sample * len(self.samples)
+
+    def costs(
+        self,
+        price_in: float,
+        price_out: float,
+        cached_ratio: float = DEFAULT_CACHED_PRICE_RATIO,
+        write_ratio: float = 1.0,
+        rule: CacheRule | None = None,
+    ) -> Costs:
+        """Prices are dollars per million tokens."""
+        if min(price_in, price_out, cached_ratio, write_ratio) < 0:
+            raise ValueError("prices and ratios must not be negative")
+        rule = rule or CacheRule()
+        cached = [min(cacheable(s.shared_prefix, rule), s.input_tokens) for s in self.samples]
+        # a token is written when the next sample reads it and this sample did not read it
+        reused_next = [*cached[1:], 0]
+        written = [
+            max(0, min(nxt, s.input_tokens) - c)
+            for s, c, nxt in zip(self.samples, cached, reused_next, strict=True)
+        ]
+        total_in = self.input_tokens
+        out_cost = self.output_tokens * price_out / 1e6
+        plain = total_in * price_in / 1e6 + out_cost
+        read, wrote = sum(cached), sum(written)
+        billed = (total_in - read - wrote) + read * cached_ratio + wrote * write_ratio
+        return Costs(
+            without_cache=plain,
+            with_cache=billed * price_in / 1e6 + out_cost,
+            cached_tokens=read,
+            written_tokens=wrote,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the task without a model
+
+
+def parse_task_args(pairs: Sequence[str]) -> dict[str, Any]:
+    """["context=full", "top_k=5"] -> {"context": "full", "top_k": 5}, read exactly as
+    `inspect eval -T` reads them (YAML values; a comma makes a list)."""
+    for pair in pairs:
+        name, sep, _ = pair.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"-T {pair!r}: expected name=value")
+    from inspect_ai._util.config import parse_cli_args
+
+    return parse_cli_args(list(pairs))
+
+
+def _task_functions() -> dict[str, Callable[..., Task]]:
+    from memevals.inspect_tasks import registry as _registry
+
+    fns: dict[str, Callable[..., Task]] = {}
+    for mod in _registry.TASK_MODULES:
+        for name in mod.__all_tasks__:
+            fn = getattr(mod, name)
+            fns[name] = fn
+            fns[f"memevals/{name}"] = fn
+    return fns
+
+
+def build_task(name: str, args: Mapping[str, Any]) -> Task:
+    """Build a memevals task by (bare or namespaced) name with `-T`-style arguments."""
+    fns = _task_functions()
+    fn = fns.get(name)
+    if fn is None:
+        bare = sorted(n for n in fns if "/" not in n)
+        raise ValueError(f"unknown task {name!r}; memevals tasks: {', '.join(bare)}")
+    params = inspect.signature(fn).parameters
+    unknown = [k for k in args if k not in params]
+    if unknown:
+        raise ValueError(
+            f"{name}: no parameter {', '.join(unknown)}; parameters: {', '.join(params)}"
+        )
+    task = fn(**args)
+    if not isinstance(task, Task):  # pragma: no cover - every registered task returns a Task
+        raise TypeError(f"{name} did not build a Task")
+    return task
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting
+
+
+def _messages(sample: Sample) -> list[tuple[str, str]]:
+    if isinstance(sample.input, str):
+        return [("user", sample.input)]
+    return [(m.role, m.text) for m in sample.input]
+
+
+def _common_prefix_len(a: str, b: str) -> int:
+    """Length of the common prefix (binary search over slice comparisons: fast on long texts)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def shared_prefix_tokens(
+    prev: Sequence[tuple[str, str]], cur: Sequence[tuple[str, str]], count: Callable[[str], int]
+) -> int:
+    """Tokens at the start of `cur` that repeat the start of `prev` (see the module doc)."""
+    shared = 0
+    for (prole, ptext), (role, text) in zip(prev, cur, strict=False):
+        if prole != role:
+            break
+        if ptext == text:
+            shared += MESSAGE_OVERHEAD + count(text)
+            continue
+        common = text[: _common_prefix_len(ptext, text)]
+        cut = common.rfind("\n")
+        shared += MESSAGE_OVERHEAD + (count(common[: cut + 1]) if cut >= 0 else 0)
+        break
+    return shared
+
+
+def estimate_samples(samples: Sequence[Sample], counter: TokenCounter) -> list[SampleTokens]:
+    """Input tokens and shared prefix of each sample, in dataset (= execution) order."""
+    cache: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        n = cache.get(text)
+        if n is None:
+            n = cache[text] = counter(text)
+        return n
+
+    out: list[SampleTokens] = []
+    prev: list[tuple[str, str]] | None = None
+    for sample in samples:
+        msgs = _messages(sample)
+        total = REQUEST_OVERHEAD + sum(MESSAGE_OVERHEAD + count(t) for _, t in msgs)
+        shared = shared_prefix_tokens(prev, msgs, count) if prev is not None else 0
+        out.append(SampleTokens(str(sample.id), total, shared))
+        prev = msgs
+    return out
+
+
+def _notes(task: Task) -> list[str]:
+    notes: list[str] = []
+    md = task.metadata or {}
+    try:
+        from inspect_ai._util.registry import registry_unqualified_name
+    except ImportError:  # pragma: no cover - Inspect internals moved: no scorer notes
+        scorer_names: list[str] = []
+    else:
+        scorer_names = [registry_unqualified_name(s) for s in task.scorer or []]
+    judged = [n for n in scorer_names if "judge" in n]
+    if judged:
+        notes.append(
+            f"scorer {', '.join(judged)} calls a grader model once per sample (or more on an "
+            "unreadable verdict): not included"
+        )
+    if md.get("chain_of_note"):
+        notes.append("chain_of_note makes one extra call per history session: not included")
+    return notes
+
+
+def estimate(
+    task_name: str,
+    task_args: Mapping[str, Any] | None = None,
+    token_counter: str = "auto",
+    output_tokens: int | None = None,
+    limit: int | None = None,
+) -> Estimate:
+    """Build the task (no model is called) and count its samples' input tokens."""
+    args = dict(task_args or {})
+    task = build_task(task_name, args)
+    counter = get_token_counter(token_counter)
+    samples = list(task.dataset)
+    if limit is not None:
+        samples = samples[:limit]
+    if output_tokens is None:
+        max_tokens = task.config.max_tokens
+        if max_tokens is None:
+            raise ValueError(f"{task_name} sets no max_tokens: pass --output-tokens")
+        per_sample, source = max_tokens, "max_tokens of the task, an upper bound"
+    else:
+        per_sample, source = output_tokens, "--output-tokens"
+    return Estimate(
+        task=task_name,
+        task_args=args,
+        token_counter=counter.name,
+        samples=estimate_samples(samples, counter),
+        output_tokens_per_sample=per_sample,
+        output_tokens_source=source,
+        notes=_notes(task),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f} %"
+
+
+def report(
+    est: Estimate,
+    price_in: float | None,
+    price_out: float | None,
+    cached_ratio: float,
+    write_ratio: float,
+    rule: CacheRule,
+    per_sample: bool = False,
+) -> str:
+    sizes = [s.input_tokens for s in est.samples]
+    args = " ".join(f"-T {k}={v}" for k, v in est.task_args.items())
+    lines = [
+        f"task: {est.task} {args}".rstrip(),
+        f"token counter: {est.token_counter} (+{MESSAGE_OVERHEAD} per message, "
+        f"+{REQUEST_OVERHEAD} per request)",
+        f"samples: {len(est.samples):,}",
+    ]
+    if not sizes:
+        return "\n".join([*lines, "no samples"])
+    lines += [
+        f"input tokens: {est.input_tokens:,} total; per sample mean {statistics.fmean(sizes):,.0f}"
+        f", median {statistics.median(sizes):,.0f}, min {min(sizes):,}, max {max(sizes):,}",
+        f"shared prefix with the previous sample: {est.shared_prefix_tokens:,} tokens = "
+        f"{_pct(est.shared_share)} of input",
+    ]
+    costs = est.costs(price_in or 0.0, price_out or 0.0, cached_ratio, write_ratio, rule)
+    lines.append(
+        f"cacheable (from {rule.min_tokens:,} tokens, {rule.block}-token blocks): "
+        f"{costs.cached_tokens:,} tokens = {_pct(costs.cached_tokens / max(1, est.input_tokens))}"
+    )
+    lines.append(
+        f"output tokens: {est.output_tokens_per_sample:,} per sample ({est.output_tokens_source})"
+        f" = {est.output_tokens:,}"
+    )
+    if price_in is not None or price_out is not None:
+        saved = 1 - costs.with_cache / costs.without_cache if costs.without_cache else 0.0
+        lines += [
+            f"cost at ${price_in or 0:g}/M input, ${price_out or 0:g}/M output:",
+            f"  without caching: ${costs.without_cache:,.2f}",
+            f"  with caching:    ${costs.with_cache:,.2f} (cached input at {cached_ratio:g}x, "
+            f"{costs.written_tokens:,} tokens written at {write_ratio:g}x; saves {_pct(saved)})",
+        ]
+    lines += [f"note: {n}" for n in est.notes]
+    if per_sample:
+        lines.append("")
+        lines.append("| sample | input tokens | shared prefix | cacheable |")
+        lines.append("|---|---|---|---|")
+        for s in est.samples:
+            lines.append(
+                f"| {s.id} | {s.input_tokens} | {s.shared_prefix} | "
+                f"{min(cacheable(s.shared_prefix, rule), s.input_tokens)} |"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m memevals.tools.estimate",
+        description="Count a task's input tokens, the share a prompt cache can reuse, and the "
+        "cost, without calling any model.",
+    )
+    parser.add_argument("task", help="task name, e.g. locomo or memevals/locomo_plus")
+    parser.add_argument("-T", dest="task_args", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--price-in", type=float, help="$ per million input tokens")
+    parser.add_argument("--price-out", type=float, help="$ per million output tokens")
+    parser.add_argument(
+        "--cached-price-ratio",
+        type=float,
+        default=DEFAULT_CACHED_PRICE_RATIO,
+        help="cached input price / input price (default 0.5: the highest of the major "
+        "providers; 0.1 for Anthropic reads and GPT-5)",
+    )
+    parser.add_argument(
+        "--cache-write-ratio",
+        type=float,
+        default=1.0,
+        help="price of tokens written to the cache / input price (1.25 for Anthropic)",
+    )
+    parser.add_argument("--cache-min-tokens", type=int, default=DEFAULT_CACHE_MIN_TOKENS)
+    parser.add_argument("--cache-block", type=int, default=DEFAULT_CACHE_BLOCK)
+    parser.add_argument(
+        "--output-tokens", type=int, help="output tokens per sample (default: max_tokens)"
+    )
+    parser.add_argument(
+        "--token-counter", default="auto", choices=TOKEN_COUNTERS, help="default cl100k_base"
+    )
+    parser.add_argument("--limit", type=int, help="only the first N samples")
+    parser.add_argument("--per-sample", action="store_true", help="list every sample")
+    ns = parser.parse_args(argv)
+    try:
+        rule = CacheRule(ns.cache_min_tokens, ns.cache_block)
+        est = estimate(
+            ns.task,
+            parse_task_args(ns.task_args),
+            token_counter=ns.token_counter,
+            output_tokens=ns.output_tokens,
+            limit=ns.limit,
+        )
+        text = report(
+            est,
+            ns.price_in,
+            ns.price_out,
+            ns.cached_price_ratio,
+            ns.cache_write_ratio,
+            rule,
+            per_sample=ns.per_sample,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,530 @@
+"""Judge lm-evaluation-harness replies post hoc with the memevals LLM judge.
+
+    lm_eval --model ... --tasks locomo --include_path "$(python -m memevals.lm_eval_tasks)" \\
+        --output_path out --log_samples
+    python -m memevals.tools.judge out/ --grader openai/gpt-4o-mini
+
+The `samples_<task>_<date>.jsonl` files that `--log_samples` writes hold each document
+(with the memevals metadata, including the judge inputs) and the model's reply. This command
+replays those replies in an Inspect evaluation whose scorers are the ones the Inspect task
+uses when it judges (`llm_judge` and its per-benchmark wrappers, plus F1 where the task has
+it), so the grader prompt, the verdict parsing, the unscored rule and the aggregate table are
+the same code. The grader is any Inspect model (`provider/model`); calls run concurrently
+(`--max-connections`) and are cached by Inspect (`--no-cache` to turn that off).
+
+Judged: LoCoMo QA, LoCoMo-Plus, LongMemEval and LoCoMo event summaries (FactScore). Outputs:
+the Inspect log (`--log-dir`), and per benchmark `judge_<benchmark>.jsonl` (one verdict
+per sample) and `judge_<benchmark>.json` (the aggregate table) in `--output-dir` (default: the
+folder of the first samples file). The conversation context is not replayed: the judge never
+sees it, and leaving it out keeps the log small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.log import EvalLog
+from inspect_ai.model import (
+    CachePolicy,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    get_model,
+)
+from inspect_ai.scorer import Scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+__all__ = [
+    "BENCHMARK_SCORERS",
+    "JudgeRun",
+    "LmEvalSample",
+    "judge_samples",
+    "main",
+    "read_samples",
+]
+
+_SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
+
+
+class SamplesError(ValueError):
+    """An lm-eval samples file that this command cannot use (names file, line and field)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading lm-eval's --log_samples output
+
+
+@dataclass(frozen=True)
+class LmEvalSample:
+    """One logged lm-eval document and its reply."""
+
+    file: Path
+    line: int
+    task: str
+    id: str
+    user: str
+    target: str
+    reply: str
+    metadata: dict[str, Any]
+
+    @property
+    def benchmark(self) -> str:
+        """What the sample is judged as: the metadata's `task` if any, else its benchmark."""
+        return str(self.metadata.get("task") or self.metadata["benchmark"])
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def samples_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The samples files named, and those under named folders (searched recursively)."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("samples_*.jsonl") if p.is_file())
+            if not found:
+                raise SamplesError(
+                    f"{path}: no samples_*.jsonl files (run lm_eval with --log_samples)"
+                )
+            out.extend(found)
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise SamplesError(f"{path}: no such file or folder")
+    return list(dict.fromkeys(out))
+
+
+def _task_name(path: Path) -> str:
+    m = _SAMPLES_FILE.match(path.name)
+    return m.group("task") if m else path.stem
+
+
+def _field(record: dict[str, Any], where: str, *keys: str) -> Any:
+    value: Any = record
+    trail = []
+    for key in keys:
+        trail.append(key)
+        if not isinstance(value, dict) or key not in value:
+            raise SamplesError(
+                f"{where}: field {'.'.join(trail)!r} is missing; is this an lm-eval "
+                "--log_samples file of a memevals task?"
+            )
+        value = value[key]
+    return value
+
+
+def _reply(record: dict[str, Any], where: str) -> str:
+    filtered = _field(record, where, "filtered_resps")
+    if isinstance(filtered, list) and len(filtered) == 1:
+        reply = filtered[0]
+        if isinstance(reply, list) and len(reply) == 1:  # unsanitised logs keep the nesting
+            reply = reply[0]
+        if isinstance(reply, str):
+            return reply
+    raise SamplesError(
+        f"{where}: field 'filtered_resps' should hold one generated reply, got {filtered!r}"
+    )
+
+
+def read_samples(path: Path) -> Iterator[LmEvalSample]:
+    """The records of one samples file (errors name the file, line and field)."""
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SamplesError(f"{where}: not a JSON line ({exc})") from exc
+            if not isinstance(record, dict):
+                raise SamplesError(f"{where}: expected a JSON object per line")
+            raw_md = _field(record, where, "doc", "metadata")
+            try:
+                metadata = json.loads(raw_md) if isinstance(raw_md, str) else raw_md
+            except json.JSONDecodeError as exc:
+                raise SamplesError(f"{where}: field 'doc.metadata' is not JSON ({exc})") from exc
+            if not isinstance(metadata, dict):
+                raise SamplesError(f"{where}: field 'doc.metadata' is not a JSON object")
+            if "benchmark" not in metadata:
+                raise SamplesError(
+                    f"{where}: field 'doc.metadata.benchmark' is missing; is this a memevals task?"
+                )
+            yield LmEvalSample(
+                file=path,
+                line=n,
+                task=_task_name(path),
+                id=str(_field(record, where, "doc", "id")),
+                user=str(_field(record, where, "doc", "user")),
+                target=str(record.get("target", _field(record, where, "doc", "target"))),
+                reply=_reply(record, where),
+                metadata=metadata,
+            )
+
+
+def _lm_eval_model(files: Sequence[Path]) -> str | None:
+    """The model lm-eval ran ("hf pretrained=...") from the results file written with the
+    samples, when there is one."""
+    for path in files:
+        m = _SAMPLES_FILE.match(path.name)
+        if not m:
+            continue
+        results = path.with_name(f"results_{m.group('date')}.json")
+        try:
+            config = json.loads(results.read_text(encoding="utf-8")).get("config") or {}
+        except (OSError, json.JSONDecodeError, AttributeError):
+            continue
+        if config.get("model"):
+            args = config.get("model_args") or {}
+            if isinstance(args, dict):
+                args = ",".join(f"{k}={v}" for k, v in args.items())
+            return f"{config['model']} {args}".strip()
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The same scorers as the Inspect tasks
+
+
+def _tokens(max_tokens: int | None) -> dict[str, int]:
+    """The judge token limit, only when given (each scorer keeps its own default otherwise)."""
+    return {} if max_tokens is None else {"max_tokens": max_tokens}
+
+
+def _locomo_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+    from memevals.inspect_tasks.judge import llm_judge
+    from memevals.inspect_tasks.locomo import locomo_f1_scorer
+
+    return [locomo_f1_scorer(), llm_judge(max_tokens=max_tokens)]  # None: the role's setting
+
+
+def _locomo_plus_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+    from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
+    from memevals.inspect_tasks.locomo_plus import locomo_plus_f1, locomo_plus_judge
+
+    scorers: list[Scorer] = []
+    if any(s.metadata.get("category") != COGNITIVE for s in samples):
+        scorers.append(locomo_plus_f1())
+    scorers.append(locomo_plus_judge(**_tokens(max_tokens)))
+    return scorers
+
+
+def _longmemeval_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+    from memevals.inspect_tasks.longmemeval import longmemeval_judge
+
+    return [longmemeval_judge(**_tokens(max_tokens))]
+
+
+def _event_summary_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+    from memevals.inspect_tasks.locomo_event_summary import event_summary_scorer
+
+    if max_tokens is None:
+        return [event_summary_scorer()]
+    return [event_summary_scorer(grader_max_tokens=max_tokens)]
+
+
+#: kind of sample -> (its samples, judge max_tokens or None) -> the scorers its Inspect task
+#: judges with. The kind is the metadata's `task` when set (LoCoMo's event summaries), else
+#: its `benchmark`.
+BENCHMARK_SCORERS: dict[str, Callable[[Sequence[LmEvalSample], int | None], list[Scorer]]] = {
+    "locomo": _locomo_scorers,
+    "locomo_plus": _locomo_plus_scorers,
+    "longmemeval": _longmemeval_scorers,
+    "event_summary": _event_summary_scorers,
+}
+
+#: Metadata each kind's judge reads (checked up front, so a foreign file fails with its line).
+JUDGE_INPUTS: dict[str, tuple[str, ...]] = {
+    "locomo": ("judge", "answer", "category_id"),
+    "locomo_plus": ("judge", "category"),
+    "longmemeval": ("judge", "category", "abstention"),
+    "event_summary": ("speaker", "reference_events"),
+}
+
+
+@solver
+def replay_reply(model_name: str) -> Solver:
+    """Give each sample the reply lm-eval logged, instead of calling a model."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        reply = str(state.metadata["lm_eval_reply"])
+        state.output = ModelOutput.from_content(model=model_name, content=reply)
+        state.messages.append(state.output.message)
+        return state
+
+    return solve
+
+
+def _dataset(benchmark: str, samples: Sequence[LmEvalSample]) -> MemoryDataset:
+    """One Inspect sample per question; a question logged twice (e.g. LongMemEval's abstention
+    task beside its type's task) is judged once if the replies agree, else it is an error."""
+    seen: dict[str, LmEvalSample] = {}
+    out: list[Sample] = []
+    for s in samples:
+        first = seen.get(s.id)
+        if first is not None:
+            if first.reply != s.reply:
+                raise SamplesError(
+                    f"{s.where}: {benchmark} question {s.id!r} was also logged at {first.where} "
+                    "with a different reply; judge those files in separate runs"
+                )
+            continue
+        seen[s.id] = s
+        metadata = {
+            **s.metadata,
+            "lm_eval_task": s.task,
+            "lm_eval_reply": s.reply,
+            "lm_eval_source": s.where,
+        }
+        out.append(
+            Sample(
+                id=s.id,
+                input=[ChatMessageUser(content=s.user)],
+                target=s.target,
+                metadata=metadata,
+            )
+        )
+    return MemoryDataset(out, name=f"{benchmark}_judge", shuffled=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running and reporting
+
+
+@dataclass
+class JudgeRun:
+    """The judged samples of one benchmark."""
+
+    benchmark: str
+    log: EvalLog
+    table: list[tuple[str, str, float]] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def aggregate_table(log: EvalLog) -> list[tuple[str, str, float]]:
+    """(scorer, metric, value) rows, as the Inspect log reports them."""
+    rows: list[tuple[str, str, float]] = []
+    if log.results is None:
+        return rows
+    for score in log.results.scores:
+        for name, m in score.metrics.items():
+            rows.append((score.name, name, float(m.value)))
+    return rows
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_number(v) for k, v in value.items()}
+    return value
+
+
+def verdict_rows(log: EvalLog) -> list[dict[str, Any]]:
+    """One row per sample: the reply, what each scorer gave, and the judge's verdict."""
+    rows: list[dict[str, Any]] = []
+    for sample in log.samples or []:
+        md = sample.metadata
+        row: dict[str, Any] = {
+            "id": sample.id,
+            "lm_eval_task": md.get("lm_eval_task"),
+            "category": md.get("category"),
+            "reply": md.get("lm_eval_reply"),
+        }
+        for name, score in (sample.scores or {}).items():
+            row[name] = _json_number(score.value)
+            smd = score.metadata or {}
+            if "criterion" in smd:  # the judge's own record
+                row.update(
+                    prediction=score.answer,
+                    criterion=smd.get("criterion"),
+                    label=smd.get("label"),
+                    grader=smd.get("grader"),
+                    explanation=score.explanation,
+                )
+        if sample.error is not None:
+            row["error"] = sample.error.message
+        rows.append(row)
+    return rows
+
+
+def judge_samples(
+    paths: Sequence[str | Path],
+    grader: str | Model,
+    *,
+    grader_args: dict[str, Any] | None = None,
+    max_connections: int = 10,
+    cache: bool = True,
+    judge_max_tokens: int | None = None,
+    log_dir: str | None = None,
+    output_dir: str | Path | None = None,
+    display: str = "none",
+) -> list[JudgeRun]:
+    """Judge the replies in lm-eval samples files; one Inspect evaluation per benchmark."""
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+    files = samples_files(paths)
+    by_benchmark: dict[str, list[LmEvalSample]] = {}
+    for path in files:
+        for s in read_samples(path):
+            if s.benchmark not in BENCHMARK_SCORERS:
+                raise SamplesError(
+                    f"{s.where}: benchmark {s.benchmark!r} has no judge; judged benchmarks: "
+                    f"{', '.join(BENCHMARK_SCORERS)}"
+                )
+            for key in JUDGE_INPUTS[s.benchmark]:
+                if key not in s.metadata:
+                    raise SamplesError(
+                        f"{s.where}: field 'doc.metadata.{key}' is missing; the {s.benchmark} "
+                        "judge needs it (memevals tasks write it)"
+                    )
+            by_benchmark.setdefault(s.benchmark, []).append(s)
+    if not by_benchmark:
+        raise SamplesError(f"no samples in {', '.join(str(f) for f in files)}")
+
+    config = GenerateConfig(
+        max_connections=max_connections,
+        cache=CachePolicy(expiry=None) if cache else None,
+    )
+    grader_model = (
+        grader
+        if isinstance(grader, Model)
+        else get_model(grader, config=config, **(grader_args or {}))
+    )
+    if isinstance(grader, Model) and cache:
+        grader_model.config = grader_model.config.merge(config)
+    model_name = _lm_eval_model(files) or "lm-eval"
+    out_dir = Path(output_dir) if output_dir is not None else files[0].parent
+
+    runs: list[JudgeRun] = []
+    for benchmark, samples in by_benchmark.items():
+        task = Task(
+            dataset=_dataset(benchmark, samples),
+            solver=replay_reply(model_name),
+            scorer=BENCHMARK_SCORERS[benchmark](samples, judge_max_tokens),
+            name=f"{benchmark}_judge",
+            metadata={
+                "benchmark": benchmark,
+                "lm_eval_model": model_name,
+                "lm_eval_files": sorted({str(s.file) for s in samples}),
+                "lm_eval_tasks": sorted({s.task for s in samples}),
+            },
+        )
+        [log] = inspect_eval(
+            task,
+            model="none",
+            model_roles={"grader": grader_model},
+            log_dir=log_dir,
+            max_samples=max_connections,
+            display=display,  # type: ignore[arg-type]
+        )
+        if log.status != "success":
+            reason = log.error.message if log.error is not None else log.status
+            raise RuntimeError(f"{benchmark}: judging failed: {reason} (log: {log.location})")
+        run = JudgeRun(benchmark, log, aggregate_table(log), verdict_rows(log))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with (out_dir / f"judge_{benchmark}.jsonl").open("w", encoding="utf-8") as fh:
+            for row in run.verdicts:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        summary = {
+            "benchmark": benchmark,
+            "grader": str(grader_model),
+            "lm_eval_model": model_name,
+            "samples": len(run.verdicts),
+            "inspect_log": log.location,
+            "metrics": [
+                {"scorer": s, "metric": m, "value": _json_number(v)} for s, m, v in run.table
+            ],
+        }
+        (out_dir / f"judge_{benchmark}.json").write_text(
+            json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        runs.append(run)
+    return runs
+
+
+def format_table(run: JudgeRun) -> str:
+    width = max([len(s) for s, _, _ in run.table] + [6])
+    mwidth = max([len(m) for _, m, _ in run.table] + [6])
+    lines = [
+        f"{run.benchmark}: {len(run.verdicts)} samples judged; log {run.log.location}",
+        f"{'scorer':<{width}}  {'metric':<{mwidth}}  value",
+    ]
+    lines += [f"{s:<{width}}  {m:<{mwidth}}  {v:.4f}" for s, m, v in run.table]
+    return "\n".join(lines)
+
+
+def _model_arg(text: str) -> str:
+    """Check the shape of one `-M key=value`; values are read later, all together, as
+    `inspect eval -M` reads them (YAML; a comma makes a list)."""
+    key, sep, _ = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
+    return text
+
+
+def grader_args(pairs: Sequence[str]) -> dict[str, Any]:
+    """`-M` pairs as model arguments, read exactly as `inspect eval -M` reads them."""
+    from memevals.tools.estimate import parse_task_args
+
+    return parse_task_args(pairs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m memevals.tools.judge",
+        description="Judge lm-eval --log_samples replies with the memevals LLM judge.",
+    )
+    parser.add_argument("paths", nargs="+", help="samples_*.jsonl files or folders holding them")
+    parser.add_argument("--grader", required=True, help="Inspect model, e.g. openai/gpt-4o-mini")
+    parser.add_argument(
+        "-M", "--grader-arg", action="append", type=_model_arg, default=[],
+        help="grader model argument key=value (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--max-connections", type=int, default=10)
+    parser.add_argument("--no-cache", action="store_true", help="do not cache grader calls")
+    parser.add_argument(
+        "--judge-max-tokens", type=int, default=None,
+        help="grader token limit per reply (default: the Inspect task's)",
+    )  # fmt: skip
+    parser.add_argument("--log-dir", default=None, help="Inspect log folder")
+    parser.add_argument("--output-dir", default=None, help="where judge_<benchmark>.* go")
+    parser.add_argument("--display", default="none", help="Inspect display (none, plain, ...)")
+    args = parser.parse_args(argv)
+    try:
+        runs = judge_samples(
+            args.paths,
+            args.grader,
+            grader_args=grader_args(args.grader_arg),
+            max_connections=args.max_connections,
+            cache=not args.no_cache,
+            judge_max_tokens=args.judge_max_tokens,
+            log_dir=args.log_dir,
+            output_dir=args.output_dir,
+            display=args.display,
+        )
+    except SamplesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for run in runs:
+        print(format_table(run))
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
