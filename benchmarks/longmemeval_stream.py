@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from memevals.benchmarks.longmemeval.data import iter_instances  # noqa: E402
-from memevals.benchmarks.longmemeval.prompts import history_text, session_blocks  # noqa: E402
+from memevals.benchmarks.longmemeval.memory import history_text, session_blocks  # noqa: E402
 
 
 def peak_rss_mb() -> float:

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from memevals.benchmarks.locomo.data import load_locomo
-from memevals.benchmarks.locomo.memory import UNIT_BUILDERS, annotate_items, locomo_context
+from memevals.benchmarks.locomo.memory import UNIT_BUILDERS, locomo_memory
 from memevals.benchmarks.locomo.prompts import build_items
+from memevals.benchmarks.locomo.samples import annotate_items
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import (
     DEFAULT_EMBEDDING_MODEL,
     make_retriever,
@@ -75,7 +77,7 @@ def retrieval_timings(
 
 def prompt_tokens(convs: list[Any], **options: Any) -> tuple[int, int]:
     """(total prompt tokens, samples) of the task's samples under `options`."""
-    memory = locomo_context(**options)
+    memory = locomo_memory(MemoryOptions(**options))
     items, summary = annotate_items(build_items(convs, context=memory), convs, memory)
     return summary["prompt_tokens_total"], len(items)
 
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.torch_threads)
     # The 4 unresolvable evidence ids are reported by the task; not needed in this report.
-    logging.getLogger("memevals.benchmarks.locomo.memory").setLevel(logging.ERROR)
+    logging.getLogger("memevals.benchmarks.locomo.samples").setLevel(logging.ERROR)
 
     convs = load_locomo(args.data_dir)[: args.conversations]
     counter = get_token_counter()

@@ -159,7 +159,11 @@ def lm_eval_fingerprint(name: str, options: Mapping[str, Any]) -> dict[str, Any]
         task = tasks[task_name]
         for doc in task.test_docs():
             md = json.loads(doc["metadata"])
-            md.pop("prompt_tokens", None)  # the one count that may change (issue 15 drift fix)
+            # The drift fix (issue 15): lm-eval documents now carry the same prompt_tokens as the
+            # Inspect samples (counted per message) and, in rag/oracle mode, the same
+            # unmatched_evidence list; neither is part of what the pre-move code wrote.
+            md.pop("prompt_tokens", None)
+            md.pop("unmatched_evidence", None)
             rows.append([task_name, doc["id"], task.doc_to_text(doc), task.doc_to_target(doc)])
             metadata.append([task_name, doc["id"], md])
     return {

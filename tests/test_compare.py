@@ -328,13 +328,14 @@ def test_context_labels_come_from_the_settings_the_task_logged() -> None:
     """LongMemEval's rag unit defaults to session and its truncation budget to 126,500 tokens:
     the label must say what ran, not LoCoMo's defaults (dialog, 4000)."""
     from memevals.benchmarks.longmemeval.memory import longmemeval_memory
+    from memevals.core.memory_options import MemoryOptions
     from memevals.tools.compare import _context_label
 
-    truncated = longmemeval_memory("truncated", context_window=8192)
+    truncated = longmemeval_memory(MemoryOptions("truncated"), context_window=8192)
     md = {"variant": "m", **truncated.settings()}
     label = _context_label("longmemeval", {"context": "truncated", "context_window": 8192}, md)
     assert label == "m:truncated(6692)"
-    rag = {"variant": "s", **longmemeval_memory("rag").settings()}
+    rag = {"variant": "s", **longmemeval_memory(MemoryOptions("rag")).settings()}
     assert _context_label("longmemeval", {"context": "rag"}, rag) == "s:rag(session, k=5, bm25)"
     # LoCoMo logs its settings under "memory"
     locomo_md = {"memory": {"context": "rag", "retrieval_unit": "summary", "top_k": 3,

@@ -20,16 +20,15 @@ from inspect_ai.model import ChatMessage, ContentImage, ContentText, ModelOutput
 import memevals.inspect_tasks.locomo_dialogue as dialogue_task
 from memevals.benchmarks.locomo import memory as memory
 from memevals.benchmarks.locomo.data import load_locomo, load_locomo_file
-from memevals.benchmarks.locomo.memory import locomo_context
-from memevals.benchmarks.locomo.prompts import render_sessions
-from memevals.benchmarks.locomo_dialogue.prompts import (
+from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_memory, render_sessions
+from memevals.benchmarks.locomo_dialogue.memory import (
     DialogueTurn,
-    build_dialogue_items,
     dialogue_context,
     eligible_turns,
     history_sessions,
     select_turns,
 )
+from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.benchmarks.locomo_dialogue.scoring import (
     bertscore,
     bleu,
@@ -40,6 +39,7 @@ from memevals.benchmarks.locomo_dialogue.scoring import (
     rouge_l,
 )
 from memevals.core.files import DataError
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import packaged_minilm_path
 from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.locomo_dialogue import ImageUnavailable, fetch_image, locomo_dialogue
@@ -121,6 +121,11 @@ def test_turn_without_text_is_a_clear_error(data_dir: Path, tmp_path: Path) -> N
 # Context modes
 
 
+def _strategy(context: str, **options: Any) -> LocomoMemory:
+    """The LoCoMo strategy the dialogue context modes are handed."""
+    return locomo_memory(MemoryOptions(context=context, **options))
+
+
 def _target(dia_id: str) -> DialogueTurn:
     conv = load_locomo()[0]
     position = next(i for i, t in enumerate(conv.turns) if t.dia_id == dia_id)
@@ -129,7 +134,7 @@ def _target(dia_id: str) -> DialogueTurn:
 
 def test_full_and_session_contexts_stop_before_the_held_out_turn(data_dir: Path) -> None:
     target = _target("D8:37")
-    full = dialogue_context(target, "full", locomo_context("full"))
+    full = dialogue_context(target, "full", _strategy("full"))
     text = full.text
     prev = target.conv.turns[target.position - 1]
     assert text.endswith(f'{prev.speaker} said, "{prev.text.strip()}"')
@@ -137,7 +142,7 @@ def test_full_and_session_contexts_stop_before_the_held_out_turn(data_dir: Path)
     # identical to the QA prompt's rendering of the same turns (captions inline)
     assert text.split("\n\n", 1)[1] == render_sessions(history_sessions(target))
     assert full.turns_shown == target.position
-    session = dialogue_context(target, "session", locomo_context("full"))
+    session = dialogue_context(target, "session", _strategy("full"))
     assert "CONVERSATION (session 7)" not in session.text
     assert session.text.count("CONVERSATION (session 8)") == 1
     assert session.turns_shown == 36
@@ -145,20 +150,20 @@ def test_full_and_session_contexts_stop_before_the_held_out_turn(data_dir: Path)
 
 def test_truncated_context_fits_the_budget(data_dir: Path) -> None:
     target = _target("D8:37")
-    strategy = locomo_context("truncated", max_context_tokens=500)
+    strategy = _strategy("truncated", max_context_tokens=500)
     ctx = dialogue_context(target, "truncated", strategy)
     counter = get_token_counter()
     assert counter(ctx.text) <= 500
-    full = dialogue_context(target, "full", locomo_context("full")).text
+    full = dialogue_context(target, "full", _strategy("full")).text
     assert full.endswith(ctx.text.split("\n\n", 1)[1].split("\n", 2)[2])  # a suffix of the history
     # one more turn would not fit
-    bigger = locomo_context("truncated", max_context_tokens=counter(ctx.text) + 1)
+    bigger = _strategy("truncated", max_context_tokens=counter(ctx.text) + 1)
     assert dialogue_context(target, "truncated", bigger).turns_shown == ctx.turns_shown
 
 
 def test_rag_retrieves_only_from_earlier_sessions(data_dir: Path) -> None:
     target = _target("D8:37")
-    strategy = locomo_context("rag", retrieval_unit="observation", top_k=5)
+    strategy = _strategy("rag", retrieval_unit="observation", top_k=5)
     ctx = dialogue_context(target, "rag", strategy)
     assert ctx.retrieved_ids is not None and len(ctx.retrieved_ids) >= 5
     assert all(int(i[1:].split(":")[0]) < 8 for i in ctx.retrieved_ids)
@@ -167,7 +172,7 @@ def test_rag_retrieves_only_from_earlier_sessions(data_dir: Path) -> None:
     assert "The conversation now continues:" in text
     assert "CONVERSATION (session 8)" in text and "CONVERSATION (session 7)" not in text
     # summaries too; a first-session turn has nothing earlier to retrieve
-    summary = locomo_context("rag", retrieval_unit="summary", top_k=2)
+    summary = _strategy("rag", retrieval_unit="summary", top_k=2)
     assert dialogue_context(target, "rag", summary).retrieved_ids in {
         (a, b) for a in [f"S{n}" for n in range(1, 8)] for b in [f"S{n}" for n in range(1, 8)]
     }
@@ -178,17 +183,17 @@ def test_rag_retrieves_only_from_earlier_sessions(data_dir: Path) -> None:
 def test_rag_ranks_a_conversations_queries_in_one_batch(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """build_dialogue_items ranks all held-out turns of a conversation with one `rank_many`
-    call (one encoder batch for the embedding retriever), and the items equal those built one
-    target at a time (each ranked by `rank`)."""
+    """samples.build ranks all held-out turns of a conversation with one `rank_many` call (one
+    encoder batch for the embedding retriever), and the items equal those built one target at a
+    time (each ranked by `rank`)."""
     convs = load_locomo()[:2]
     one_by_one = []
-    strategy = locomo_context("rag", retrieval_unit="observation", top_k=4)
+    strategy = _strategy("rag", retrieval_unit="observation", top_k=4)
     for conv in convs:
         for target in select_turns(conv, 6, 0):
             one_by_one.append(dialogue_context(target, "rag", strategy))
 
-    batched = locomo_context("rag", retrieval_unit="observation", top_k=4)
+    batched = _strategy("rag", retrieval_unit="observation", top_k=4)
     assert batched.index_cache is not None
     units = memory.UNIT_BUILDERS["observation"](convs[0])
     index_type = type(batched.index_cache.retriever.index(units))
@@ -200,9 +205,16 @@ def test_rag_ranks_a_conversations_queries_in_one_batch(
         return real_rank_many(self, queries)  # type: ignore[no-any-return]
 
     monkeypatch.setattr(index_type, "rank_many", counting_rank_many)
-    built = build_dialogue_items(convs, "rag", batched, turns_per_conversation=6, seed=0)
+    options = DialogueOptions(
+        conversations=",".join(c.sample_id for c in convs),
+        turns_per_conversation=6,
+        memory=MemoryOptions(context="rag", retrieval_unit="observation", top_k=4),
+    )
+    items, _ = build(options)
     assert batches == [6, 6]
-    assert [ctx for _, ctx in built] == one_by_one
+    assert [
+        (i.parts, i.system, i.metadata["retrieved_ids"], i.metadata["turns_shown"]) for i in items
+    ] == [(tuple(c.parts), c.text, list(c.retrieved_ids or ()), c.turns_shown) for c in one_by_one]
     # retrieval did pick turns (a first-session turn has nothing earlier to retrieve)
     assert sum(1 for ctx in one_by_one if ctx.retrieved_ids) >= 8
 

@@ -167,4 +167,5 @@ def test_cli_rejects_unknown_task_and_parameter(capsys: pytest.CaptureFixture[st
     with pytest.raises(SystemExit):
         main(["locomo", "-T", "contxt=full"])
     err = capsys.readouterr().err
-    assert "no parameter contxt" in err and "context" in err
+    assert "locomo: no option 'contxt' (did you mean 'context'?)." in err
+    assert "Options: adversarial, categories, context," in err

@@ -18,11 +18,11 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo_event_summary.prompts import (
-    build_event_items,
     empty_events,
     reference_events,
     reference_text,
 )
+from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build_for
 from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
 from memevals.inspect_tasks.locomo_event_summary import locomo_event_summary
 
@@ -120,17 +120,17 @@ def test_bad_event_summary_input_names_conversation_and_field(data_dir: Path) ->
     conv = load_locomo()[0]
     without = dataclasses.replace(conv, events=())
     with pytest.raises(ValueError, match="conversation conv-26 has no 'event_summary' field"):
-        build_event_items([without])
+        build_for([without], EventSummaryOptions())
     ghost = dataclasses.replace(conv, events=(dataclasses.replace(conv.events[0], session=40),))
     with pytest.raises(
         ValueError, match="conv-26: field 'event_summary' has events for session 40"
     ):
-        build_event_items([ghost])
+        build_for([ghost], EventSummaryOptions())
     stranger = dataclasses.replace(
         conv, events=(dataclasses.replace(conv.events[0], speaker="Bob"),)
     )
     with pytest.raises(ValueError, match="names speaker 'Bob'"):
-        build_event_items([stranger])
+        build_for([stranger], EventSummaryOptions())
     blank = dataclasses.replace(
         conv, events=(*conv.events, dataclasses.replace(conv.events[0], text=" "))
     )

@@ -85,15 +85,13 @@ def lm_eval_sample_scores(results: dict[str, Any], metric: str) -> dict[str, flo
 def test_locomo_scores_match_across_frameworks(
     options: dict[str, Any], data_dir: Path, tmp_path: Path
 ) -> None:
-    from memevals.benchmarks.locomo.data import CATEGORY_NAMES, load_locomo
-    from memevals.benchmarks.locomo.memory import locomo_context
-    from memevals.benchmarks.locomo.prompts import build_items
+    from memevals.benchmarks.locomo import samples
+    from memevals.benchmarks.locomo.data import CATEGORY_NAMES
+    from memevals.core.memory_options import MemoryOptions
     from memevals.inspect_tasks.locomo import locomo
 
     # The first PER_CATEGORY questions of each category, as lm-eval's --limit takes them.
-    items = build_items(
-        load_locomo(), context=locomo_context(**options), context_mode=options["context"]
-    )
+    items, _ = samples.build(samples.LocomoOptions(memory=MemoryOptions(**options)))
     chosen: list[PromptItem] = []
     for name in CATEGORY_NAMES.values():
         chosen += [i for i in items if i.metadata["category"] == name][:PER_CATEGORY]
@@ -107,6 +105,11 @@ def test_locomo_scores_match_across_frameworks(
     log = run_inspect(locomo(**options), answers, tmp_path, ids)
     inspect_f1 = {str(s.id): s.scores["locomo_f1_scorer"].value for s in log.samples}
     assert inspect_f1 == lm_f1  # identical per sample, not approximately
+    # one prompt size per sample, the same in both frameworks
+    inspect_tokens = {
+        str(s.id): s.scores["locomo_f1_scorer"].metadata["prompt_tokens"] for s in log.samples
+    }
+    assert lm_eval_sample_scores(lm_results, "prompt_tokens") == inspect_tokens
 
     # The replies really exercise the score: several distinct values, not all 0 or 1.
     assert len(set(lm_f1.values())) >= 4
@@ -150,18 +153,16 @@ def grader_verdicts() -> Any:
 
 
 def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_path: Path) -> None:
-    from memevals.benchmarks.locomo.data import CATEGORY_NAMES, load_locomo
-    from memevals.benchmarks.locomo.memory import locomo_context
-    from memevals.benchmarks.locomo_plus.prompts import build_plus_items
+    from memevals.benchmarks.locomo.data import CATEGORY_NAMES
+    from memevals.benchmarks.locomo_plus import samples
+    from memevals.core.memory_options import MemoryOptions
     from memevals.inspect_tasks.locomo_plus import locomo_plus
 
     factual = list(CATEGORY_NAMES.values())
-    items = build_plus_items(
-        load_locomo(),
-        [],
-        categories=factual,
-        context=locomo_context("oracle"),
-        context_mode="oracle",
+    items, _ = samples.build(
+        samples.LocomoPlusOptions(
+            categories=",".join(factual), memory=MemoryOptions(context="oracle")
+        )
     )
     chosen: list[PromptItem] = []
     for name in factual:
@@ -183,6 +184,10 @@ def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_
     )
     inspect_f1 = {str(s.id): s.scores["locomo_plus_f1"].value for s in log.samples}
     assert inspect_f1 == lm_f1
+    inspect_tokens = {
+        str(s.id): s.scores["locomo_plus_f1"].metadata["prompt_tokens"] for s in log.samples
+    }
+    assert lm_eval_sample_scores(lm_results, "prompt_tokens") == inspect_tokens
     assert len(set(lm_f1.values())) >= 3
 
     scores = {s.name: s for s in log.results.scores}

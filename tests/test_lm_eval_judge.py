@@ -27,7 +27,7 @@ from lm_eval.tasks import TaskManager
 from lm_eval_support import TableLM, run_inspect, samples_of
 from scripted_judge import quoted_candidate, scripted_verdict
 
-from memevals.benchmarks.locomo.memory import locomo_context
+from memevals.benchmarks.locomo.memory import no_context
 from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
 from memevals.tools.judge import SamplesError, judge_samples
@@ -120,7 +120,7 @@ def test_locomo_verdicts_and_table_equal_the_inspect_task(data_dir: Path, tmp_pa
     from memevals.inspect_tasks.locomo import locomo
 
     per_category = 4
-    items = build_items(load_locomo(), context=locomo_context("none"), context_mode="none")
+    items = build_items(load_locomo(), context=no_context, context_mode="none")
     chosen = [
         i for name in CATEGORY_NAMES.values() for i in
         [x for x in items if x.metadata["category"] == name][:per_category]
@@ -173,17 +173,18 @@ def test_locomo_verdicts_and_table_equal_the_inspect_task(data_dir: Path, tmp_pa
 
 
 def test_longmemeval_table_equals_the_inspect_task(tmp_path: Path) -> None:
-    from memevals.benchmarks.longmemeval.data import iter_longmemeval
-    from memevals.benchmarks.longmemeval.memory import longmemeval_memory
-    from memevals.benchmarks.longmemeval.prompts import build_item
+    from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, build
+    from memevals.core.memory_options import MemoryOptions
     from memevals.inspect_tasks.longmemeval import longmemeval
 
-    memory = longmemeval_memory("oracle")
-    items = [
-        build_item(inst, variant="oracle", blocks=memory(inst).blocks, context="oracle",
-                   history_format="json")
-        for inst in iter_longmemeval("oracle", FIXTURES, verify_checksum=False)
-    ]  # fmt: skip
+    items = build(
+        LongMemEvalOptions(
+            variant="oracle",
+            memory=MemoryOptions("oracle"),
+            data_dir=str(FIXTURES),
+            verify_checksum=False,
+        )
+    ).items
     answers = replies_for(items, reply_mix)
     options = {"data_dir": str(FIXTURES), "verify_checksum": False, "context": "oracle"}
     # the abstention task repeats the _abs questions of the group: judged once
@@ -217,7 +218,7 @@ def test_grader_calls_are_cached(
 
     monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     items = [
-        i for i in build_items(load_locomo(), context=locomo_context("none"), context_mode="none")
+        i for i in build_items(load_locomo(), context=no_context, context_mode="none")
         if i.metadata["category"] == "single_hop"
     ][:3]  # fmt: skip
     answers = {i.as_text(): str(i.metadata["answer"]) for i in items}
@@ -241,7 +242,7 @@ def test_cli_with_a_scripted_grader(data_dir: Path, tmp_path: Path) -> None:
     from memevals.benchmarks.locomo.prompts import build_items
 
     items = [
-        i for i in build_items(load_locomo(), context=locomo_context("none"), context_mode="none")
+        i for i in build_items(load_locomo(), context=no_context, context_mode="none")
         if i.metadata["category"] == "temporal"
     ][:4]  # fmt: skip
     answers = {
@@ -308,9 +309,10 @@ def test_locomo_plus_cognitive_verdicts_equal_the_inspect_task(
 ) -> None:
     """Cognitive samples are judged only: same prompts, same verdicts, same per-relation table."""
     from memevals.benchmarks.locomo.data import load_locomo
-    from memevals.benchmarks.locomo_plus.data import load_locomo_plus, stitch_all
+    from memevals.benchmarks.locomo_plus.data import load_locomo_plus
     from memevals.benchmarks.locomo_plus.memory import cognitive_oracle
     from memevals.benchmarks.locomo_plus.prompts import cognitive_item
+    from memevals.benchmarks.locomo_plus.stitch import stitch_all
     from memevals.inspect_tasks.locomo_plus import locomo_plus_cognitive
 
     conversations = load_locomo()
@@ -356,15 +358,11 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
     equal Inspect's locomo_event_summary on the same replies and scripted grader."""
     from test_event_summary_task import scripted_grader
 
-    from memevals.benchmarks.locomo.data import load_locomo
-    from memevals.benchmarks.locomo_event_summary.prompts import (
-        build_event_items,
-        select_conversations,
-    )
+    from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build
     from memevals.inspect_tasks.locomo_event_summary import locomo_event_summary
 
     convs = "conv-26,conv-30"
-    items = build_event_items(select_conversations(load_locomo(), convs)).items
+    items, _ = build(EventSummaryOptions(conversations=convs))
     assert len(items) == 4
 
     def reply(n: int, item: PromptItem) -> str:

@@ -143,6 +143,7 @@ class Echo(LM):  # type: ignore[misc]
 def test_longmemeval_groups_on_the_fixture_with_rag_metrics() -> None:
     from memevals.benchmarks.longmemeval.data import iter_longmemeval
     from memevals.benchmarks.longmemeval.memory import headline_keys, longmemeval_memory
+    from memevals.core.memory_options import MemoryOptions
 
     metadata = {
         "data_dir": str(FIXTURES),
@@ -161,7 +162,7 @@ def test_longmemeval_groups_on_the_fixture_with_rag_metrics() -> None:
     )
     assert results is not None
     instances = list(iter_longmemeval("oracle", FIXTURES, verify_checksum=False))
-    memory = longmemeval_memory("rag", retrieval_unit="turn", top_k=2)
+    memory = longmemeval_memory(MemoryOptions("rag", retrieval_unit="turn", top_k=2))
     by_id = {i.question_id: i for i in instances}
 
     group_ids = [

@@ -15,10 +15,15 @@ from typing import Any
 import pytest
 
 from memevals.benchmarks.locomo.data import load_locomo
-from memevals.benchmarks.locomo.memory import locomo_context
+from memevals.benchmarks.locomo.memory import locomo_memory
 from memevals.benchmarks.locomo.prompts import CHOICE_INSTRUCTION, TEMPORAL_INSTRUCTION, build_items
-from memevals.benchmarks.locomo_plus.data import load_locomo_plus, load_locomo_plus_file, stitch_all
-from memevals.benchmarks.locomo_plus.memory import cognitive_context, truncate_history, turn_id
+from memevals.benchmarks.locomo_plus.data import load_locomo_plus, load_locomo_plus_file
+from memevals.benchmarks.locomo_plus.memory import (
+    cognitive_context,
+    render_history,
+    truncate_history,
+    turn_id,
+)
 from memevals.benchmarks.locomo_plus.prompts import (
     CATEGORIES,
     UNIFIED_INSTRUCTION,
@@ -26,8 +31,10 @@ from memevals.benchmarks.locomo_plus.prompts import (
     cognitive_instruction,
     format_locomo_time,
     parse_plus_categories,
-    render_history,
 )
+from memevals.benchmarks.locomo_plus.samples import LocomoPlusOptions, build
+from memevals.benchmarks.locomo_plus.stitch import stitch_all
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.tokens import get_token_counter
 
 
@@ -152,7 +159,7 @@ def test_format_locomo_time() -> None:
 
 
 def _cog(convs: list[Any], stitched: list[Any], context: str, **kw: Any) -> dict[str, Any]:
-    memory = locomo_context(context, **kw)
+    memory = locomo_memory(MemoryOptions(context, **kw))
     items = build_plus_items(
         convs,
         stitched,
@@ -209,7 +216,7 @@ def test_rag_retrieves_history_turns_by_the_trigger(convs: list[Any], stitched: 
         ]
         assert st.trigger_turns[0].text not in rag[st.instance.sample_id].system
     with pytest.raises(ValueError, match="retrieval_unit='summary' does not apply"):
-        cognitive_context(locomo_context("rag", retrieval_unit="summary"))
+        cognitive_context(locomo_memory(MemoryOptions("rag", retrieval_unit="summary")))
 
 
 # --------------------------------------------------------------------------- determinism
@@ -217,8 +224,9 @@ def test_rag_retrieves_history_turns_by_the_trigger(convs: list[Any], stitched: 
 _DIGEST = """
 import hashlib, json, sys
 from memevals.benchmarks.locomo.data import load_locomo
-from memevals.benchmarks.locomo_plus.data import load_locomo_plus, load_locomo_plus_file, stitch_all
+from memevals.benchmarks.locomo_plus.data import load_locomo_plus
 from memevals.benchmarks.locomo_plus.prompts import build_plus_items
+from memevals.benchmarks.locomo_plus.stitch import stitch_all
 convs = load_locomo(sys.argv[1])
 st = stitch_all(load_locomo_plus(sys.argv[1]), convs, gap_fix=sys.argv[2] == "1")
 h = hashlib.sha256()
@@ -262,3 +270,48 @@ def test_in_process_rebuild_is_identical(
         ).encode()
 
     assert hashlib.sha256(dump(a)).digest() == hashlib.sha256(dump(b)).digest()
+
+
+# --------------------------------------------------------------------------- samples.build
+
+
+def test_build_checks_the_options_before_reading_any_file(tmp_path: Path) -> None:
+    empty = tmp_path  # no data here: an option error must come first
+    with pytest.raises(ValueError, match="sample_order='shuffled' is not one of file, host"):
+        build(LocomoPlusOptions(data_dir=empty, sample_order="shuffled"))
+    with pytest.raises(ValueError, match="unknown LoCoMo-Plus category 'memory'"):
+        build(LocomoPlusOptions(data_dir=empty, categories="memory"))
+    rag_summary = MemoryOptions("rag", retrieval_unit="summary")
+    with pytest.raises(ValueError, match="retrieval_unit='summary' does not apply"):
+        build(LocomoPlusOptions(data_dir=empty, categories="cognitive", memory=rag_summary))
+
+
+def test_build_annotates_both_kinds_and_logs_both_summaries(
+    convs: list[Any], stitched: list[Any]
+) -> None:
+    options = LocomoPlusOptions(categories="temporal,cognitive", memory=MemoryOptions("oracle"))
+    items, log = build(options)
+    memory = locomo_memory(MemoryOptions("oracle"))
+    plain = build_plus_items(
+        convs,
+        stitched,
+        categories="temporal,cognitive",
+        context=memory,
+        cognitive=cognitive_context(memory),
+        context_mode="oracle",
+    )
+    assert [(i.id, i.system, i.user) for i in items] == [(i.id, i.system, i.user) for i in plain]
+    counter = get_token_counter()
+    for item in items:
+        md = item.metadata
+        # one count for both frameworks: the messages sent, each counted on its own
+        assert md["prompt_tokens"] == counter(item.system) + counter(item.user)
+        assert md["token_counter"] == counter.name and md["turn_level"] is True
+        assert ("cue_recall" in md) == (md["category"] == "cognitive")
+        assert ("unmatched_evidence" in md) == (md["category"] != "cognitive")
+    cognitive = [i for i in items if i.metadata["category"] == "cognitive"]
+    assert all(i.metadata["cue_recall"] == 1.0 for i in cognitive)  # the oracle shows the cue
+    assert log["context"] == "oracle" and log["cognitive_cue_recall_mean"] == 1.0
+    assert log["prompt_tokens_total"] + log["cognitive_prompt_tokens_total"] == sum(
+        i.metadata["prompt_tokens"] for i in items
+    )

@@ -25,12 +25,14 @@ from memevals.benchmarks.locomo_plus.data import (
     load_locomo_plus,
     load_locomo_plus_file,
     parse_locomo_plus,
+)
+from memevals.benchmarks.locomo_plus.prompts import build_plus_items, cue_evidence
+from memevals.benchmarks.locomo_plus.stitch import (
     parse_time_gap,
     parse_time_gap_fixed,
     stitch,
     stitch_all,
 )
-from memevals.benchmarks.locomo_plus.prompts import build_plus_items, cue_evidence
 from memevals.core.files import DataError
 
 # --------------------------------------------------------------------------- reference

@@ -9,21 +9,23 @@ from pathlib import Path
 import pytest
 
 from memevals.benchmarks.longmemeval.data import Instance, load_longmemeval
+from memevals.benchmarks.longmemeval.memory import (
+    LongMemEvalMemory,
+    history_text,
+    render_turns,
+    select_sessions,
+    session_blocks,
+)
 from memevals.benchmarks.longmemeval.prompts import (
     NO_NOTES,
-    build_item,
-    history_text,
     is_empty_note,
     judge_inputs,
     note_prompt,
     notes_text,
-    parse_categories,
     question_text,
-    render_turns,
-    select_sessions,
-    session_blocks,
-    wanted,
 )
+from memevals.benchmarks.longmemeval.samples import build_item, in_categories, parse_categories
+from memevals.core.tokens import get_token_counter
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -112,8 +114,7 @@ def test_same_date_sessions_keep_file_order() -> None:
 
 def test_build_item_and_judge_inputs() -> None:
     inst = S["fx13a7b8_abs"]
-    blocks = session_blocks(select_sessions(inst, "oracle"), "json")
-    item = build_item(inst, variant="s", blocks=blocks, context="oracle", history_format="json")
+    item = build_item(inst, LongMemEvalMemory("oracle"), variant="s")
     assert item.id == "fx13a7b8_abs"
     assert item.target == inst.answer_text
     assert item.user.startswith("Current Date: 2024/05/20 (Mon) 09:00\n")
@@ -121,6 +122,10 @@ def test_build_item_and_judge_inputs() -> None:
     md = item.metadata
     assert md["category"] == "temporal_reasoning" and md["abstention"] is True
     assert md["session_ids_shown"] == ["answer_3a9f7c55_1"]
+    # one prompt size for both frameworks: system and user counted apart, by the memory's counter
+    counter = get_token_counter()
+    assert md["token_counter"] == counter.name
+    assert md["prompt_tokens"] == counter(item.system) + counter(item.user)
     assert md["judge"] == {
         "criterion": "lme_abstention",  # any _abs id, whatever its type
         "question": "How many weeks ago did I start learning Japanese?",
@@ -160,9 +165,13 @@ def test_categories() -> None:
         parse_categories("temporal")
     with pytest.raises(ValueError, match="categories is empty"):
         parse_categories(" , ")
-    assert wanted(S["fx13a7b8_abs"], ["abstention"])
-    assert wanted(S["fx13a7b8_abs"], ["temporal_reasoning"])
-    assert not wanted(S["fx11c3d4"], ["abstention"])
+    for qid, categories, belongs in [
+        ("fx13a7b8_abs", ["abstention"], True),
+        ("fx13a7b8_abs", ["temporal_reasoning"], True),
+        ("fx11c3d4", ["abstention"], False),
+    ]:
+        inst = S[qid]
+        assert in_categories(inst.category, inst.is_abstention, categories) is belongs
 
 
 def test_note_prompt_and_notes_text() -> None:

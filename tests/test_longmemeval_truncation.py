@@ -17,8 +17,15 @@ from inspect_ai.model import ChatMessageSystem, get_model
 from longmemeval_grader import EXPECTED, mock_grader
 
 from memevals.benchmarks.longmemeval.data import Instance, iter_longmemeval
-from memevals.benchmarks.longmemeval.memory import longmemeval_memory
-from memevals.benchmarks.longmemeval.prompts import history_text, question_text, session_blocks
+from memevals.benchmarks.longmemeval.memory import (
+    LongMemEvalMemory,
+    history_text,
+    longmemeval_memory,
+    session_blocks,
+)
+from memevals.benchmarks.longmemeval.prompts import question_text
+from memevals.benchmarks.longmemeval.samples import build_item
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.longmemeval import longmemeval
 
@@ -30,6 +37,15 @@ CL100K = bpe_openai.get_encoding("cl100k_base")
 
 def instances(variant: str) -> dict[str, Instance]:
     return {i.question_id: i for i in iter_longmemeval(variant, FIXTURES, verify_checksum=False)}
+
+
+def memory(**options: Any) -> LongMemEvalMemory:
+    """The strategy from flat options, as the tasks take them (memory ones and LongMemEval's)."""
+    shared = MemoryOptions.names()
+    return longmemeval_memory(
+        MemoryOptions.from_mapping(options),
+        **{k: v for k, v in options.items() if k not in shared},
+    )
 
 
 def official_cut(text: str, budget: int) -> str:
@@ -108,11 +124,11 @@ def test_approx_counter_head_keeps_whole_pieces() -> None:
 
 
 def test_budget_is_window_minus_answer_minus_1000() -> None:
-    assert longmemeval_memory("truncated").max_context_tokens == 128_000 - 500 - 1000
-    memory = longmemeval_memory("truncated", context_window=8192, answer_tokens=256)
-    assert memory.max_context_tokens == 8192 - 256 - 1000
-    assert longmemeval_memory("truncated", max_context_tokens=333).max_context_tokens == 333
-    assert memory.settings() == {
+    assert memory(context="truncated").max_context_tokens == 128_000 - 500 - 1000
+    window = memory(context="truncated", context_window=8192, answer_tokens=256)
+    assert window.max_context_tokens == 8192 - 256 - 1000
+    assert memory(context="truncated", max_context_tokens=333).max_context_tokens == 333
+    assert window.settings() == {
         "context": "truncated",
         "history_format": "json",
         "token_counter": "cl100k_base",
@@ -136,7 +152,7 @@ def test_budget_is_window_minus_answer_minus_1000() -> None:
 )
 def test_bad_truncation_options(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        longmemeval_memory(**kwargs)
+        memory(**kwargs)
 
 
 def test_truncated_context_keeps_the_oldest_sessions_within_the_budget() -> None:
@@ -145,8 +161,8 @@ def test_truncated_context_keeps_the_oldest_sessions_within_the_budget() -> None
     counter = get_token_counter()
     n_full = counter(full)
     budget = n_full // 2
-    memory = longmemeval_memory("truncated", max_context_tokens=budget)
-    ctx = memory(inst)
+    strategy = memory(context="truncated", max_context_tokens=budget)
+    ctx = strategy(inst)
     assert ctx.system_text == official_cut(full, budget)
     assert ctx.history_tokens == n_full
     # the shown sessions are the oldest ones, the last of them possibly cut short
@@ -157,7 +173,7 @@ def test_truncated_context_keeps_the_oldest_sessions_within_the_budget() -> None
     assert f"### Session {len(shown)}\n" in ctx.system_text
     assert f"### Session {len(shown) + 1}\n" not in ctx.system_text
 
-    item = memory.item(inst, variant="s")
+    item = build_item(inst, strategy, variant="s")
     assert item.system == ctx.system_text
     md = item.metadata
     assert md["history_truncated"] is True and md["history_tokens"] == n_full
@@ -165,14 +181,14 @@ def test_truncated_context_keeps_the_oldest_sessions_within_the_budget() -> None
     assert md["prompt_tokens"] <= budget + counter(question_text(inst))
     assert md["session_ids_shown"] == shown
 
-    roomy = longmemeval_memory("truncated", max_context_tokens=n_full).item(inst, variant="s")
+    roomy = build_item(inst, memory(context="truncated", max_context_tokens=n_full), variant="s")
     assert roomy.system == full and roomy.metadata["history_truncated"] is False
 
 
 def test_a_budget_without_room_for_any_session_is_a_clear_error() -> None:
     inst = instances("s")["fx14c9d0"]
     with pytest.raises(ValueError, match="fx14c9d0: max_context_tokens=20 leaves no room"):
-        longmemeval_memory("truncated", max_context_tokens=20)(inst)
+        memory(context="truncated", max_context_tokens=20)(inst)
 
 
 # ------------------------------------------------------------------------------ through Inspect

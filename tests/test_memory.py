@@ -16,16 +16,20 @@ import pytest
 
 from memevals.benchmarks.locomo.data import Conversation, load_locomo
 from memevals.benchmarks.locomo.memory import (
-    annotate_items,
+    LocomoMemory,
     dialog_units,
     evidence_turns,
-    locomo_context,
+    locomo_memory,
     observation_units,
+    render_conversation,
     render_recent_turns,
     summary_units,
     truncate_to_budget,
+    turn_line,
 )
-from memevals.benchmarks.locomo.prompts import build_items, render_conversation, turn_line
+from memevals.benchmarks.locomo.prompts import build_items
+from memevals.benchmarks.locomo.samples import LocomoOptions, annotate_items, build
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import BM25Retriever, IndexCache, MemoryUnit
 from memevals.core.tokens import approx_token_count, get_token_counter
 
@@ -34,6 +38,10 @@ TIKTOKEN_SHA256 = {
     "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
+
+
+def memory_of(context: str = "full", **options: Any) -> LocomoMemory:
+    return locomo_memory(MemoryOptions(context, **options))
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +145,7 @@ def test_truncation_with_a_large_budget_is_the_full_conversation(
 
 
 def test_budget_smaller_than_one_turn_is_a_clear_error(convs: list[Conversation]) -> None:
-    memory = locomo_context("truncated", max_context_tokens=40)
+    memory = memory_of("truncated", max_context_tokens=40)
     with pytest.raises(
         ValueError, match=r"max_context_tokens=40 is smaller than one turn.*conv-26"
     ):
@@ -167,12 +175,12 @@ def test_budget_smaller_than_one_turn_is_a_clear_error(convs: list[Conversation]
 )
 def test_bad_options_raise_one_clear_error(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        locomo_context(**kwargs)
+        locomo_memory(MemoryOptions(**kwargs))
 
 
 def test_defaults_per_mode() -> None:
-    assert locomo_context("truncated").max_context_tokens == 4000
-    rag = locomo_context("rag")
+    assert memory_of("truncated").max_context_tokens == 4000
+    rag = memory_of("rag")
     assert (rag.retrieval_unit, rag.top_k, rag.retriever and rag.retriever.name) == (
         "dialog",
         5,
@@ -185,9 +193,9 @@ def test_defaults_per_mode() -> None:
         "top_k": 5,
         "retriever": "bm25",
     }
-    assert locomo_context("oracle").retrieves and locomo_context("oracle").turn_level
-    assert not locomo_context("rag", retrieval_unit="summary").turn_level
-    assert not locomo_context("full").retrieves
+    assert memory_of("oracle").retrieves and memory_of("oracle").turn_level
+    assert not memory_of("rag", retrieval_unit="summary").turn_level
+    assert not memory_of("full").retrieves
 
 
 # ---------------------------------------------------------------------------- units
@@ -238,7 +246,7 @@ def test_bm25_ranks_generic_units_deterministically() -> None:
 
 def test_rag_dialog_context(convs: list[Conversation]) -> None:
     conv = convs[0]
-    memory = locomo_context("rag", top_k=5)
+    memory = memory_of("rag", top_k=5)
     qa = conv.qa[0]  # "When did Caroline go to the LGBTQ support group?" evidence D1:3
     ctx = memory(conv, qa)
     assert ctx.retrieved_ids is not None and len(ctx.retrieved_ids) == 5
@@ -266,7 +274,7 @@ def test_rag_dialog_context(convs: list[Conversation]) -> None:
 def test_rag_observation_and_summary_contexts(convs: list[Conversation]) -> None:
     conv = convs[0]
     qa = conv.qa[0]
-    obs = locomo_context("rag", retrieval_unit="observation", top_k=3)(conv, qa)
+    obs = memory_of("rag", retrieval_unit="observation", top_k=3)(conv, qa)
     units = {u.text: u for u in observation_units(conv)}
     lines = obs.text.split("\n\n", 1)[1].split("\n")
     assert len(lines) == 3
@@ -274,7 +282,7 @@ def test_rag_observation_and_summary_contexts(convs: list[Conversation]) -> None
     assert [u.date for u in shown] == [ln.split(": ", 1)[0] for ln in lines]
     assert obs.retrieved_ids is not None
     assert sorted(obs.retrieved_ids) == sorted(i for u in shown for i in u.ids)
-    summ = locomo_context("rag", retrieval_unit="summary", top_k=2)(conv, qa)
+    summ = memory_of("rag", retrieval_unit="summary", top_k=2)(conv, qa)
     assert summ.retrieved_ids is not None and len(summ.retrieved_ids) == 2
     assert all(re.fullmatch(r"S\d+", i) for i in summ.retrieved_ids)
     blocks = summ.text.split("\n\n")[1:]
@@ -289,7 +297,7 @@ def test_rag_observation_and_summary_contexts(convs: list[Conversation]) -> None
 
 
 def test_oracle_shows_only_gold_turns_and_reports_unmatched(convs: list[Conversation]) -> None:
-    memory = locomo_context("oracle")
+    memory = memory_of("oracle")
     conv = convs[0]
     multi = next(q for q in conv.qa if len(q.evidence) >= 3)
     ctx = memory(conv, multi)
@@ -310,7 +318,7 @@ def test_oracle_shows_only_gold_turns_and_reports_unmatched(convs: list[Conversa
 def test_annotate_items_reports_prompt_tokens_and_unmatched_evidence(
     convs: list[Conversation], caplog: pytest.LogCaptureFixture
 ) -> None:
-    memory = locomo_context("oracle")
+    memory = memory_of("oracle")
     items = build_items(convs, categories="multi_hop,single_hop", context=memory)
     annotated, summary = annotate_items(items, convs, memory)
     counter = get_token_counter()
@@ -325,6 +333,37 @@ def test_annotate_items_reports_prompt_tokens_and_unmatched_evidence(
     }
     assert flagged["conv-42-q88"] == ["D"]
     assert "4 evidence id(s) in 4 question(s) match no dialog turn" in caplog.text
+    assert {(a.metadata["token_counter"], a.metadata["turn_level"]) for a in annotated} == {
+        (counter.name, True)
+    }
+
+
+def test_build_checks_the_options_before_reading_any_file(tmp_path: Path) -> None:
+    empty = tmp_path  # no locomo10.json here: an option error must come first
+    with pytest.raises(ValueError, match="top_k applies only to context=rag"):
+        build(LocomoOptions(data_dir=empty, memory=MemoryOptions(top_k=3)))
+    with pytest.raises(ValueError, match="adversarial='two' is not one of choice, open"):
+        build(LocomoOptions(data_dir=empty, adversarial="two"))
+    with pytest.raises(ValueError, match="unknown LoCoMo category 'temporl'"):
+        build(LocomoOptions(data_dir=empty, categories="temporl"))
+
+
+def test_build_is_build_items_plus_the_strategy_fields(convs: list[Conversation]) -> None:
+    options = LocomoOptions(categories="temporal", seed=2, memory=MemoryOptions("truncated"))
+    items, log = build(options)
+    memory = memory_of("truncated")
+    plain = build_items(
+        convs, categories="temporal", context=memory, context_mode="truncated", seed=2
+    )
+    assert [(i.id, i.system, i.user, i.target) for i in items] == [
+        (i.id, i.system, i.user, i.target) for i in plain
+    ]
+    counter = get_token_counter()
+    for item in items:
+        assert item.metadata["prompt_tokens"] == counter(item.system) + counter(item.user)
+    assert log["prompt_tokens_total"] == sum(i.metadata["prompt_tokens"] for i in items)
+    assert log["context"] == "truncated" and log["max_context_tokens"] == 4000
+    assert set(log["turns_kept"]) == {c.sample_id for c in convs}
 
 
 # ---------------------------------------------------------------------------- embeddings
@@ -345,7 +384,7 @@ def test_embedding_retriever_from_the_packaged_model_offline(convs: list[Convers
     ]
     assert retriever.index(units).rank("Does she have a dog?")[0] == 1
     # by name: all-MiniLM-L6-v2 resolves to the packaged copy, no download
-    memory = locomo_context("rag", retriever="embedding", embedding_model="all-MiniLM-L6-v2")
+    memory = memory_of("rag", retriever="embedding", embedding_model="all-MiniLM-L6-v2")
     assert memory.embedding_model == str(path)
     # a trimmed conversation keeps the test fast on CPU: 2 sessions, 3 questions
     conv = dataclasses.replace(convs[0], sessions=convs[0].sessions[:2], qa=convs[0].qa[:3])
@@ -353,4 +392,4 @@ def test_embedding_retriever_from_the_packaged_model_offline(convs: list[Convers
     assert ctx.retrieved_ids is not None and ctx.retrieved_ids[0] == "D1:3"
     assert memory.index_cache is not None and memory.index_cache.builds == 1
     with pytest.raises(ValueError, match=r"embedding_model='nobody/no-such-model' could not be"):
-        locomo_context("rag", retriever="embedding", embedding_model="nobody/no-such-model")
+        memory_of("rag", retriever="embedding", embedding_model="nobody/no-such-model")

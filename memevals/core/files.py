@@ -73,11 +73,24 @@ def cache_dir() -> Path:
     return base / "memevals"
 
 
-def _override_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
+def override_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The data dir to read from (`data_dir`, else MEMEVALS_DATA_DIR), or None: use the cache."""
     if data_dir is not None and str(data_dir) != "":
         return Path(data_dir).expanduser()
     env = os.environ.get(DATA_DIR_ENV)
     return Path(env).expanduser() if env else None
+
+
+def data_dir_file(override: Path, relpath: str, url: str) -> Path:
+    """`<override>/<relpath>`, which must exist: nothing is ever downloaded into a data dir."""
+    path = override / relpath
+    if not path.is_file():
+        raise DataError(
+            f"not found under the data dir {override} (from data_dir or {DATA_DIR_ENV}). "
+            f"Put the pinned file there, or unset {DATA_DIR_ENV} to download {url}.",
+            file=path,
+        )
+    return path
 
 
 def _verify(path: Path, pinned: PinnedFile, *, how_to_fix: str) -> None:
@@ -164,15 +177,9 @@ def resolve(pinned: PinnedFile, data_dir: str | os.PathLike[str] | None = None) 
     downloaded. Otherwise the cache is used, downloading once; a cached file with a wrong
     checksum is fetched again, a fresh download with a wrong checksum is an error.
     """
-    override = _override_dir(data_dir)
+    override = override_dir(data_dir)
     if override is not None:
-        path = override / pinned.relpath
-        if not path.is_file():
-            raise DataError(
-                f"not found under the data dir {override} (from data_dir or {DATA_DIR_ENV}). "
-                f"Put the pinned file there, or unset {DATA_DIR_ENV} to download {pinned.url}.",
-                file=path,
-            )
+        path = data_dir_file(override, pinned.relpath, pinned.url)
         _verify(
             path,
             pinned,
@@ -200,12 +207,25 @@ def resolve(pinned: PinnedFile, data_dir: str | os.PathLike[str] | None = None) 
             f"{DATA_DIR_ENV}."
         )
 
+    return cached_download(pinned.url, pinned.relpath, verify=mismatch)
+
+
+def cached_download(
+    url: str,
+    relpath: str,
+    *,
+    verify: Callable[[Path], str | None],
+    timeout: float = 60.0,
+) -> Path:
+    """`download` into `<cache>/<relpath>`; a network failure becomes a DataError that says how
+    to run without network (a rejected file is already one)."""
+    path = cache_dir() / relpath
     try:
-        download(pinned.url, path, verify=mismatch)
+        download(url, path, timeout=timeout, verify=verify)
     except OSError as exc:
         raise DataError(
-            f"could not download {pinned.url} ({exc}). Without network, point "
-            f"{DATA_DIR_ENV} (or -T data_dir=) at a folder holding {pinned.relpath}.",
+            f"could not download {url} ({exc}). Without network, point "
+            f"{DATA_DIR_ENV} (or -T data_dir=) at a folder holding {relpath}.",
             file=path,
         ) from exc
     return path

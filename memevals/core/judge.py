@@ -1,8 +1,9 @@
 """LLM-judge criteria, prompts and strict verdict parsing (framework-free).
 
-One criterion per kind of judgement the benchmarks make (BENCHMARKS.md §2.6 LoCoMo-Plus, §3.4
-LongMemEval). Every prompt is our own wording of the official criteria. Three choices make the
-judge hard to game:
+One criterion per kind of judgement the benchmarks make (the "Scoring" sections of
+memevals/benchmarks/locomo_plus/README.md and memevals/benchmarks/longmemeval/README.md).
+Every prompt is our own wording of the official criteria. Three choices make the judge hard to
+game:
 
 * The candidate reply is untrusted data. It sits between two marker lines whose tag is derived
   from a hash of the reply itself, so the reply cannot contain its own closing marker, and the
@@ -26,8 +27,6 @@ from typing import Any
 
 __all__ = [
     "JUDGE_CRITERIA",
-    "LOCOMO_CRITERIA",
-    "LONGMEMEVAL_CRITERIA",
     "CriterionSpec",
     "JudgeInput",
     "Verdict",
@@ -42,9 +41,6 @@ __all__ = [
 _THREE_WAY = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
 _RIGHT_WRONG = {"correct": 1.0, "wrong": 0.0}
 _YES_NO = {"yes": 1.0, "no": 0.0}
-
-# Field names of JudgeInput that a criterion may show the judge.
-_SHOWABLE = ("question", "question_date", "session_dates", "evidence", "reference")
 
 
 @dataclass(frozen=True)
@@ -233,9 +229,6 @@ JUDGE_CRITERIA: dict[str, CriterionSpec] = {
         ),
     )
 }
-
-LOCOMO_CRITERIA: tuple[str, ...] = ("factual", "temporal", "adversarial", "cognitive")
-LONGMEMEVAL_CRITERIA: tuple[str, ...] = tuple(c for c in JUDGE_CRITERIA if c.startswith("lme_"))
 
 
 def criterion_spec(criterion: str) -> CriterionSpec:

@@ -1,4 +1,5 @@
-"""Retrieval metrics with the exact rules of the official code (BENCHMARKS.md §1.10, §3.6, §4, §6).
+"""Retrieval metrics with the exact rules of the official code (the "Retrieval metrics" sections
+of memevals/benchmarks/locomo/README.md and memevals/benchmarks/longmemeval/README.md).
 
 Three families, kept apart on purpose because their rules disagree:
 
@@ -16,7 +17,6 @@ because the official denominators differ from a plain mean over scored questions
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Sequence
 
 import numpy as np
@@ -143,9 +143,3 @@ def turn_to_session(
     while effective <= len(sessions) and len(set(sessions[:effective])) < k:
         effective += 1
     return sessions, gold, effective
-
-
-def mean_skipping_none(values: Sequence[float | None]) -> float:
-    """Macro mean over the questions that were not skipped (NaN if all were)."""
-    kept = [v for v in values if v is not None]
-    return sum(kept) / len(kept) if kept else math.nan

@@ -144,8 +144,3 @@ def get_token_counter(name: str = "auto") -> TokenCounter:
         return Head(out, used, total)
 
     return TokenCounter(encoding_name, count, head)
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of `text` by the default counter (cl100k_base, or `approx` without bpe-openai)."""
-    return get_token_counter()(text)

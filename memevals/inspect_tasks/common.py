@@ -1,16 +1,35 @@
-"""Inspect glue shared by all benchmarks: PromptItem -> Sample, per-category task factories."""
+"""Inspect glue shared by all benchmarks: PromptItem -> Sample, checked `-T` options,
+per-category task factories, the summing metrics."""
 
 from __future__ import annotations
 
+import difflib
+import functools
 import inspect
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, overload
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
+from inspect_ai.scorer import Metric, SampleScore, metric
+from inspect_ai.util import registry_info
 
 from memevals.core.prompt_item import PromptItem
+
+__all__ = [
+    "TaskOptionError",
+    "check_task_options",
+    "count",
+    "fixed_param_task",
+    "memevals_task",
+    "task_options",
+    "to_dataset",
+    "to_sample",
+    "total",
+]
+
+TaskFn = TypeVar("TaskFn", bound=Callable[..., Task])
 
 
 def to_sample(item: PromptItem) -> Sample:
@@ -32,16 +51,115 @@ def to_dataset(items: Iterable[PromptItem], name: str) -> MemoryDataset:
     return MemoryDataset(samples, name=name, shuffled=False)
 
 
+class TaskOptionError(TypeError, ValueError):
+    """A `-T` option the task does not have (raised before the task loads anything).
+
+    A TypeError, as calling any function with an unknown keyword is; a ValueError too, so the
+    tools report it as a bad command-line value.
+    """
+
+
+#: Arguments Inspect may pass to any task: `task_create` says it always passes `model`, which a
+#: task need not take (this version does not pass it, but one that did must not be refused).
+INSPECT_PASSED_ARGS = frozenset({"model"})
+
+# The catch-all parameter the checked task functions show Inspect. Inspect's `task_create` hands
+# a task every `-T` argument only when its signature has a `**` parameter; otherwise it drops
+# the unknown ones with a warning and the run goes on with the defaults.
+_CATCH_ALL = "unknown_options"
+
+_OPTION_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+
+
+def task_options(fn: Callable[..., Any]) -> list[str]:
+    """The `-T` option names of a task function, in signature order."""
+    return [p.name for p in inspect.signature(fn).parameters.values() if p.kind in _OPTION_KINDS]
+
+
+def check_task_options(
+    task_name: str,
+    given: Iterable[str],
+    options: Iterable[str],
+    fixed: Mapping[str, Any] | None = None,
+) -> None:
+    """Raise TaskOptionError for every given name that is not an option of the task, naming
+    the closest option (a misspelling must not silently run the defaults)."""
+    known = sorted(options)
+    problems: list[str] = []
+    for name in given:
+        if name in known or name in INSPECT_PASSED_ARGS:
+            continue
+        if fixed and name in fixed:
+            problems.append(f"option {name!r} is fixed to {fixed[name]!r} by this task")
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append(f"no option {name!r}{hint}")
+    if problems:
+        raise TaskOptionError(f"{task_name}: {'; '.join(problems)}. Options: {', '.join(known)}")
+
+
+def _checked_task(
+    fn: Callable[..., Task],
+    name: str | None,
+    fixed: Mapping[str, Any] | None = None,
+) -> Callable[..., Task]:
+    """`fn` registered as an Inspect task that rejects unknown `-T` options."""
+    task_name = name or fn.__name__
+    sig = inspect.signature(fn)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
+        raise TypeError(f"{task_name}: a task with a ** parameter cannot have its options checked")
+    options = task_options(fn)
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Task:
+        check_task_options(task_name, kwargs, options, fixed)
+        passed = {k: v for k, v in kwargs.items() if k in options}
+        return fn(*args, **passed)
+
+    catch_all = inspect.Parameter(_CATCH_ALL, inspect.Parameter.VAR_KEYWORD)
+    shown = sig.replace(parameters=[*sig.parameters.values(), catch_all])
+    setattr(checked, "__signature__", shown)  # noqa: B010
+    registered: Callable[..., Task] = task(name=task_name)(checked)
+    # Inspect lists a task's parameters from its signature, catch-all included; list only the
+    # real options (the list is the one its task tags share, so edit it in place).
+    params = registry_info(registered).metadata.get("params")
+    if isinstance(params, list) and _CATCH_ALL in params:
+        params.remove(_CATCH_ALL)
+    return registered
+
+
+@overload
+def memevals_task(fn: TaskFn, /) -> TaskFn: ...
+
+
+@overload
+def memevals_task(*, name: str | None = None) -> Callable[[TaskFn], TaskFn]: ...
+
+
+def memevals_task(fn: Callable[..., Task] | None = None, /, *, name: str | None = None) -> Any:
+    """`@task` whose `-T` options are checked: an unknown option (a misspelling) is a
+    TaskOptionError naming the closest real option, raised before the task builds anything.
+
+    Use it in place of `@task` (`@memevals_task` or `@memevals_task(name=...)`); the typed
+    keyword arguments stay the options users see.
+    """
+    if fn is not None:
+        return _checked_task(fn, name)
+    return lambda f: _checked_task(f, name)
+
+
 def fixed_param_task(
     base: Callable[..., Task], name: str, fixed: dict[str, Any], doc: str
 ) -> Callable[..., Task]:
     """Register a task that is `base` with some parameters fixed (e.g. one category).
 
     The new task keeps every other typed `-T` parameter of `base`, so the per-category tasks
-    stay in step with the main task without repeating its signature.
+    stay in step with the main task without repeating its signature. Its options are checked
+    as `memevals_task` checks them; a fixed one is rejected with a message saying so.
     """
     sig = inspect.signature(base)
-    params = [p for p in sig.parameters.values() if p.name not in fixed]
+    params = [p for p in sig.parameters.values() if p.name not in fixed and p.kind in _OPTION_KINDS]
 
     def run(**kwargs: Any) -> Task:
         return base(**fixed, **kwargs)
@@ -52,5 +170,18 @@ def fixed_param_task(
     run.__module__ = base.__module__
     setattr(run, "__signature__", sig.replace(parameters=params))  # noqa: B010
     run.__annotations__ = {p.name: p.annotation for p in params} | {"return": Task}
-    registered: Callable[..., Task] = task(name=name)(run)
-    return registered
+    return _checked_task(run, name, fixed)
+
+
+def _sum_of_values() -> Metric:
+    def compute(scores: list[SampleScore]) -> float:
+        return float(sum(s.score.as_float() for s in scores))
+
+    return compute
+
+
+# One sum, under the two names the logs already use.
+#: Sum of the values: with a 0/1 key such as "unscored", the number of samples that have it.
+count = metric(name="count")(_sum_of_values)
+#: Sum of the values: e.g. all prompt tokens of a run.
+total = metric(name="total")(_sum_of_values)

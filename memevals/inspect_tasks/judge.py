@@ -30,14 +30,11 @@ from inspect_ai.model import (
     model_roles,
 )
 from inspect_ai.scorer import (
-    Metric,
-    SampleScore,
     Score,
     Scorer,
     Target,
     grouped,
     mean,
-    metric,
     scorer,
     stderr,
 )
@@ -51,14 +48,13 @@ from memevals.core.judge import (
     parse_verdict,
     repair_message,
 )
+from memevals.inspect_tasks.common import count
 
 __all__ = [
     "GRADER_ROLE",
     "PREDICTION_MAPS",
     "PredictionMap",
-    "count",
     "llm_judge",
-    "register_prediction_map",
 ]
 
 logger = logging.getLogger(__name__)
@@ -79,15 +75,8 @@ def _locomo(reply: str, metadata: Mapping[str, Any]) -> str:
     return prediction_for_scoring(reply, dict(metadata))
 
 
-#: Named prediction maps; tasks with their own answer format register one.
+#: Named prediction maps (a task with its own answer format adds its map here).
 PREDICTION_MAPS: dict[str, PredictionMap] = {"completion": _completion, "locomo": _locomo}
-
-
-def register_prediction_map(name: str, fn: PredictionMap) -> None:
-    """Make `fn` available as ``llm_judge(prediction=name)`` / ``prediction_map: name``."""
-    if name in PREDICTION_MAPS and PREDICTION_MAPS[name] is not fn:
-        raise ValueError(f"prediction map {name!r} is already registered")
-    PREDICTION_MAPS[name] = fn
 
 
 def _prediction_map(name: str, sample_id: object) -> PredictionMap:
@@ -98,16 +87,6 @@ def _prediction_map(name: str, sample_id: object) -> PredictionMap:
             f"sample {sample_id}: unknown prediction map {name!r}; "
             f"registered: {', '.join(PREDICTION_MAPS)}"
         ) from None
-
-
-@metric
-def count() -> Metric:
-    """Sum of the values: with the 0/1 "unscored" key, the number of unscored samples."""
-
-    def total(scores: list[SampleScore]) -> float:
-        return float(sum(s.score.as_float() for s in scores))
-
-    return total
 
 
 _fallback_warned = False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inspect_ai import Task, task
+from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import (
     Score,
@@ -15,10 +15,13 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState, generate
 
-from memevals.benchmarks.locomo.data import CATEGORY_NAMES, LOCOMO_FILE, load_locomo
-from memevals.benchmarks.locomo.memory import annotate_items, locomo_context
-from memevals.benchmarks.locomo.prompts import build_items, prediction_for_scoring
-from memevals.inspect_tasks.common import fixed_param_task, to_dataset
+from memevals.benchmarks.locomo import samples
+from memevals.benchmarks.locomo.data import CATEGORY_NAMES, LOCOMO_FILE
+from memevals.benchmarks.locomo.prompts import prediction_for_scoring
+from memevals.benchmarks.locomo.scoring import locomo_f1
+from memevals.core.memory_options import MemoryOptions
+from memevals.core.prompt_item import PromptItem
+from memevals.inspect_tasks.common import fixed_param_task, memevals_task, to_dataset
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.retrieval import (
     mean_prompt_tokens,
@@ -26,7 +29,6 @@ from memevals.inspect_tasks.retrieval import (
     sample_prompt_tokens,
     total_prompt_tokens,
 )
-from memevals.scorers import locomo_f1
 
 
 @scorer(
@@ -58,7 +60,14 @@ def locomo_f1_scorer() -> Scorer:
     return score
 
 
-@task
+def _retrieval_scorers_for(items: list[PromptItem]) -> list[Scorer]:
+    """The retrieval scorers when the strategy retrieves (its samples carry retrieved ids)."""
+    if not items or items[0].metadata["retrieved_ids"] is None:
+        return []
+    return retrieval_scorers(bool(items[0].metadata["turn_level"]))
+
+
+@memevals_task
 def locomo(
     categories: str | None = None,
     context: str = "full",
@@ -95,27 +104,18 @@ def locomo(
         embedding_model: retriever=embedding only: a local sentence-transformers folder or a
             hub id (default all-MiniLM-L6-v2).
     """
-    context_fn = locomo_context(
-        context,
-        max_context_tokens=max_context_tokens,
-        retrieval_unit=retrieval_unit,
-        top_k=top_k,
-        retriever=retriever,
-        embedding_model=embedding_model,
+    # The memory knobs are this task's parameters of the same names.
+    memory = MemoryOptions.from_mapping(locals())
+    items, memory_log = samples.build(
+        samples.LocomoOptions(
+            categories=categories,
+            adversarial=adversarial,
+            seed=seed,
+            data_dir=data_dir,
+            memory=memory,
+        )
     )
-    conversations = load_locomo(data_dir)
-    items = build_items(
-        conversations,
-        categories=categories,
-        context=context_fn,
-        context_mode=context,
-        adversarial=adversarial,
-        seed=seed,
-    )
-    items, memory_log = annotate_items(items, conversations, context_fn)
-    scorers = [locomo_f1_scorer()]
-    if context_fn.retrieves:
-        scorers += retrieval_scorers(context_fn.turn_level)
+    scorers = [locomo_f1_scorer(), *_retrieval_scorers_for(items)]
     if judge:
         scorers.append(llm_judge())
     return Task(

@@ -17,10 +17,9 @@ import base64
 import functools
 import logging
 import urllib.request
-from typing import Any
 
 import anyio
-from inspect_ai import Task, task
+from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import (
     ChatMessageUser,
@@ -42,15 +41,13 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
-from memevals.benchmarks.locomo.data import LOCOMO_FILE, load_locomo
-from memevals.benchmarks.locomo_dialogue.prompts import (
-    ImagePart,
-    build_dialogue_items,
-    caption_text,
-    dialogue_memory,
-)
+from memevals.benchmarks.locomo.data import LOCOMO_FILE
+from memevals.benchmarks.locomo_dialogue.memory import ImagePart, caption_text
+from memevals.benchmarks.locomo_dialogue.prompts import DialogueItem
+from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.benchmarks.locomo_dialogue.scoring import (
     BleuStats,
+    check_bertscore_options,
     clean_reply,
     corpus_bleu,
     get_bertscorer,
@@ -59,9 +56,8 @@ from memevals.benchmarks.locomo_dialogue.scoring import (
 from memevals.benchmarks.locomo_dialogue.scoring import (
     bertscore as bertscore_of,
 )
-from memevals.benchmarks.locomo_event_summary.prompts import select_conversations
-from memevals.inspect_tasks.common import to_dataset
-from memevals.inspect_tasks.judge import count
+from memevals.core.memory_options import MemoryOptions
+from memevals.inspect_tasks.common import count, memevals_task, to_dataset
 
 logger = logging.getLogger(__name__)
 
@@ -254,32 +250,30 @@ def dialogue_images() -> Scorer:
 # Task
 
 
-def _image_sample(
-    sid: str,
-    context_parts: list[str | ImagePart],
-    instruction: str,
-    target: str,
-    metadata: dict[str, Any],
-) -> Sample:
+def _image_sample(item: DialogueItem) -> Sample:
     """A sample whose history can carry photos: one user message of text parts, each photo a
     caption part that `attach_images` replaces by the image (its index goes into metadata)."""
     content: list[Content] = []
-    photos = iter(metadata["images"])
-    for p in context_parts:
+    photos = [dict(info) for info in item.metadata["images"]]
+    pending = iter(photos)
+    for p in item.parts:
         if isinstance(p, ImagePart):
-            info = next(photos)
+            info = next(pending)
             assert info["dia_id"] == p.dia_id
             info["part"] = len(content)
             content.append(ContentText(text=caption_text(p)))
         elif p:
             content.append(ContentText(text=p))
-    content.append(ContentText(text=f"\n\n{instruction}"))
+    content.append(ContentText(text=f"\n\n{item.user}"))
     return Sample(
-        id=sid, input=[ChatMessageUser(content=content)], target=target, metadata=metadata
+        id=item.id,
+        input=[ChatMessageUser(content=content)],
+        target=item.target,
+        metadata={**item.metadata, "images": photos},
     )
 
 
-@task
+@memevals_task
 def locomo_dialogue(
     context: str = "full",
     turns_per_conversation: int = 20,
@@ -325,58 +319,41 @@ def locomo_dialogue(
         max_tokens: the reply's token limit.
         data_dir: folder holding locomo/locomo10.json (overrides MEMEVALS_DATA_DIR).
     """
-    if isinstance(max_images, bool) or max_images < 0:
-        raise ValueError(f"max_images must be >= 0, got {max_images!r}")
-    if image_timeout <= 0:
-        raise ValueError(f"image_timeout must be positive, got {image_timeout!r}")
-    if not bertscore and (bertscore_model is not None or bertscore_layers is not None):
-        raise ValueError("bertscore_model and bertscore_layers apply only with bertscore=true")
-    strategy = dialogue_memory(
-        context,
-        max_context_tokens=max_context_tokens,
-        retrieval_unit=retrieval_unit,
-        top_k=top_k,
-        retriever=retriever,
-        embedding_model=embedding_model,
-    )
-    scorers = [dialogue_overlap()]
-    if bertscore:  # loads the model now: fails before any model call
-        scorers.append(dialogue_bertscore(bertscore_model, bertscore_layers))
-    chosen = select_conversations(load_locomo(data_dir), conversations)
-    built = build_dialogue_items(
-        chosen,
-        context,
-        strategy,
+    options = DialogueOptions(
+        conversations=conversations,
         turns_per_conversation=turns_per_conversation,
         seed=seed,
         images=images,
         max_images=max_images,
+        memory=MemoryOptions(
+            context=context,
+            max_context_tokens=max_context_tokens,
+            retrieval_unit=retrieval_unit,
+            top_k=top_k,
+            retriever=retriever,
+            embedding_model=embedding_model,
+        ),
+        data_dir=data_dir,
     )
+    if image_timeout <= 0:
+        raise ValueError(f"image_timeout must be positive, got {image_timeout!r}")
+    check_bertscore_options(bertscore, bertscore_model, bertscore_layers)
+    scorers = [dialogue_overlap()]
+    if bertscore:  # loads the model now: fails before any model call
+        scorers.append(dialogue_bertscore(bertscore_model, bertscore_layers))
+    items, memory_log = build(options)
     # Without images the history is the item's system text (photos as captions), as in lm-eval.
     dataset = (
         MemoryDataset(
-            [
-                _image_sample(item.id, ctx.parts, item.user, item.target, item.metadata)
-                for item, ctx in built
-            ],
-            name="locomo_dialogue",
-            shuffled=False,
+            [_image_sample(item) for item in items], name="locomo_dialogue", shuffled=False
         )
         if images
-        else to_dataset([item for item, _ in built], "locomo_dialogue")
+        else to_dataset(items, "locomo_dialogue")
     )
-    total_tokens = sum(int(item.metadata["prompt_tokens"]) for item, _ in built)
     solvers: list[Solver] = [generate()]
     if images:
         solvers.insert(0, attach_images(timeout=image_timeout))
         scorers.append(dialogue_images())
-    memory_log: dict[str, Any] = {
-        **strategy.settings(),
-        "context": context,
-        "prompt_tokens_total": total_tokens,
-    }
-    if strategy.index_cache is not None:
-        memory_log["index_builds"] = strategy.index_cache.builds
     return Task(
         dataset=dataset,
         solver=solvers,

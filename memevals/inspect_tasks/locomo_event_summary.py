@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from inspect_ai import Task, task
+from inspect_ai import Task
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
@@ -27,12 +27,9 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
-from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_locomo
-from memevals.benchmarks.locomo_event_summary.prompts import (
-    build_event_items,
-    incremental_prompt,
-    select_conversations,
-)
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_conversations
+from memevals.benchmarks.locomo_event_summary.prompts import incremental_prompt
+from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build
 from memevals.benchmarks.locomo_event_summary.scoring import (
     DEFAULT_FACTS_PER_CALL,
     DEFAULT_LINES_PER_CALL,
@@ -42,8 +39,8 @@ from memevals.benchmarks.locomo_event_summary.scoring import (
     factscore,
     rouge_scores,
 )
-from memevals.inspect_tasks.common import to_dataset
-from memevals.inspect_tasks.judge import count, grader_model
+from memevals.inspect_tasks.common import count, memevals_task, to_dataset
+from memevals.inspect_tasks.judge import grader_model
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +196,7 @@ def event_summary_scorer(
     return score
 
 
-@task
+@memevals_task
 def locomo_event_summary(
     incremental: bool = False,
     sessions: int | None = None,
@@ -228,22 +225,23 @@ def locomo_event_summary(
     """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be positive, got {max_tokens}")
-    chosen = select_conversations(load_locomo(data_dir), conversations)
-    built = build_event_items(chosen, sessions=sessions)
-    if not built.items:
-        raise ValueError(
-            f"locomo_event_summary: no speaker has annotated events in the first {sessions} "
-            "session(s) of the chosen conversations; use more sessions"
-        )
+    options = EventSummaryOptions(
+        conversations=conversations, sessions=sessions, incremental=incremental, data_dir=data_dir
+    )
+    items, log = build(options)
+    solve = (
+        incremental_summary({c.sample_id: c for c in load_conversations(data_dir, conversations)})
+        if incremental
+        else generate()
+    )
     score = event_summary_scorer(
         reference_facts=reference_facts,
         lines_per_call=lines_per_call,
         facts_per_call=facts_per_call,
         grader_max_tokens=grader_max_tokens,
     )
-    solve = incremental_summary({c.sample_id: c for c in chosen}) if incremental else generate()
     return Task(
-        dataset=to_dataset(built.items, "locomo_event_summary"),
+        dataset=to_dataset(items, "locomo_event_summary"),
         solver=solve,
         scorer=score,
         config=GenerateConfig(max_tokens=max_tokens),
@@ -253,8 +251,7 @@ def locomo_event_summary(
             "incremental": incremental,
             "sessions": sessions,
             "reference_facts": reference_facts,
-            "skipped_without_events": built.skipped,
-            "empty_events_ignored": built.empty_events,
+            **log,
             "data_sha256": LOCOMO_FILE.sha256,
         },
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from inspect_ai import Task, task
+from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import (
     Metric,
@@ -25,23 +25,13 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState, generate
 
-from memevals.benchmarks.locomo.data import LOCOMO_FILE, load_locomo
-from memevals.benchmarks.locomo.memory import annotate_items, locomo_context
-from memevals.benchmarks.locomo_plus.data import (
-    LOCOMO_PLUS_FILE,
-    RELATION_TYPES,
-    load_locomo_plus,
-    stitch_all,
-)
-from memevals.benchmarks.locomo_plus.memory import annotate_cognitive_items, cognitive_context
-from memevals.benchmarks.locomo_plus.prompts import (
-    COGNITIVE,
-    build_plus_items,
-    order_samples,
-    parse_plus_categories,
-)
-from memevals.inspect_tasks.common import fixed_param_task, to_dataset
-from memevals.inspect_tasks.judge import count, llm_judge
+from memevals.benchmarks.locomo.data import LOCOMO_FILE
+from memevals.benchmarks.locomo_plus import samples
+from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, RELATION_TYPES
+from memevals.benchmarks.locomo_plus.prompts import COGNITIVE, parse_plus_categories
+from memevals.core.memory_options import MemoryOptions
+from memevals.inspect_tasks.common import count, fixed_param_task, memevals_task, to_dataset
+from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.locomo import locomo_f1_scorer
 
 #: Official answering defaults of the LoCoMo-Plus framework (BENCHMARKS.md §2.7).
@@ -107,7 +97,7 @@ def locomo_plus_judge(max_tokens: int = 256) -> Scorer:
     return score
 
 
-@task
+@memevals_task
 def locomo_plus(
     categories: str | None = None,
     disclose_task: bool = False,
@@ -157,50 +147,27 @@ def locomo_plus(
         data_dir: folder holding locomo/locomo10.json and locomo_plus/locomo_plus.json
             (overrides MEMEVALS_DATA_DIR).
     """
+    # The memory knobs are this task's parameters of the same names.
+    memory = MemoryOptions.from_mapping(locals())
     wanted = parse_plus_categories(categories)
-    order_samples([], sample_order)  # validate before loading anything
-    memory = locomo_context(
-        context,
-        max_context_tokens=max_context_tokens,
-        retrieval_unit=retrieval_unit,
-        top_k=top_k,
-        retriever=retriever,
-        embedding_model=embedding_model,
-        token_counter=token_counter,
-    )
-    cognitive_fn = cognitive_context(memory) if COGNITIVE in wanted else None
-    conversations = load_locomo(data_dir)
-    stitched = (
-        stitch_all(load_locomo_plus(data_dir), conversations, gap_fix=gap_fix)
-        if cognitive_fn is not None
-        else []
-    )
-    items = build_plus_items(
-        conversations,
-        stitched,
-        categories=wanted,
-        context=memory,
-        **({"cognitive": cognitive_fn} if cognitive_fn is not None else {}),
-        context_mode=context,
-        disclose_task=disclose_task,
-        adversarial=adversarial,
-        seed=seed,
-        gap_fix=gap_fix,
-    )
-    locomo_items, memory_summary = annotate_items(
-        [i for i in items if i.metadata["category"] != COGNITIVE], conversations, memory
-    )
-    cognitive_items, cognitive_summary = annotate_cognitive_items(
-        [i for i in items if i.metadata["category"] == COGNITIVE], stitched, memory
+    items, memory_log = samples.build(
+        samples.LocomoPlusOptions(
+            categories=categories,
+            disclose_task=disclose_task,
+            gap_fix=gap_fix,
+            sample_order=sample_order,
+            adversarial=adversarial,
+            seed=seed,
+            data_dir=data_dir,
+            memory=memory,
+        )
     )
     scorers: list[Scorer] = []
-    if locomo_items:
+    if wanted != [COGNITIVE]:  # LoCoMo questions get their official F1
         scorers.append(locomo_plus_f1())
     scorers.append(locomo_plus_judge(max_tokens=judge_max_tokens))
     return Task(
-        dataset=to_dataset(
-            order_samples([*locomo_items, *cognitive_items], sample_order), "locomo_plus"
-        ),
+        dataset=to_dataset(items, "locomo_plus"),
         solver=generate(),
         scorer=scorers,
         config=GenerateConfig(max_tokens=max_tokens, temperature=DEFAULT_TEMPERATURE),
@@ -212,7 +179,7 @@ def locomo_plus(
             "adversarial": adversarial,
             "seed": seed,
             "sample_order": sample_order,
-            "memory": memory_summary | cognitive_summary,
+            "memory": memory_log,
             "data_sha256": {
                 "locomo": LOCOMO_FILE.sha256,
                 "locomo_plus": LOCOMO_PLUS_FILE.sha256,

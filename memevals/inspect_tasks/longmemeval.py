@@ -7,7 +7,7 @@ import asyncio
 import math
 from collections.abc import Mapping, Sequence
 
-from inspect_ai import Task, task
+from inspect_ai import Task
 from inspect_ai.model import (
     ChatMessage,
     ChatMessageSystem,
@@ -28,31 +28,14 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
-from memevals.benchmarks.longmemeval.data import (
-    CATEGORIES,
-    REVISION,
-    VARIANTS,
-    data_file,
-    iter_longmemeval,
-)
-from memevals.benchmarks.longmemeval.memory import (
-    headline_keys,
-    longmemeval_memory,
-    warn_if_oversized,
-)
-from memevals.benchmarks.longmemeval.prompts import (
-    HISTORY_FORMATS,
-    SessionBlock,
-    is_empty_note,
-    note_prompt,
-    notes_text,
-    parse_categories,
-    wanted,
-)
+from memevals.benchmarks.longmemeval.data import CATEGORIES
+from memevals.benchmarks.longmemeval.memory import SessionBlock, headline_keys
+from memevals.benchmarks.longmemeval.prompts import is_empty_note, note_prompt, notes_text
+from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, build
 from memevals.benchmarks.longmemeval.scoring import LmeLabel, LmeSummary, summarize
-from memevals.core.prompt_item import PromptItem
-from memevals.inspect_tasks.common import fixed_param_task, to_dataset
-from memevals.inspect_tasks.judge import count, llm_judge
+from memevals.core.memory_options import MemoryOptions
+from memevals.inspect_tasks.common import count, fixed_param_task, memevals_task, to_dataset
+from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
 # ---------------------------------------------------------------------------------------------
@@ -219,12 +202,7 @@ def take_notes(blocks: Mapping[str, Sequence[SessionBlock]], note_max_tokens: in
 # Tasks
 
 
-def _check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not one of {', '.join(allowed)}")
-
-
-@task
+@memevals_task
 def longmemeval(
     variant: str = "s",
     categories: str | None = None,
@@ -277,8 +255,6 @@ def longmemeval(
         verify_checksum: check the S file's sha256 (set false for same-schema copies under
             data_dir, such as the test fixture; the log then says the data is unverified).
     """
-    _check_choice("variant", variant, VARIANTS)
-    _check_choice("history_format", history_format, HISTORY_FORMATS)
     for name, value in (
         ("max_tokens", max_tokens),
         ("note_max_tokens", note_max_tokens),
@@ -286,48 +262,31 @@ def longmemeval(
     ):
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
-    wanted_categories = parse_categories(categories)
-    if chain_of_note and context == "truncated":
-        raise ValueError(
-            "chain_of_note takes notes on each session separately, so there is no single "
-            "history to truncate; use chain_of_note with context=full, rag or oracle"
+    built = build(
+        LongMemEvalOptions(
+            variant=variant,
+            categories=categories,
+            memory=MemoryOptions(
+                context=context,
+                max_context_tokens=max_context_tokens,
+                retrieval_unit=retrieval_unit,
+                top_k=top_k,
+                retriever=retriever,
+                embedding_model=embedding_model,
+                token_counter=token_counter,
+            ),
+            history_format=history_format,
+            context_window=context_window,
+            answer_tokens=max_tokens,
+            chain_of_note=chain_of_note,
+            data_dir=data_dir,
+            verify_checksum=verify_checksum,
         )
-    memory = longmemeval_memory(
-        context,
-        history_format=history_format,
-        max_context_tokens=max_context_tokens,
-        context_window=context_window,
-        token_counter=token_counter,
-        retrieval_unit=retrieval_unit,
-        top_k=top_k,
-        retriever=retriever,
-        embedding_model=embedding_model,
-        answer_tokens=max_tokens,
     )
-    warn_if_oversized(variant, context)
-    spec = data_file(variant)
-
-    digest: list[str] = []
-    items: list[PromptItem] = []
-    notes_input: dict[str, tuple[SessionBlock, ...]] = {}
-    for inst in iter_longmemeval(
-        variant, data_dir, verify_checksum=verify_checksum, digest_out=digest
-    ):
-        if not wanted(inst, wanted_categories):
-            continue
-        ctx = memory(inst)
-        item = memory.item(inst, variant=variant, chain_of_note=chain_of_note, ctx=ctx)
-        if chain_of_note:
-            notes_input[inst.question_id] = ctx.blocks
-        items.append(item)
-    if not items:
-        raise ValueError(
-            f"no LongMemEval question matches categories={categories!r} in variant {variant}"
-        )
 
     solvers: list[Solver] = []
     if chain_of_note:
-        solvers.append(take_notes(notes_input, note_max_tokens))
+        solvers.append(take_notes(built.note_blocks, note_max_tokens))
     solvers.append(generate())
     scorers = [longmemeval_judge(max_tokens=judge_max_tokens)]
     if not chain_of_note:
@@ -335,22 +294,11 @@ def longmemeval(
     if context == "rag":
         scorers.append(longmemeval_retrieval())
     return Task(
-        dataset=to_dataset(items, f"longmemeval_{variant}"),
+        dataset=to_dataset(built.items, f"longmemeval_{variant}"),
         solver=solvers,
         scorer=scorers,
         config=GenerateConfig(max_tokens=max_tokens),
-        metadata={
-            "benchmark": "longmemeval",
-            "variant": variant,
-            "data_file": spec.filename,
-            "data_revision": REVISION,
-            "data_sha256": digest[0] if digest else None,
-            "data_sha256_pinned": spec.sha256,
-            "checksum_verified": spec.sha256 is not None and verify_checksum,
-            "categories": wanted_categories,
-            **memory.settings(),
-            "chain_of_note": chain_of_note,
-        },
+        metadata=built.log,
     )
 
 

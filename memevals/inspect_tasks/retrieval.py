@@ -36,24 +36,15 @@ from memevals.core.retrieval_metrics import (
     turn_precision_recall,
 )
 from memevals.core.tokens import get_token_counter
-
-
-@metric
-def total() -> Metric:
-    """Sum of the sample values (e.g. all prompt tokens of a run)."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        return float(sum(s.score.as_float() for s in scores))
-
-    return compute
+from memevals.inspect_tasks.common import total
 
 
 def sample_prompt_tokens(state: TaskState) -> dict[str, int | str]:
     """`{"prompt_tokens": n, "token_counter": name}` for one sample's Score.metadata.
 
-    Uses the count the task stored in the sample metadata (`prompt_tokens`: the sum over the
-    messages sent, see memevals.memory.annotate_items); otherwise counts the input messages
-    the same way.
+    Uses the count stored in the sample metadata when the benchmark built its samples
+    (`prompt_tokens`: the sum over the messages sent); otherwise counts the input messages the
+    same way.
     """
     md = state.metadata
     if "prompt_tokens" in md:

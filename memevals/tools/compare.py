@@ -35,7 +35,6 @@ __all__ = [
     "CATEGORY_ORDER",
     "KindScores",
     "Row",
-    "csv_columns",
     "load_rows",
     "main",
     "markdown_tables",
@@ -73,7 +72,6 @@ class KindScores:
     stderr: float | None = None
     categories: dict[str, float] = field(default_factory=dict)
     extras: dict[str, float] = field(default_factory=dict)
-    scored: int | None = None
 
 
 @dataclass
@@ -223,7 +221,6 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
         if score.reducer not in (None, "mean"):  # epochs reduced another way: its own columns
             kind = f"{kind}@{score.reducer}"
         ks = kinds.setdefault(kind, KindScores())
-        ks.scored = score.scored_samples
         for name, value in metrics.items():
             if name in PROMPT_TOKEN_METRICS:  # an answer scorer reporting the prompt size
                 if PROMPT_TOKEN_METRICS[name]:
@@ -386,11 +383,6 @@ def _csv_keys(rows: Sequence[Row]) -> list[str]:
     """The cell keys of the CSV, in column order (header and rows both follow it)."""
     usage = sorted({u for r in rows for u in r.usage})
     return [*(c.key for c in _columns(rows)), *usage, "status", "log"]
-
-
-def csv_columns(rows: Sequence[Row]) -> list[str]:
-    """CSV header: identity columns, then per kind overall/stderr/categories, then extras."""
-    return [_csv_name(k) for k in _csv_keys(rows)]
 
 
 def _csv_name(key: str) -> str:

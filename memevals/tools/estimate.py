@@ -39,7 +39,6 @@ Accounting rules (stated because a bill depends on them):
 from __future__ import annotations
 
 import argparse
-import inspect
 import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -48,8 +47,11 @@ from typing import Any
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
+from inspect_ai.util import registry_info
 
 from memevals.core.tokens import TOKEN_COUNTERS, TokenCounter, get_token_counter
+from memevals.inspect_tasks.common import check_task_options, task_options
+from memevals.inspect_tasks.inspect_internals import InspectInternalsError, parse_cli_args
 
 __all__ = [
     "MESSAGE_OVERHEAD",
@@ -185,9 +187,10 @@ def parse_task_args(pairs: Sequence[str]) -> dict[str, Any]:
         name, sep, _ = pair.partition("=")
         if not sep or not name.strip():
             raise ValueError(f"-T {pair!r}: expected name=value")
-    from inspect_ai._util.config import parse_cli_args
-
-    return parse_cli_args(list(pairs))
+    try:
+        return parse_cli_args(pairs)
+    except InspectInternalsError as exc:  # pragma: no cover - depends on Inspect internals
+        raise ValueError(f"cannot read -T values the way `inspect eval` does: {exc}") from exc
 
 
 def _task_functions() -> dict[str, Callable[..., Task]]:
@@ -209,12 +212,8 @@ def build_task(name: str, args: Mapping[str, Any]) -> Task:
     if fn is None:
         bare = sorted(n for n in fns if "/" not in n)
         raise ValueError(f"unknown task {name!r}; memevals tasks: {', '.join(bare)}")
-    params = inspect.signature(fn).parameters
-    unknown = [k for k in args if k not in params]
-    if unknown:
-        raise ValueError(
-            f"{name}: no parameter {', '.join(unknown)}; parameters: {', '.join(params)}"
-        )
+    # the same check (and message) as `inspect eval -T`, before anything is loaded
+    check_task_options(name, args, task_options(fn))
     task = fn(**args)
     if not isinstance(task, Task):  # pragma: no cover - every registered task returns a Task
         raise TypeError(f"{name} did not build a Task")
@@ -285,12 +284,7 @@ def estimate_samples(samples: Sequence[Sample], counter: TokenCounter) -> list[S
 def _notes(task: Task) -> list[str]:
     notes: list[str] = []
     md = task.metadata or {}
-    try:
-        from inspect_ai._util.registry import registry_unqualified_name
-    except ImportError:  # pragma: no cover - Inspect internals moved: no scorer notes
-        scorer_names: list[str] = []
-    else:
-        scorer_names = [registry_unqualified_name(s) for s in task.scorer or []]
+    scorer_names = [registry_info(s).name.rpartition("/")[2] for s in task.scorer or []]
     judged = [n for n in scorer_names if "judge" in n]
     if judged:
         notes.append(

@@ -328,3 +328,27 @@ def load_locomo_file(path: str | os.PathLike[str]) -> list[Conversation]:
     """Parse a LoCoMo-schema file without checksum (fixtures, corrected copies)."""
     p = Path(path)
     return parse_locomo(load_json(p), p)
+
+
+def select_conversations(
+    conversations: Sequence[Conversation], wanted: str | None
+) -> list[Conversation]:
+    """The conversations named in `wanted` (comma-separated sample ids; None = all)."""
+    if wanted is None:
+        return list(conversations)
+    names = [w.strip() for w in wanted.split(",") if w.strip()]
+    by_id = {c.sample_id: c for c in conversations}
+    unknown = [n for n in names if n not in by_id]
+    if unknown or not names:
+        raise ValueError(
+            f"conversations={wanted!r}: unknown conversation id(s) {unknown}; choose from "
+            + ", ".join(by_id)
+        )
+    return [by_id[n] for n in dict.fromkeys(names)]
+
+
+def load_conversations(
+    data_dir: str | os.PathLike[str] | None, wanted: str | None
+) -> list[Conversation]:
+    """The LoCoMo conversations named in `wanted` (None = all), read from `data_dir`."""
+    return select_conversations(load_locomo(data_dir), wanted)

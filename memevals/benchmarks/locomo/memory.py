@@ -1,6 +1,12 @@
-"""LoCoMo memory strategies: what the model is given to answer one question.
+"""LoCoMo memory strategies: what the model is given of the conversation for one question, and
+how that history is rendered.
 
-- `full`: the whole conversation (prompts.locomo.full_context).
+The layout follows the paper's protocol (BENCHMARKS.md §1.6): session blocks with a date header
+and `<speaker> said, "<text>"` lines, image turns adding their caption; all wording is ours.
+The whole conversation is one context string, identical for every question of that
+conversation, so provider prompt caches can reuse it.
+
+- `full`: the whole conversation.
 - `truncated`: the most recent whole turns that fit `max_context_tokens` (preamble and session
   headers included in the count; a session's header is kept when any of its turns is kept).
 - `rag`: the `top_k` units most similar to the raw question (dialog turns, observations or session
@@ -8,41 +14,26 @@
 - `oracle`: only the gold evidence turns, shown like `rag` dialog turns (the retrieval ceiling).
 - `none`: no context (the floor).
 
-Everything here is framework-free: the Inspect and lm-eval tasks call the same functions.
+The options arrive as one `MemoryOptions` record (`locomo_memory`); everything here is
+framework-free.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.benchmarks.locomo.data import QA, Conversation, Session, Turn
-from memevals.benchmarks.locomo.prompts import (
-    LocomoContext,
-    full_context,
-    no_context,
-    preamble,
-    render_sessions,
-    turn_line,
-)
-from memevals.core.prompt_item import PromptItem
+from memevals.core.memory_options import MemoryOptions, rag_choice
 from memevals.core.retrievers import (
     IndexCache,
     MemoryUnit,
     Retriever,
-    checked_top_k,
-    make_retriever,
     positive_tokens,
-    reject_options_outside,
-    resolve_embedding_model,
     strategy_settings,
 )
 from memevals.core.tokens import TokenCounter, get_token_counter
-
-logger = logging.getLogger(__name__)
 
 CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
 RETRIEVAL_UNITS: tuple[str, ...] = ("dialog", "observation", "summary")
@@ -50,6 +41,66 @@ DEFAULT_MAX_CONTEXT_TOKENS = 4000
 DEFAULT_TOP_K = 5
 DEFAULT_RETRIEVAL_UNIT = "dialog"
 DEFAULT_RETRIEVER = "bm25"
+
+
+# --------------------------------------------------------------------------------------------
+# The conversation as the model sees it
+
+
+def turn_line(turn: Turn) -> str:
+    """`<speaker> said, "<text>"` plus the shared image's caption, as the paper's agents saw it."""
+    line = f'{turn.speaker} said, "{turn.text.strip()}"'
+    if turn.blip_caption:
+        line += f" and shared {turn.blip_caption.strip()}."
+    return line
+
+
+def session_header(session: Session) -> str:
+    return f"DATE: {session.date_time}\nCONVERSATION (session {session.index}):"
+
+
+def render_sessions(blocks: Iterable[tuple[Session, Sequence[Turn]]]) -> str:
+    """Render (session, turns-to-show) pairs as dated blocks, in the order given."""
+    parts = []
+    for session, turns in blocks:
+        if not turns:
+            continue
+        lines = [session_header(session), *(turn_line(t) for t in turns)]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def preamble(conv: Conversation) -> str:
+    return (
+        f"Below is a conversation between {conv.speaker_a} and {conv.speaker_b} that took place "
+        "over several sessions. Each session starts with the date and time it was held."
+    )
+
+
+def render_conversation(conv: Conversation) -> str:
+    """The whole conversation, chronological, with a short preamble."""
+    body = render_sessions((s, s.turns) for s in conv.sessions)
+    return f"{preamble(conv)}\n\n{body}"
+
+
+@dataclass(frozen=True)
+class LocomoContext:
+    """What a memory strategy gives the model for one question."""
+
+    text: str
+    retrieved_ids: tuple[str, ...] | None = None  # None when the strategy does not retrieve
+
+
+#: A memory strategy: (conversation, question) -> context. `full` ignores the question.
+ContextFn = Callable[[Conversation, QA], LocomoContext]
+
+
+def full_context(conv: Conversation, qa: QA) -> LocomoContext:
+    return LocomoContext(text=render_conversation(conv))
+
+
+def no_context(conv: Conversation, qa: QA) -> LocomoContext:
+    return LocomoContext(text="")
 
 
 # --------------------------------------------------------------------------------------------
@@ -125,7 +176,7 @@ UNIT_BUILDERS = {
 
 
 # --------------------------------------------------------------------------------------------
-# Rendering
+# Excerpts, truncation
 
 
 def excerpt_preamble(conv: Conversation) -> str:
@@ -279,6 +330,10 @@ class LocomoMemory:
             )
         return self._rag(conv, qa)
 
+    def turns_kept(self) -> dict[str, int]:
+        """Turns kept per conversation truncated so far (conversation id -> count)."""
+        return {cid: n for cid, (_, n) in self._truncated.items()}
+
     def truncated(self, conv: Conversation) -> tuple[str, int]:
         """(context text, turns kept) for `conv` under the token budget (cached)."""
         assert self.max_context_tokens is not None
@@ -316,129 +371,39 @@ class LocomoMemory:
         return LocomoContext(text=text, retrieved_ids=retrieved_ids)
 
 
-def locomo_context(
-    context: str = "full",
-    *,
-    max_context_tokens: int | None = None,
-    retrieval_unit: str | None = None,
-    top_k: int | None = None,
-    retriever: str | None = None,
-    embedding_model: str | None = None,
-    token_counter: str = "auto",
-) -> LocomoMemory:
+def locomo_memory(options: MemoryOptions) -> LocomoMemory:
     """Validate the memory options and build the strategy (raises ValueError naming the option).
 
     Options that do not apply to `context` are rejected rather than ignored, so a sweep never
-    silently runs a different setting than the one asked for. Loading an embedding model happens
-    here, before any model call, so a model that cannot be loaded offline fails early.
+    silently runs a different setting than the one asked for. An embedding model is loaded
+    here, before any model call, so one that cannot be loaded offline fails early.
     """
-    if context not in CONTEXT_MODES:
-        raise ValueError(
-            f"context={context!r} is not supported; allowed values: {', '.join(CONTEXT_MODES)}"
-        )
-    counter = get_token_counter(token_counter)
-    reject_options_outside("truncated", context, max_context_tokens=max_context_tokens)
-    reject_options_outside(
-        "rag",
-        context,
-        retrieval_unit=retrieval_unit,
-        top_k=top_k,
-        retriever=retriever,
-        embedding_model=embedding_model,
-    )
+    context = options.checked(CONTEXT_MODES).context
+    counter = get_token_counter(options.token_counter)
     if context == "truncated":
         budget = positive_tokens(
             "max_context_tokens",
-            DEFAULT_MAX_CONTEXT_TOKENS if max_context_tokens is None else max_context_tokens,
+            DEFAULT_MAX_CONTEXT_TOKENS
+            if options.max_context_tokens is None
+            else options.max_context_tokens,
         )
         return LocomoMemory(context, counter, max_context_tokens=budget)
     if context != "rag":
         return LocomoMemory(context, counter)
-
-    unit = DEFAULT_RETRIEVAL_UNIT if retrieval_unit is None else retrieval_unit
-    if unit not in RETRIEVAL_UNITS:
-        raise ValueError(
-            f"retrieval_unit={unit!r} is not supported; allowed values: "
-            f"{', '.join(RETRIEVAL_UNITS)}"
-        )
-    k = checked_top_k(top_k, DEFAULT_TOP_K)
-    kind = DEFAULT_RETRIEVER if retriever is None else retriever
-    engine = make_retriever(kind, embedding_model)  # rejects an unknown retriever
-    resolved = None
-    if kind == "embedding":
-        resolved = resolve_embedding_model(getattr(engine, "model_name", embedding_model or ""))
+    rag = rag_choice(
+        options,
+        units=RETRIEVAL_UNITS,
+        default_unit=DEFAULT_RETRIEVAL_UNIT,
+        default_top_k=DEFAULT_TOP_K,
+        default_retriever=DEFAULT_RETRIEVER,
+        benchmark="LoCoMo",
+    )
     return LocomoMemory(
         context,
         counter,
-        retrieval_unit=unit,
-        top_k=k,
-        retriever=engine,
-        embedding_model=resolved,
-        index_cache=IndexCache(engine),
+        retrieval_unit=rag.retrieval_unit,
+        top_k=rag.top_k,
+        retriever=rag.retriever,
+        embedding_model=rag.embedding_model,
+        index_cache=IndexCache(rag.retriever),
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Per-sample bookkeeping shared by both frameworks
-
-
-def annotate_items(
-    items: Iterable[PromptItem],
-    conversations: Iterable[Conversation],
-    memory: LocomoMemory,
-) -> tuple[list[PromptItem], dict[str, Any]]:
-    """Add prompt size (and, for retrieving modes, unmatched evidence) to each item's metadata.
-
-    The prompt size is the sum of the token counts of the messages sent (context, question),
-    as chat APIs tokenize each message separately; chat-template tokens are not included.
-    Returns the new items and a summary for the task log: the strategy's settings, the token
-    counter, total prompt tokens, index builds, and the number of evidence ids matching no turn
-    (also logged as a warning, so they are never dropped silently).
-    """
-    by_id = {c.sample_id: c for c in conversations}
-    counter = memory.token_counter
-    context_tokens: dict[str, int] = {}  # one count per distinct context (one per conversation
-    # in full/truncated mode, where the context does not depend on the question)
-    out: list[PromptItem] = []
-    total_tokens = 0
-    unmatched_total = 0
-    unmatched_samples: list[str] = []
-    for item in items:
-        md = dict(item.metadata)
-        if item.system not in context_tokens:
-            context_tokens[item.system] = counter(item.system)
-        tokens = context_tokens[item.system] + counter(item.user)
-        total_tokens += tokens
-        md["prompt_tokens"] = tokens
-        md["token_counter"] = memory.token_counter.name
-        if memory.retrieves:
-            conv = by_id[str(md["conversation_id"])]
-            qa = conv.qa[int(md["qa_index"])]
-            _, unmatched = evidence_turns(conv, qa)
-            md["unmatched_evidence"] = list(unmatched)
-            if unmatched:
-                unmatched_total += len(unmatched)
-                unmatched_samples.append(item.id)
-        out.append(dataclasses.replace(item, metadata=md))
-    summary: dict[str, Any] = {
-        **memory.settings(),
-        "prompt_tokens_total": total_tokens,
-    }
-    if memory.context == "truncated":
-        summary["turns_kept"] = {cid: n for cid, (_, n) in memory._truncated.items()}
-    if memory.index_cache is not None:
-        summary["index_builds"] = memory.index_cache.builds
-        summary["index_build_seconds"] = round(memory.index_cache.build_seconds, 3)
-    if memory.retrieves:
-        summary["unmatched_evidence_count"] = unmatched_total
-        summary["unmatched_evidence_samples"] = unmatched_samples
-        if unmatched_total:
-            logger.warning(
-                "LoCoMo: %d evidence id(s) in %d question(s) match no dialog turn and can never "
-                "be retrieved (%s); they are listed in each sample's metadata "
-                "'unmatched_evidence'",
-                unmatched_total,
-                len(unmatched_samples),
-                ", ".join(unmatched_samples),
-            )
-    return out, summary

@@ -1,27 +1,24 @@
-"""LoCoMo QA prompts: conversation rendering, per-category answer instructions, the two-option
-adversarial question, and mapping a chosen letter back to its option.
+"""LoCoMo QA prompts: per-category answer instructions, the two-option adversarial question,
+mapping a chosen letter back to its option, judge inputs, and one PromptItem per question.
 
-The layout follows the paper's protocol (BENCHMARKS.md §1.6): session blocks with a date header
-and `<speaker> said, "<text>"` lines, image turns adding their caption; all wording is ours.
-The whole conversation goes into one context string that is identical for every question of
-that conversation, so provider prompt caches can reuse it.
+What the model sees of the conversation (and how it is rendered) is the memory strategy's
+business (`memevals.benchmarks.locomo.memory`); this module puts its context beside the
+question. All wording is ours.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 
 from memevals.benchmarks.locomo.data import (
     CATEGORY_IDS,
     CATEGORY_NAMES,
     QA,
     Conversation,
-    Session,
-    Turn,
 )
+from memevals.benchmarks.locomo.memory import ContextFn, full_context, turn_line
 from memevals.core.judge import criterion_for_locomo
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
@@ -40,60 +37,11 @@ CHOICE_INSTRUCTION = "Pick the option that fits the conversation and reply with 
 ADVERSARIAL_MODES = ("choice", "open")
 
 
-def turn_line(turn: Turn) -> str:
-    """`<speaker> said, "<text>"` plus the shared image's caption, as the paper's agents saw it."""
-    line = f'{turn.speaker} said, "{turn.text.strip()}"'
-    if turn.blip_caption:
-        line += f" and shared {turn.blip_caption.strip()}."
-    return line
-
-
-def session_header(session: Session) -> str:
-    return f"DATE: {session.date_time}\nCONVERSATION (session {session.index}):"
-
-
-def render_sessions(blocks: Iterable[tuple[Session, Sequence[Turn]]]) -> str:
-    """Render (session, turns-to-show) pairs as dated blocks, in the order given."""
-    parts = []
-    for session, turns in blocks:
-        if not turns:
-            continue
-        lines = [session_header(session), *(turn_line(t) for t in turns)]
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
-
-
-def preamble(conv: Conversation) -> str:
-    return (
-        f"Below is a conversation between {conv.speaker_a} and {conv.speaker_b} that took place "
-        "over several sessions. Each session starts with the date and time it was held."
-    )
-
-
-def render_conversation(conv: Conversation) -> str:
-    """The whole conversation, chronological, with a short preamble."""
-    body = render_sessions((s, s.turns) for s in conv.sessions)
-    return f"{preamble(conv)}\n\n{body}"
-
-
-@dataclass(frozen=True)
-class LocomoContext:
-    """What a memory strategy gives the model for one question."""
-
-    text: str
-    retrieved_ids: tuple[str, ...] | None = None  # None when the strategy does not retrieve
-
-
-#: A memory strategy: (conversation, question) -> context. `full` ignores the question.
-ContextFn = Callable[[Conversation, QA], LocomoContext]
-
-
-def full_context(conv: Conversation, qa: QA) -> LocomoContext:
-    return LocomoContext(text=render_conversation(conv))
-
-
-def no_context(conv: Conversation, qa: QA) -> LocomoContext:
-    return LocomoContext(text="")
+def check_adversarial(adversarial: str) -> None:
+    if adversarial not in ADVERSARIAL_MODES:
+        raise ValueError(
+            f"adversarial={adversarial!r} is not one of {', '.join(ADVERSARIAL_MODES)}"
+        )
 
 
 def choice_options(sample_id: str, adversarial_answer: str | None, seed: int) -> list[str]:
@@ -178,10 +126,7 @@ def build_items(
     seed: int = 0,
 ) -> list[PromptItem]:
     """One PromptItem per question, ordered by conversation then question index."""
-    if adversarial not in ADVERSARIAL_MODES:
-        raise ValueError(
-            f"adversarial={adversarial!r} is not one of {', '.join(ADVERSARIAL_MODES)}"
-        )
+    check_adversarial(adversarial)
     wanted = set(parse_categories(categories))
     items: list[PromptItem] = []
     for conv in conversations:

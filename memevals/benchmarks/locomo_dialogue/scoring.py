@@ -9,7 +9,7 @@ No evaluator was released, so the settings are ours and are fixed here, in one p
   reference scores 0. Corpus BLEU-n is rebuilt from the per-reply n-gram statistics
   (`corpus_bleu`), identical to sacrebleu's `corpus_score` with the same settings.
 * **ROUGE-L**: F-measure of `rouge-score`'s `rougeL` with Porter stemming
-  (`memevals.benchmarks.locomo_event_summary.scoring.rouge_scores`).
+  (`memevals.core.text_overlap.rouge_scores`).
 * **BERTScore**: F1 of `bert-score`'s `BERTScorer` (no idf weighting, no baseline rescaling).
   The scorer object is built once per (model, layers) and reused (`get_bertscorer`).
 
@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
+from memevals.core.text_overlap import rouge_scores
 
 __all__ = [
     "BLEU_SETTINGS",
@@ -35,6 +35,7 @@ __all__ = [
     "bertscore",
     "bleu",
     "bleu_stats",
+    "check_bertscore_options",
     "clean_reply",
     "corpus_bleu",
     "get_bertscorer",
@@ -159,6 +160,12 @@ class BertScore:
     precision: float
     recall: float
     f1: float
+
+
+def check_bertscore_options(enabled: bool, model: str | None, layers: int | None) -> None:
+    """The BERTScore model options mean nothing without BERTScore: giving them is an error."""
+    if not enabled and (model is not None or layers is not None):
+        raise ValueError("bertscore_model and bertscore_layers apply only with bertscore=true")
 
 
 @lru_cache(maxsize=2)

@@ -1,32 +1,27 @@
-"""LoCoMo event summarisation prompts (BENCHMARKS.md §1.11): one item per conversation and
-speaker, the reference built from the annotated `event_summary`, and the per-session prompts of
-incremental summarisation (the paper's protocol for short-context models).
+"""LoCoMo event summarisation prompts (BENCHMARKS.md §1.11): the instruction, the per-session
+prompts of incremental summarisation (the paper's protocol for short-context models), and the
+reference built from the annotated `event_summary`.
 
 The model is asked for dated events, one per line, because the reference is a dated event list;
-the wording is ours. Rendering of the conversation reuses `memevals.benchmarks.locomo.prompts`.
+the wording is ours. What the model reads of the conversation comes from `memory`.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from memevals.benchmarks.locomo.data import Conversation, Event, Session
-from memevals.benchmarks.locomo.prompts import preamble, render_sessions
+from memevals.benchmarks.locomo_event_summary.memory import conversation_text
 from memevals.core.prompt_item import PromptItem
 
-logger = logging.getLogger(__name__)
-
 __all__ = [
-    "EventSummaryItems",
-    "build_event_items",
     "empty_events",
     "incremental_prompt",
     "reference_events",
     "reference_text",
-    "select_conversations",
+    "sample_id",
     "summary_instruction",
+    "summary_item",
 ]
 
 
@@ -54,7 +49,7 @@ def incremental_prompt(
     The system message holds one session; the user message holds the summary so far and asks
     for the updated, complete summary, so the final step's reply is the whole summary.
     """
-    system = f"{preamble(conv)}\n\n{render_sessions([(session, session.turns)])}"
+    system = conversation_text(conv, [session])
     so_far = previous.strip() if previous and previous.strip() else "(no events yet)"
     user = (
         "This is one session of a longer conversation. The events of "
@@ -112,90 +107,33 @@ def reference_text(events: Sequence[Event]) -> str:
     return "\n".join(f"{e.date}: {e.text.strip()}" for e in events)
 
 
-def select_conversations(
-    conversations: Sequence[Conversation], wanted: str | None
-) -> list[Conversation]:
-    """The conversations named in `wanted` (comma-separated sample ids; None = all)."""
-    if wanted is None:
-        return list(conversations)
-    names = [w.strip() for w in wanted.split(",") if w.strip()]
-    by_id = {c.sample_id: c for c in conversations}
-    unknown = [n for n in names if n not in by_id]
-    if unknown or not names:
-        raise ValueError(
-            f"conversations={wanted!r}: unknown conversation id(s) {unknown}; choose from "
-            + ", ".join(by_id)
-        )
-    return [by_id[n] for n in dict.fromkeys(names)]
-
-
-@dataclass(frozen=True)
-class EventSummaryItems:
-    items: list[PromptItem]
-    skipped: list[str]  # sample ids without reference events in the chosen sessions
-    empty_events: list[str]  # empty event strings left out of the references
-
-
 def sample_id(conv: Conversation, speaker: str) -> str:
     return f"{conv.sample_id}-events-{speaker}"
 
 
-def build_event_items(
-    conversations: Iterable[Conversation], *, sessions: int | None = None
-) -> EventSummaryItems:
-    """One item per conversation and speaker (speaker A first).
-
-    The system message is the conversation's first `sessions` sessions (all by default); the
-    target is the reference text. A speaker with no annotated event in those sessions has no
-    reference to score against: the item is left out, logged and returned in `skipped`.
-    Empty event strings are left out of the references, logged and returned in `empty_events`.
-    """
-    if sessions is not None and (isinstance(sessions, bool) or sessions < 1):
-        raise ValueError(f"sessions must be a positive number of sessions, got {sessions!r}")
-    items: list[PromptItem] = []
-    skipped: list[str] = []
-    empty: list[str] = []
-    for conv in conversations:
-        empty += empty_events(conv)
-        shown = [s for s in conv.sessions if sessions is None or s.index <= sessions]
-        context = f"{preamble(conv)}\n\n{render_sessions((s, s.turns) for s in shown)}"
-        for speaker in (conv.speaker_a, conv.speaker_b):
-            sid = sample_id(conv, speaker)
-            events = reference_events(conv, speaker, sessions)
-            if not events:
-                skipped.append(sid)
-                continue
-            items.append(
-                PromptItem(
-                    id=sid,
-                    system=context,
-                    user=summary_instruction(conv, speaker),
-                    target=reference_text(events),
-                    metadata={
-                        "benchmark": "locomo",
-                        "task": "event_summary",
-                        "conversation_id": conv.sample_id,
-                        "speaker": speaker,
-                        "other_speaker": conv.other_speaker(speaker),
-                        "sessions": [s.index for s in shown],
-                        "reference_events": [
-                            {"session": e.session, "date": e.date, "text": e.text} for e in events
-                        ],
-                    },
-                )
-            )
-    if skipped:
-        logger.warning(
-            "locomo_event_summary: %d sample(s) have no annotated events in the chosen sessions "
-            "and are left out: %s",
-            len(skipped),
-            ", ".join(skipped),
-        )
-    if empty:
-        logger.warning(
-            "locomo_event_summary: %d empty event string(s) in 'event_summary' are left out of "
-            "the references: %s",
-            len(empty),
-            ", ".join(empty),
-        )
-    return EventSummaryItems(items, skipped, empty)
+def summary_item(
+    conv: Conversation,
+    speaker: str,
+    context: str,
+    shown: Sequence[Session],
+    events: Sequence[Event],
+) -> PromptItem:
+    """One sample: `context` (the sessions `shown`) as system, the instruction as user, the
+    reference text of `events` as target."""
+    return PromptItem(
+        id=sample_id(conv, speaker),
+        system=context,
+        user=summary_instruction(conv, speaker),
+        target=reference_text(events),
+        metadata={
+            "benchmark": "locomo",
+            "task": "event_summary",
+            "conversation_id": conv.sample_id,
+            "speaker": speaker,
+            "other_speaker": conv.other_speaker(speaker),
+            "sessions": [s.index for s in shown],
+            "reference_events": [
+                {"session": e.session, "date": e.date, "text": e.text} for e in events
+            ],
+        },
+    )

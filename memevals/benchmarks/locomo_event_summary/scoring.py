@@ -23,10 +23,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from memevals.core.judge import candidate_tag, json_object_reply
+from memevals.core.text_overlap import ROUGE_TYPES, rouge_scores
 
 __all__ = [
     "DEFAULT_FACTS_PER_CALL",
@@ -47,46 +47,12 @@ __all__ = [
     "support_prompt",
 ]
 
-#: The ROUGE variants reported for event summaries (F-measure of each).
-ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
 #: Lines of text handed to the grader per decomposition call.
 DEFAULT_LINES_PER_CALL = 10
 #: Facts checked per support call.
 DEFAULT_FACTS_PER_CALL = 20
 
 SUPPORT_LABELS: tuple[str, ...] = ("supported", "not_supported")
-
-
-# ---------------------------------------------------------------------------------------------
-# ROUGE
-
-
-@lru_cache(maxsize=4)
-def _rouge_scorer(types: tuple[str, ...], use_stemmer: bool) -> Any:
-    try:
-        from rouge_score.rouge_scorer import RougeScorer
-    except ImportError as exc:
-        raise ValueError(
-            "ROUGE needs the rouge-score package: pip install 'memevals[summary]'"
-        ) from exc
-    return RougeScorer(list(types), use_stemmer=use_stemmer)
-
-
-def rouge_scores(
-    prediction: str,
-    reference: str,
-    *,
-    types: Sequence[str] = ROUGE_TYPES,
-    use_stemmer: bool = True,
-) -> dict[str, float]:
-    """ROUGE F-measures of `prediction` against `reference`, computed by `rouge-score`.
-
-    rouge-score lowercases and keeps only letters and digits; with `use_stemmer` it Porter-stems
-    words (the usual setting in summarisation papers). `rougeL` is the longest common
-    subsequence over the whole text (not the per-sentence `rougeLsum`).
-    """
-    scores = _rouge_scorer(tuple(types), use_stemmer).score(reference, prediction)
-    return {name: float(scores[name].fmeasure) for name in types}
 
 
 # ---------------------------------------------------------------------------------------------

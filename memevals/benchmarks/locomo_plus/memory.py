@@ -1,4 +1,5 @@
-"""Memory strategies for LoCoMo-Plus cognitive samples (framework-free).
+"""Memory strategies for LoCoMo-Plus cognitive samples: what the model sees of the stitched
+history, and how it is rendered (framework-free).
 
 A cognitive sample's history is the stitched dialogue without its trigger, and the trigger is the
 query. The LoCoMo modes carry over with the same options (one `LocomoMemory` configures both):
@@ -19,27 +20,69 @@ dates): the cue has no date of its own, and dating only the host turns would poi
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from memevals.benchmarks.locomo.memory import LocomoMemory
-from memevals.benchmarks.locomo_plus.data import StitchedInstance
-from memevals.benchmarks.locomo_plus.prompts import (
-    CognitiveContext,
-    CognitiveContextFn,
-    cognitive_full,
-    cognitive_none,
-    dialogue_line,
-    history,
-    render_history,
-)
-from memevals.core.prompt_item import PromptItem
+from memevals.benchmarks.locomo_plus.stitch import StitchedInstance, StitchedTurn
 from memevals.core.retrievers import MemoryUnit
 from memevals.core.tokens import TokenCounter
 
 #: Context modes that apply to cognitive samples.
 COGNITIVE_CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def dialogue_line(turn: StitchedTurn) -> str:
+    """`<speaker> said, "<text>"`: the official cognitive line, with no caption."""
+    return f'{turn.speaker} said, "{turn.text}"'
+
+
+def cognitive_preamble(st: StitchedInstance) -> str:
+    # Unlike the official preamble we do not claim that dates head the sessions: the stitched
+    # dialogue has none.
+    return f"Below is a conversation between {st.host.speaker_a} and {st.host.speaker_b}."
+
+
+def history(st: StitchedInstance) -> tuple[StitchedTurn, ...]:
+    """The stitched dialogue without the trigger (the trigger is the query)."""
+    return st.dialogue[: len(st.dialogue) - len(st.trigger_turns)]
+
+
+def render_history(st: StitchedInstance, positions: Iterable[int] | None = None) -> str:
+    """The cognitive preamble and the chosen history lines (all when `positions` is None)."""
+    turns = history(st)
+    chosen = turns if positions is None else [turns[i] for i in positions]
+    body = "\n".join(dialogue_line(t) for t in chosen)
+    return f"{cognitive_preamble(st)}\n\n{body}"
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+@dataclass(frozen=True)
+class CognitiveContext:
+    """What a memory strategy gives the model for one cognitive sample."""
+
+    text: str
+    #: positions in `StitchedInstance.dialogue` shown to the model; None = the whole history
+    shown_turns: tuple[int, ...] | None = None
+    #: ids a retrieving strategy selected, best first (dia ids; `cue:<n>` for cue turns)
+    retrieved_ids: tuple[str, ...] | None = None
+
+
+#: A memory strategy for cognitive samples: stitched instance -> context.
+CognitiveContextFn = Callable[[StitchedInstance], CognitiveContext]
+
+
+def cognitive_full(st: StitchedInstance) -> CognitiveContext:
+    return CognitiveContext(text=render_history(st))
+
+
+def cognitive_none(st: StitchedInstance) -> CognitiveContext:
+    return CognitiveContext(text="", shown_turns=())
 
 
 def turn_id(st: StitchedInstance, position: int) -> str:
@@ -157,44 +200,3 @@ def cue_recall(retrieved_ids: Sequence[str], st: StitchedInstance) -> float:
     found = set(retrieved_ids)
     cue = cue_ids(st)
     return sum(1 for c in cue if c in found) / len(cue)
-
-
-def annotate_cognitive_items(
-    items: Sequence[PromptItem], stitched: Sequence[StitchedInstance], memory: LocomoMemory
-) -> tuple[list[PromptItem], dict[str, Any]]:
-    """Add prompt size and, for retrieving modes, cue recall to each cognitive item's metadata.
-
-    Returns the items and a summary for the task log (total prompt tokens, mean cue recall).
-    """
-    by_id = {st.instance.sample_id: st for st in stitched}
-    out: list[PromptItem] = []
-    total_tokens = 0
-    recalls: list[float] = []
-    for item in items:
-        md = dict(item.metadata)
-        tokens = memory.token_counter(item.as_text())
-        total_tokens += tokens
-        md["prompt_tokens"] = tokens
-        md["token_counter"] = memory.token_counter.name
-        retrieved = md.get("retrieved_ids")
-        if retrieved is not None:
-            md["cue_recall"] = cue_recall(retrieved, by_id[item.id])
-            recalls.append(md["cue_recall"])
-        out.append(dataclasses.replace(item, metadata=md))
-    summary: dict[str, Any] = {"cognitive_prompt_tokens_total": total_tokens}
-    if recalls:
-        summary["cognitive_cue_recall_mean"] = round(sum(recalls) / len(recalls), 4)
-    return out, summary
-
-
-__all__ = [
-    "COGNITIVE_CONTEXT_MODES",
-    "annotate_cognitive_items",
-    "cognitive_context",
-    "cognitive_oracle",
-    "cue_ids",
-    "cue_recall",
-    "history_units",
-    "truncate_history",
-    "turn_id",
-]

@@ -7,7 +7,10 @@ cognitive input has no dates, captions or question marker). `disclose_task=True`
 category its own instruction instead: LoCoMo's short-answer / date-hint / two-option forms and an
 explicit memory-aware instruction for cognitive samples, so the disclosure bias can be measured.
 
-Judge inputs (`metadata["judge"]`): LoCoMo questions keep the ones `prompts.locomo` builds (the
+The history itself, and how it is rendered, come from the memory strategies
+(`memevals.benchmarks.locomo.memory`, `memevals.benchmarks.locomo_plus.memory`).
+
+Judge inputs (`metadata["judge"]`): LoCoMo questions keep the ones `locomo.prompts` builds (the
 same as the `locomo` task, so both tasks judge a question alike); a cognitive sample's evidence
 is the speaker-mapped cue, one `<speaker>：<text>` line per turn (§2.5). All wording is ours.
 """
@@ -15,14 +18,19 @@ is the speaker-mapped cue, one `<speaker>：<text>` line per turn (§2.5). All w
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from memevals.benchmarks.locomo.data import CATEGORY_NAMES, Conversation
-from memevals.benchmarks.locomo.prompts import ContextFn, build_items, full_context
-from memevals.benchmarks.locomo_plus.data import StitchedInstance, StitchedTurn
+from memevals.benchmarks.locomo.memory import ContextFn, full_context
+from memevals.benchmarks.locomo.prompts import build_items
+from memevals.benchmarks.locomo_plus.memory import (
+    CognitiveContextFn,
+    cognitive_full,
+    dialogue_line,
+)
+from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
 from memevals.core.judge import criterion_for_locomo
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
@@ -45,18 +53,7 @@ def cognitive_instruction(speaker_a: str, speaker_b: str) -> str:
     )
 
 
-# --------------------------------------------------------------------------- rendering
-
-
-def dialogue_line(turn: StitchedTurn) -> str:
-    """`<speaker> said, "<text>"`: the official cognitive line, with no caption."""
-    return f'{turn.speaker} said, "{turn.text}"'
-
-
-def cognitive_preamble(st: StitchedInstance) -> str:
-    # Unlike the official preamble we do not claim that dates head the sessions: the stitched
-    # dialogue has none.
-    return f"Below is a conversation between {st.host.speaker_a} and {st.host.speaker_b}."
+# --------------------------------------------------------------------------- judge inputs
 
 
 def format_locomo_time(when: datetime) -> str:
@@ -69,45 +66,6 @@ def format_locomo_time(when: datetime) -> str:
 def cue_evidence(st: StitchedInstance) -> str:
     """The judge's evidence for a cognitive sample: the cue, one `<speaker>：<text>` line each."""
     return "\n".join(f"{t.speaker}：{t.text}" for t in st.cue_turns if t.text)
-
-
-# --------------------------------------------------------------------------- contexts
-
-
-@dataclass(frozen=True)
-class CognitiveContext:
-    """What a memory strategy gives the model for one cognitive sample."""
-
-    text: str
-    #: positions in `StitchedInstance.dialogue` shown to the model; None = the whole history
-    shown_turns: tuple[int, ...] | None = None
-    #: ids a retrieving strategy selected, best first (dia ids; `cue:<n>` for cue turns)
-    retrieved_ids: tuple[str, ...] | None = None
-
-
-#: A memory strategy for cognitive samples: stitched instance -> context.
-CognitiveContextFn = Callable[[StitchedInstance], CognitiveContext]
-
-
-def history(st: StitchedInstance) -> tuple[StitchedTurn, ...]:
-    """The stitched dialogue without the trigger (the trigger is the query)."""
-    return st.dialogue[: len(st.dialogue) - len(st.trigger_turns)]
-
-
-def render_history(st: StitchedInstance, positions: Iterable[int] | None = None) -> str:
-    """The cognitive preamble and the chosen history lines (all when `positions` is None)."""
-    turns = history(st)
-    chosen = turns if positions is None else [turns[i] for i in positions]
-    body = "\n".join(dialogue_line(t) for t in chosen)
-    return f"{cognitive_preamble(st)}\n\n{body}"
-
-
-def cognitive_full(st: StitchedInstance) -> CognitiveContext:
-    return CognitiveContext(text=render_history(st))
-
-
-def cognitive_none(st: StitchedInstance) -> CognitiveContext:
-    return CognitiveContext(text="", shown_turns=())
 
 
 # --------------------------------------------------------------------------- items
@@ -260,55 +218,3 @@ def build_plus_items(
             for st in stitched
         )
     return items
-
-
-#: `sample_order` values: the official file order, or grouped by host conversation.
-SAMPLE_ORDERS: tuple[str, ...] = ("file", "host")
-
-
-def order_samples(items: Sequence[PromptItem], sample_order: str = "file") -> list[PromptItem]:
-    """The samples in file order (LoCoMo questions, then `plus-<i>`), or with `host` grouped by
-    conversation for provider prompt caches: each conversation's LoCoMo questions, then the
-    cognitive samples stitched into it, latest cue first. A cognitive history equals its host's
-    conversation up to the cue, so a later cue shares a longer start with the sample before it
-    (full context: 92.8 % of input tokens shared with the previous sample instead of 84.6 %).
-    Scores do not depend on the order; `--limit` takes other samples."""
-    if sample_order not in SAMPLE_ORDERS:
-        raise ValueError(f"sample_order={sample_order!r} is not one of {', '.join(SAMPLE_ORDERS)}")
-    if sample_order == "file":
-        return list(items)
-
-    def host(item: PromptItem) -> str:
-        md = item.metadata
-        return str(md["host"] if md["category"] == COGNITIVE else md["conversation_id"])
-
-    rank = {h: r for r, h in enumerate(dict.fromkeys(host(i) for i in items))}
-
-    def key(item: PromptItem) -> tuple[int, int, int, int]:
-        md = item.metadata
-        if md["category"] != COGNITIVE:
-            return (rank[host(item)], 0, 0, 0)  # the sort is stable: questions keep their order
-        return (rank[host(item)], 1, -int(md["cue_position"]), int(md["instance_index"]))
-
-    return sorted(items, key=key)
-
-
-__all__ = [
-    "CATEGORIES",
-    "COGNITIVE",
-    "SAMPLE_ORDERS",
-    "UNIFIED_INSTRUCTION",
-    "CognitiveContext",
-    "CognitiveContextFn",
-    "build_plus_items",
-    "cognitive_full",
-    "cognitive_instruction",
-    "cognitive_item",
-    "cognitive_none",
-    "cue_evidence",
-    "format_locomo_time",
-    "history",
-    "order_samples",
-    "parse_plus_categories",
-    "render_history",
-]

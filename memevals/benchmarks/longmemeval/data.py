@@ -25,11 +25,12 @@ from typing import Any, BinaryIO
 import ijson
 
 from memevals.core.files import (
-    DATA_DIR_ENV,
     DataError,
     PinnedFile,
     cache_dir,
-    download,
+    cached_download,
+    data_dir_file,
+    override_dir,
     resolve,
 )
 from memevals.core.validation import Reader
@@ -53,7 +54,6 @@ QUESTION_TYPES: dict[str, str] = {
 #: The six per-type categories in the paper's table order, then the abstention slice.
 CATEGORIES: tuple[str, ...] = (*QUESTION_TYPES.values(), "abstention")
 
-DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 _DATE = re.compile(r"(\d{4})/(\d{2})/(\d{2}) \((Mon|Tue|Wed|Thu|Fri|Sat|Sun)\) (\d{2}):(\d{2})")
 ROLES = ("user", "assistant")
 
@@ -173,13 +173,6 @@ def data_file(variant: str) -> LongMemEvalFile:
     return FILES[variant]
 
 
-def _override_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
-    if data_dir is not None and str(data_dir) != "":
-        return Path(data_dir).expanduser()
-    env = os.environ.get(DATA_DIR_ENV)
-    return Path(env).expanduser() if env else None
-
-
 def _size_problem(path: Path, spec: LongMemEvalFile) -> str | None:
     """Why `path` cannot be `spec`'s file judging by its size, or None."""
     size = path.stat().st_size
@@ -212,35 +205,21 @@ def locate(
     it is read), a download must have a plausible size.
     """
     spec = data_file(variant)
-    override = _override_dir(data_dir)
+    override = override_dir(data_dir)
     if spec.sha256 is not None and (verify_checksum or override is None):
         return resolve(PinnedFile(spec.relpath, spec.url, spec.sha256, spec.size), data_dir)
     if override is not None:
-        path = override / spec.relpath
-        if not path.is_file():
-            raise DataError(
-                f"not found under the data dir {override} (from data_dir or {DATA_DIR_ENV}). "
-                f"Put the file there, or unset {DATA_DIR_ENV} to download {spec.url}.",
-                file=path,
-            )
-        return path
+        return data_dir_file(override, spec.relpath, spec.url)  # structure checked when read
     path = cache_dir() / spec.relpath
     if path.is_file():
-        problem = _size_problem(path, spec)
-        if problem is None:
+        if _size_problem(path, spec) is None:
             return path
         path.unlink(missing_ok=True)  # a bad cache entry (older release, torn copy): fetch again
-    try:
-        # the size is checked before the file is renamed into the cache: a rejected download
-        # never appears at the cache path
-        download(spec.url, path, timeout=300.0, verify=lambda tmp: _size_problem(tmp, spec))
-    except OSError as exc:  # the network (DataError, a rejected file, is not an OSError)
-        raise DataError(
-            f"could not download {spec.url} ({exc}). Without network, point "
-            f"{DATA_DIR_ENV} (or -T data_dir=) at a folder holding {spec.relpath}.",
-            file=path,
-        ) from exc
-    return path
+    # the size is checked before the file is renamed into the cache: a rejected download never
+    # appears at the cache path
+    return cached_download(
+        spec.url, spec.relpath, timeout=300.0, verify=lambda tmp: _size_problem(tmp, spec)
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,5 +1,12 @@
-"""LongMemEval retrieval (context=rag): sessions or user turns as retrieval units, the official
-gold rules, and the official recall_any / recall_all / ndcg_any at session and turn level.
+"""LongMemEval memory: which sessions the model sees and the dated history it reads.
+
+The history (BENCHMARKS.md §3.7, wording ours) is sorted by date, each session in a
+`### Session <i>` block that states its date; the body is the session's turns as JSON
+(`has_answer` removed: it would give the answer away) or as `role: content` lines. The context
+modes: full (every session), oracle (the answer sessions), none, truncated and rag (below).
+
+Retrieval (context=rag): sessions or user turns as retrieval units, the official gold rules,
+and the official recall_any / recall_all / ndcg_any at session and turn level.
 
 Indexing follows the official retrieval code (BENCHMARKS.md §3.6): only user turns are indexed,
 a session unit is its user turns joined, a turn unit is one user turn with id
@@ -21,44 +28,29 @@ memevals.core.tokens; `max_context_tokens` sets it directly.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
-from memevals.benchmarks.longmemeval.prompts import (
-    SessionBlock,
-    build_item,
-    history_text,
-    question_text,
-    render_turns,
-    select_sessions,
-    session_blocks,
-)
-from memevals.core.prompt_item import PromptItem
+from memevals.core.memory_options import MemoryOptions, rag_choice
 from memevals.core.retrieval_metrics import (
     ndcg_any_at_k,
     recall_all_at_k,
     recall_any_at_k,
     turn_to_session,
 )
-from memevals.core.retrievers import (
-    RETRIEVERS,
-    MemoryUnit,
-    Retriever,
-    checked_top_k,
-    make_retriever,
-    positive_tokens,
-    reject_options_outside,
-    resolve_embedding_model,
-    strategy_settings,
-)
+from memevals.core.retrievers import MemoryUnit, Retriever, positive_tokens, strategy_settings
 from memevals.core.tokens import TokenCounter, get_token_counter
 
 logger = logging.getLogger(__name__)
 
 CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
+#: The modes that pick whole sessions without a budget or a ranking (`select_sessions`).
+SELECTION_MODES: tuple[str, ...] = ("full", "oracle", "none")
+HISTORY_FORMATS: tuple[str, ...] = ("json", "text")
 #: context=truncated without a budget: the window of gpt-4o, the paper's main reader.
 DEFAULT_CONTEXT_WINDOW = 128_000
 #: The official reader leaves this many tokens of the window for the prompt around the history.
@@ -74,6 +66,85 @@ K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
 #: Reported as Inspect metrics (the paper's headline columns); all K_VALUES go to the metadata.
 HEADLINE_KS: tuple[int, ...] = (5, 10)
 HEADLINE_TURN_KS: tuple[int, ...] = (5, 10, 50)
+
+HISTORY_INTRO = (
+    "You are a chat assistant with a long-term memory of your conversations with this user. "
+    "Below are your earlier chat sessions with them, oldest first; each session begins with "
+    "the date it took place. Use whatever in this history is relevant to answer the user's "
+    "question. Dates matter: resolve words like 'last week' against the session dates and the "
+    "current date."
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering the history
+
+
+def _check_history_format(history_format: str) -> None:
+    if history_format not in HISTORY_FORMATS:
+        raise ValueError(
+            f"history_format={history_format!r} is not one of {', '.join(HISTORY_FORMATS)}"
+        )
+
+
+def turn_json(turn: Turn) -> dict[str, str]:
+    """The turn as the model sees it: role and content only (`has_answer` is withheld)."""
+    return {"role": turn.role, "content": turn.content}
+
+
+def render_turns(turns: Sequence[Turn], history_format: str) -> str:
+    _check_history_format(history_format)
+    if history_format == "json":
+        return json.dumps([turn_json(t) for t in turns], ensure_ascii=False)
+    return "\n".join(f"{t.role}: {t.content.strip()}" for t in turns)
+
+
+@dataclass(frozen=True)
+class SessionBlock:
+    """One session as shown to the model (or to the note taker): its date and body text."""
+
+    session_id: str
+    date: str
+    body: str
+
+
+def session_blocks(
+    sessions: Iterable[Session], history_format: str = "json"
+) -> tuple[SessionBlock, ...]:
+    """Blocks in chronological order (ties keep the given order); has_answer never shown."""
+    ordered = sorted(sessions, key=lambda s: s.when)
+    return tuple(
+        SessionBlock(s.session_id, s.date, render_turns(s.turns, history_format)) for s in ordered
+    )
+
+
+def render_blocks(blocks: Sequence[SessionBlock], *, label: str = "Session content") -> str:
+    return "\n\n".join(
+        f"### Session {i}\nSession date: {b.date}\n{label}:\n{b.body}"
+        for i, b in enumerate(blocks, start=1)
+    )
+
+
+def history_text(blocks: Sequence[SessionBlock]) -> str:
+    """The system text for the given (chronological) blocks; empty when there are none."""
+    if not blocks:
+        return ""
+    return f"{HISTORY_INTRO}\n\n{render_blocks(blocks)}"
+
+
+def select_sessions(inst: Instance, context: str) -> tuple[Session, ...]:
+    """Sessions a context mode shows: all (full), the answer sessions (oracle) or none."""
+    if context == "full":
+        return inst.sessions
+    if context == "oracle":
+        return inst.answer_sessions()
+    if context == "none":
+        return ()
+    raise ValueError(f"context={context!r} is not one of {', '.join(SELECTION_MODES)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Retrieval units and the official metrics
 
 
 @dataclass(frozen=True)
@@ -187,7 +258,11 @@ def _turn_blocks(chosen: Sequence[RetrievalUnit], history_format: str) -> tuple[
     )
 
 
-@dataclass
+# ---------------------------------------------------------------------------------------------
+# The strategy
+
+
+@dataclass(frozen=True)
 class LongMemEvalMemory:
     """A validated strategy; call it on an instance to get its context."""
 
@@ -265,57 +340,6 @@ class LongMemEvalMemory:
         shown = tuple(b for i, b in enumerate(blocks, 1) if f"### Session {i}\n" in text)
         return LmeContext(blocks=shown, system=text, system_tokens=tokens, history_tokens=total)
 
-    def item(
-        self,
-        inst: Instance,
-        *,
-        variant: str,
-        chain_of_note: bool = False,
-        ctx: LmeContext | None = None,
-    ) -> PromptItem:
-        """The sample for `inst` with this strategy: prompt, target and the metadata that the
-        scorers and logs read (retrieval record, prompt size). `ctx` reuses a context already
-        computed. Chain-of-note items carry no history, as the notes replace it at run time,
-        and no prompt size, as the note calls are made then."""
-        if ctx is None:
-            ctx = self(inst)
-        extra: dict[str, object] = {
-            "chain_of_note": chain_of_note,
-            "missing_answer_sessions": list(inst.missing_answer_session_ids),
-        }
-        if self.context == "rag":
-            extra |= {
-                "retrieval_unit": self.retrieval_unit,
-                "retrieved_ids": list(ctx.retrieved_ids or ()),
-                "retrieval_scores": ctx.retrieval_scores,
-                "retrieval_skipped": ctx.retrieval_skipped,
-            }
-        if self.context == "truncated":
-            assert ctx.history_tokens is not None and self.max_context_tokens is not None
-            extra |= {
-                "history_tokens": ctx.history_tokens,
-                "history_truncated": ctx.history_tokens > self.max_context_tokens,
-            }
-        system = "" if chain_of_note else ctx.system_text
-        if not chain_of_note:
-            system_tokens = (
-                self.token_counter(system) if ctx.system_tokens is None else ctx.system_tokens
-            )
-            # as chat APIs count: each message separately, chat-template tokens not included
-            extra |= {
-                "prompt_tokens": system_tokens + self.token_counter(question_text(inst)),
-                "token_counter": self.token_counter.name,
-            }
-        return build_item(
-            inst,
-            variant=variant,
-            blocks=ctx.blocks,
-            context=self.context,
-            history_format=self.history_format,
-            extra=extra,
-            system=system,
-        )
-
 
 def warn_if_oversized(variant: str, context: str) -> None:
     """M with the whole history is ~1.5M tokens per question, beyond most readers' windows,
@@ -329,94 +353,72 @@ def warn_if_oversized(variant: str, context: str) -> None:
         )
 
 
-def truncation_budget(context_window: int, answer_tokens: int) -> int:
-    """The official history budget: window − answer length − 1000 tokens."""
-    return context_window - answer_tokens - TRUNCATION_RESERVE
-
-
 def longmemeval_memory(
-    context: str = "full",
+    options: MemoryOptions,
     *,
     history_format: str = "json",
-    max_context_tokens: int | None = None,
     context_window: int | None = None,
-    token_counter: str = "auto",
-    retrieval_unit: str | None = None,
-    top_k: int | None = None,
-    retriever: str | None = None,
-    embedding_model: str | None = None,
     answer_tokens: int = DEFAULT_ANSWER_TOKENS,
 ) -> LongMemEvalMemory:
     """Validate the options and build the strategy (raises ValueError naming the option).
 
-    Options that do not apply to `context` are rejected, so a sweep never silently runs another
-    setting than the one asked for; an embedding model is loaded here, before any model call.
-    context=truncated takes `max_context_tokens` (the budget of the system message) or
-    `context_window` (default 128,000), from which the official budget window − answer_tokens −
-    1000 is derived.
+    Options that do not apply to `options.context` are rejected, so a sweep never silently
+    runs another setting than the one asked for; an embedding model is loaded here, before any
+    model call. context=truncated takes `max_context_tokens` (the budget of the system message)
+    or `context_window` (default 128,000), from which the official budget window −
+    answer_tokens − 1000 is derived.
     """
-    if context not in CONTEXT_MODES:
-        raise ValueError(f"context={context!r} is not one of {', '.join(CONTEXT_MODES)}")
-    counter = get_token_counter(token_counter)
-    reject_options_outside(
-        "truncated",
-        context,
-        max_context_tokens=max_context_tokens,
-        context_window=context_window,
-    )
-    reject_options_outside(
-        "rag",
-        context,
-        retrieval_unit=retrieval_unit,
-        top_k=top_k,
-        retriever=retriever,
-        embedding_model=embedding_model,
-    )
+    _check_history_format(history_format)
+    options.checked(CONTEXT_MODES, context_window=context_window)
+    counter = get_token_counter(options.token_counter)
+    context = options.context
     if context == "truncated":
-        if max_context_tokens is not None and context_window is not None:
-            raise ValueError(
-                "give max_context_tokens (the history budget) or context_window (the model's "
-                "window, from which the official budget is derived), not both"
-            )
-        if max_context_tokens is None:
-            window = positive_tokens(
-                "context_window",
-                DEFAULT_CONTEXT_WINDOW if context_window is None else context_window,
-            )
-            answer = positive_tokens("answer_tokens", answer_tokens)
-            budget = truncation_budget(window, answer)
-            if budget < 1:
-                raise ValueError(
-                    f"context_window={window} leaves no room for the history after the answer "
-                    f"({answer} tokens) and the official {TRUNCATION_RESERVE}-token reserve; "
-                    "give a larger context_window or set max_context_tokens"
-                )
-        else:
-            budget = positive_tokens("max_context_tokens", max_context_tokens)
+        budget = truncation_budget(options.max_context_tokens, context_window, answer_tokens)
         return LongMemEvalMemory(
             context, history_format, max_context_tokens=budget, token_counter=counter
         )
     if context != "rag":
         return LongMemEvalMemory(context, history_format, token_counter=counter)
-    unit = DEFAULT_RETRIEVAL_UNIT if retrieval_unit is None else retrieval_unit
-    if unit not in RETRIEVAL_UNITS:
-        raise ValueError(
-            f"retrieval_unit={unit!r} is not one of {', '.join(RETRIEVAL_UNITS)} for LongMemEval"
-        )
-    k = checked_top_k(top_k, DEFAULT_TOP_K)
-    kind = DEFAULT_RETRIEVER if retriever is None else retriever
-    if kind not in RETRIEVERS:
-        raise ValueError(f"retriever={kind!r} is not one of {', '.join(RETRIEVERS)}")
-    engine = make_retriever(kind, embedding_model)
-    resolved = None
-    if kind == "embedding":
-        resolved = resolve_embedding_model(getattr(engine, "model_name", embedding_model or ""))
+    rag = rag_choice(
+        options,
+        units=RETRIEVAL_UNITS,
+        default_unit=DEFAULT_RETRIEVAL_UNIT,
+        default_top_k=DEFAULT_TOP_K,
+        default_retriever=DEFAULT_RETRIEVER,
+        benchmark="LongMemEval",
+    )
     return LongMemEvalMemory(
         context,
         history_format,
-        retrieval_unit=unit,
-        top_k=k,
-        retriever=engine,
-        embedding_model=resolved,
+        retrieval_unit=rag.retrieval_unit,
+        top_k=rag.top_k,
+        retriever=rag.retriever,
+        embedding_model=rag.embedding_model,
         token_counter=counter,
     )
+
+
+def truncation_budget(
+    max_context_tokens: int | None, context_window: int | None, answer_tokens: int
+) -> int:
+    """The history budget of context=truncated: `max_context_tokens` as given, or the official
+    window − answer length − 1000 tokens."""
+    if max_context_tokens is not None:
+        if context_window is not None:
+            raise ValueError(
+                "give max_context_tokens (the history budget) or context_window (the model's "
+                "window, from which the official budget is derived), not both"
+            )
+        return positive_tokens("max_context_tokens", max_context_tokens)
+    window = positive_tokens(
+        "context_window", DEFAULT_CONTEXT_WINDOW if context_window is None else context_window
+    )
+    answer = positive_tokens("answer_tokens", answer_tokens)
+    budget = window - answer - TRUNCATION_RESERVE
+    if budget < 1:
+        raise ValueError(
+            f"context_window={window} leaves no room for the history after the answer "
+            f"({answer} tokens) and the official {TRUNCATION_RESERVE}-token reserve; "
+            "give a larger context_window or set max_context_tokens"
+        )
+    return budget

@@ -2,31 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from datasets import DatasetDict
 
-from memevals.benchmarks.locomo.data import load_locomo
-from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_context
-from memevals.benchmarks.locomo.prompts import build_items as build_locomo_items
+from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring as locomo_prediction
-from memevals.core.prompt_item import PromptItem
+from memevals.benchmarks.locomo.scoring import abstained, locomo_f1
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrieval_metrics import locomo_recall_for_mean, turn_precision_recall
 from memevals.lm_eval_tasks.common import (
+    as_int,
     checked,
     checked_options,
     doc_item,
-    keyword_names,
     only_reply,
     prompt_tokens_of,
     to_docs,
 )
-from memevals.scorers import abstained, locomo_f1
 
-#: LoCoMo options besides the memory options of `locomo_context` (context, max_context_tokens,
-#: retrieval_unit, top_k, retriever, embedding_model, token_counter). `choice_seed` is the
+#: LoCoMo options besides the memory options (`MemoryOptions.names()`). `choice_seed` is the
 #: Inspect task's `seed`: lm-eval merges model arguments into the metadata, and vLLM's own
 #: `seed` model argument must not reorder the options.
 LOCOMO_OPTIONS: dict[str, Any] = {
@@ -36,41 +32,25 @@ LOCOMO_OPTIONS: dict[str, Any] = {
 }
 
 
-def memory_option_names() -> list[str]:
-    """The keyword options `locomo_context` accepts (so new memory options need no glue)."""
-    return keyword_names(locomo_context)
-
-
-def locomo_memory_of(task: str, opts: Mapping[str, Any]) -> LocomoMemory:
-    names = memory_option_names()
-    return checked(task, lambda: locomo_context(**{k: opts[k] for k in names if k in opts}))
-
-
-def with_memory_fields(items: Iterable[PromptItem], memory: LocomoMemory) -> list[PromptItem]:
-    """What process_results needs to know about the strategy, per document."""
-    extra = {"turn_level": memory.turn_level, "token_counter": memory.token_counter.name}
-    return [replace(i, metadata={**i.metadata, **extra}) for i in items]
+def shared_options(task: str, opts: Mapping[str, Any]) -> dict[str, Any]:
+    """The `samples.LocomoOptions` fields LoCoMo-Plus shares, from checked `--metadata`."""
+    return {
+        "adversarial": opts["adversarial"],
+        "seed": as_int(task, "choice_seed", opts["choice_seed"]),
+        "data_dir": opts["data_dir"],
+        "memory": MemoryOptions.from_mapping(opts),
+    }
 
 
 def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
     """LoCoMo QA documents of `categories` (from the YAML), options from `--metadata`."""
     task = f"locomo[{categories}]"
     opts = checked_options(
-        task, metadata, [*LOCOMO_OPTIONS, *memory_option_names()], LOCOMO_OPTIONS
+        task, metadata, [*LOCOMO_OPTIONS, *MemoryOptions.names()], LOCOMO_OPTIONS
     )
-    memory = locomo_memory_of(task, opts)
-    items = checked(
-        task,
-        lambda: build_locomo_items(
-            load_locomo(opts["data_dir"]),
-            categories=categories,
-            context=memory,
-            context_mode=memory.context,
-            adversarial=opts["adversarial"],
-            seed=int(opts["choice_seed"]),
-        ),
-    )
-    return to_docs(with_memory_fields(items, memory), task)
+    options = samples.LocomoOptions(categories=categories, **shared_options(task, opts))
+    items, _ = checked(task, lambda: samples.build(options))
+    return to_docs(items, task)
 
 
 def locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) -> dict[str, float]:

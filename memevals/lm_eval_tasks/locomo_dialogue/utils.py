@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -10,17 +9,17 @@ from typing import Any
 
 from datasets import DatasetDict
 
-from memevals.benchmarks.locomo.data import load_locomo
-from memevals.benchmarks.locomo_dialogue.prompts import build_dialogue_items, dialogue_memory
+from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.benchmarks.locomo_dialogue.scoring import (
     BleuStats,
     bertscore,
+    check_bertscore_options,
     clean_reply,
     corpus_bleu,
     get_bertscorer,
     overlap_scores,
 )
-from memevals.benchmarks.locomo_event_summary.prompts import select_conversations
+from memevals.core.memory_options import MemoryOptions
 from memevals.lm_eval_tasks.common import (
     OptionError,
     as_bool,
@@ -28,7 +27,6 @@ from memevals.lm_eval_tasks.common import (
     checked,
     checked_options,
     doc_item,
-    keyword_names,
     only_reply,
     prompt_tokens_of,
     to_docs,
@@ -37,10 +35,9 @@ from memevals.lm_eval_tasks.common import (
 logger = logging.getLogger(__name__)
 
 
-#: Dialogue options besides the context options of `dialogue_memory` (context,
-#: max_context_tokens, retrieval_unit, top_k, retriever, embedding_model). `turn_seed` is the
-#: Inspect task's `seed` (the draw of held-out turns), renamed for the reason `choice_seed` is:
-#: a `seed` model argument, which lm-eval merges in, must not change the documents.
+#: Dialogue options besides the memory options (`MEMORY_OPTIONS`). `turn_seed` is the Inspect
+#: task's `seed` (the draw of held-out turns), renamed for the reason `choice_seed` is: a `seed`
+#: model argument, which lm-eval merges in, must not change the documents.
 DIALOGUE_OPTIONS: dict[str, Any] = {
     "turns_per_conversation": 20,
     "turn_seed": 0,
@@ -52,6 +49,10 @@ DIALOGUE_OPTIONS: dict[str, Any] = {
     "bertscore_layers": None,
 }
 
+#: The memory options of `MemoryOptions` the dialogue task takes: all but `token_counter`,
+#: which neither framework exposes for it (budgets and prompt sizes use the default counter).
+MEMORY_OPTIONS = tuple(n for n in MemoryOptions.names() if n != "token_counter")
+
 #: Inspect options that only make sense when images are sent, which lm-eval cannot do.
 _IMAGE_ONLY_OPTIONS = ("max_images", "image_timeout")
 
@@ -60,9 +61,8 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
     """LoCoMo dialogue generation: one document per held-out turn, built as the Inspect task
     builds its samples (photos always as their captions: lm-eval sends text only)."""
     task = "locomo_dialogue"
-    memory_names = keyword_names(dialogue_memory)
     opts = checked_options(
-        task, metadata, [*DIALOGUE_OPTIONS, *memory_names, *_IMAGE_ONLY_OPTIONS], DIALOGUE_OPTIONS
+        task, metadata, [*DIALOGUE_OPTIONS, *MEMORY_OPTIONS, *_IMAGE_ONLY_OPTIONS], DIALOGUE_OPTIONS
     )
     if "seed" in metadata and "turn_seed" not in metadata:
         logger.warning(
@@ -81,31 +81,24 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
     bert_model = None if opts["bertscore_model"] is None else str(opts["bertscore_model"])
     layers = opts["bertscore_layers"]
     bert_layers = None if layers is None else as_int(task, "bertscore_layers", layers)
-    if not bert and (bert_model is not None or bert_layers is not None):
-        raise OptionError(
-            f"{task}: bertscore_model and bertscore_layers apply only with bertscore=true"
-        )
-    turns = as_int(task, "turns_per_conversation", opts["turns_per_conversation"])
-    seed = as_int(task, "turn_seed", opts["turn_seed"])
-    memory_options = {k: opts[k] for k in memory_names if k in opts}
-    memory = checked(task, lambda: dialogue_memory(**memory_options))
-    if bert:  # load the model once, now, so a missing one fails before any model call
-        checked(task, lambda: get_bertscorer(bert_model, bert_layers))
-    context = str(
-        opts.get("context", inspect.signature(dialogue_memory).parameters["context"].default)
-    )
-    built = checked(
+    checked(task, lambda: check_bertscore_options(bert, bert_model, bert_layers))
+    options = checked(
         task,
-        lambda: build_dialogue_items(
-            select_conversations(load_locomo(opts["data_dir"]), opts["conversations"]),
-            context,
-            memory,
-            turns_per_conversation=turns,
-            seed=seed,
+        lambda: DialogueOptions(
+            conversations=opts["conversations"],
+            turns_per_conversation=as_int(
+                task, "turns_per_conversation", opts["turns_per_conversation"]
+            ),
+            seed=as_int(task, "turn_seed", opts["turn_seed"]),
+            memory=MemoryOptions.from_mapping(opts),
+            data_dir=opts["data_dir"],
         ),
     )
+    if bert:  # load the model once, now, so a missing one fails before any model call
+        checked(task, lambda: get_bertscorer(bert_model, bert_layers))
+    items, _ = checked(task, lambda: build(options))
     extra = {"bertscore": bert, "bertscore_model": bert_model, "bertscore_layers": bert_layers}
-    return to_docs([replace(item, metadata={**item.metadata, **extra}) for item, _ in built], task)
+    return to_docs([replace(item, metadata={**item.metadata, **extra}) for item in items], task)
 
 
 def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:

@@ -7,8 +7,7 @@ from typing import Any
 
 from datasets import DatasetDict
 
-from memevals.benchmarks.locomo.data import load_locomo
-from memevals.benchmarks.locomo_event_summary.prompts import build_event_items, select_conversations
+from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build
 from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
 from memevals.lm_eval_tasks.common import (
     OptionError,
@@ -22,6 +21,7 @@ from memevals.lm_eval_tasks.common import (
     to_docs,
 )
 
+#: The `--metadata` options and their defaults (those of `EventSummaryOptions`).
 EVENT_SUMMARY_OPTIONS: dict[str, Any] = {
     "sessions": None,
     "conversations": None,
@@ -41,14 +41,15 @@ def event_summary_docs(**metadata: Any) -> DatasetDict:
             "(inspect eval memevals/locomo_event_summary -T incremental=true)"
         )
     sessions = None if opts["sessions"] is None else as_int(task, "sessions", opts["sessions"])
-    conversations = load_locomo(opts["data_dir"])
-    built = checked(
+    items, _ = checked(
         task,
-        lambda: build_event_items(
-            select_conversations(conversations, opts["conversations"]), sessions=sessions
+        lambda: build(
+            EventSummaryOptions(
+                conversations=opts["conversations"], sessions=sessions, data_dir=opts["data_dir"]
+            )
         ),
     )
-    return to_docs(built.items, task)
+    return to_docs(items, task)
 
 
 def event_summary_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:

@@ -7,10 +7,9 @@ from typing import Any
 
 from datasets import DatasetDict
 
-from memevals.benchmarks.locomo.data import load_locomo
-from memevals.benchmarks.locomo_plus.data import load_locomo_plus, stitch_all
-from memevals.benchmarks.locomo_plus.memory import annotate_cognitive_items, cognitive_context
-from memevals.benchmarks.locomo_plus.prompts import COGNITIVE, build_plus_items, order_samples
+from memevals.benchmarks.locomo_plus import samples
+from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
+from memevals.core.memory_options import MemoryOptions
 from memevals.lm_eval_tasks.common import (
     as_bool,
     checked,
@@ -20,13 +19,7 @@ from memevals.lm_eval_tasks.common import (
     prompt_tokens_of,
     to_docs,
 )
-from memevals.lm_eval_tasks.locomo.utils import (
-    LOCOMO_OPTIONS,
-    locomo_memory_of,
-    locomo_metrics,
-    memory_option_names,
-    with_memory_fields,
-)
+from memevals.lm_eval_tasks.locomo.utils import LOCOMO_OPTIONS, locomo_metrics, shared_options
 
 LOCOMO_PLUS_OPTIONS: dict[str, Any] = {
     **LOCOMO_OPTIONS,
@@ -40,41 +33,17 @@ def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
     """LoCoMo-Plus documents of one category: a LoCoMo question category or `cognitive`."""
     task = f"locomo_plus[{categories}]"
     opts = checked_options(
-        task, metadata, [*LOCOMO_PLUS_OPTIONS, *memory_option_names()], LOCOMO_PLUS_OPTIONS
+        task, metadata, [*LOCOMO_PLUS_OPTIONS, *MemoryOptions.names()], LOCOMO_PLUS_OPTIONS
     )
-    disclose = as_bool(task, "disclose_task", opts["disclose_task"])
-    gap_fix = as_bool(task, "gap_fix", opts["gap_fix"])
-    sample_order = str(opts["sample_order"])
-    checked(task, lambda: order_samples([], sample_order))
-    memory = locomo_memory_of(task, opts)
-    conversations = load_locomo(opts["data_dir"])
-    cognitive = categories == COGNITIVE
-    cognitive_fn = checked(task, lambda: cognitive_context(memory)) if cognitive else None
-    stitched = (
-        stitch_all(load_locomo_plus(opts["data_dir"]), conversations, gap_fix=gap_fix)
-        if cognitive
-        else []
+    options = samples.LocomoPlusOptions(
+        categories=categories,
+        disclose_task=as_bool(task, "disclose_task", opts["disclose_task"]),
+        gap_fix=as_bool(task, "gap_fix", opts["gap_fix"]),
+        sample_order=str(opts["sample_order"]),
+        **shared_options(task, opts),
     )
-    items = checked(
-        task,
-        lambda: build_plus_items(
-            conversations,
-            stitched,
-            categories=categories,
-            context=memory,
-            **({"cognitive": cognitive_fn} if cognitive_fn is not None else {}),
-            context_mode=memory.context,
-            disclose_task=disclose,
-            adversarial=opts["adversarial"],
-            seed=int(opts["choice_seed"]),
-            gap_fix=gap_fix,
-        ),
-    )
-    if cognitive:
-        # prompt size and, when the mode retrieves, whether the cue was found (cue_recall)
-        items, _ = annotate_cognitive_items(items, stitched, memory)
-    items = order_samples(items, sample_order)
-    return to_docs(with_memory_fields(items, memory), task)
+    items, _ = checked(task, lambda: samples.build(options))
+    return to_docs(items, task)
 
 
 def locomo_plus_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:

@@ -8,30 +8,31 @@ from typing import Any
 
 from datasets import DatasetDict
 
-from memevals.benchmarks.longmemeval import prompts as lme_prompts
-from memevals.benchmarks.longmemeval.data import CATEGORIES, iter_longmemeval
-from memevals.benchmarks.longmemeval.memory import (
-    headline_keys,
-    longmemeval_memory,
-    warn_if_oversized,
+from memevals.benchmarks.longmemeval.memory import DEFAULT_ANSWER_TOKENS, headline_keys
+from memevals.benchmarks.longmemeval.samples import (
+    LongMemEvalOptions,
+    LongMemEvalSamples,
+    build,
+    of_categories,
+    parse_categories,
 )
-from memevals.core.prompt_item import PromptItem
+from memevals.core.memory_options import MemoryOptions
 from memevals.lm_eval_tasks.common import (
     OptionError,
     as_bool,
     checked,
     checked_options,
     doc_item,
-    keyword_names,
     only_reply,
     prompt_tokens_of,
     to_docs,
 )
 
-#: LongMemEval options besides those of `longmemeval_memory` (context, history_format,
-#: max_context_tokens, context_window, token_counter, answer_tokens, retrieval_unit, top_k,
-#: retriever, embedding_model).
+#: LongMemEval's options besides the shared memory ones (MemoryOptions.names()).
 LONGMEMEVAL_OPTIONS: dict[str, Any] = {
+    "history_format": "json",
+    "context_window": None,
+    "answer_tokens": DEFAULT_ANSWER_TOKENS,
     "data_dir": None,
     "verify_checksum": True,
     "chain_of_note": False,
@@ -39,32 +40,18 @@ LONGMEMEVAL_OPTIONS: dict[str, Any] = {
 
 
 @lru_cache(maxsize=1)
-def _longmemeval_items(
-    variant: str,
-    memory_options: tuple[tuple[str, Any], ...],
-    data_dir: str | None,
-    verify: bool,
-) -> dict[str, tuple[PromptItem, ...]]:
-    """Category -> its questions, for every category of a variant, built as the Inspect task
-    builds them. Built once for all the category subtasks of a run: the files are large
-    (S 277 MB, M 2.7 GB) and each subtask would otherwise re-read it (and re-run retrieval)."""
-    memory = longmemeval_memory(**dict(memory_options))
-    warn_if_oversized(variant, memory.context)
-    by_category: dict[str, list[PromptItem]] = {c: [] for c in CATEGORIES}
-    for inst in iter_longmemeval(variant, data_dir, verify_checksum=verify):
-        item = memory.item(inst, variant=variant)
-        for category, members in by_category.items():
-            if lme_prompts.wanted(inst, [category]):
-                members.append(item)
-    return {c: tuple(members) for c, members in by_category.items()}
+def _every_category(options: LongMemEvalOptions) -> LongMemEvalSamples:
+    """The questions of every category of a variant (`options.categories` is None), built
+    once for all the category subtasks of a run: the files are large (S 277 MB, M 2.7 GB) and
+    each subtask would otherwise re-read it (and re-run retrieval)."""
+    return build(options)
 
 
 def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetDict:
     """LongMemEval documents of one variant and category (both from the YAML)."""
     task = f"longmemeval_{variant}[{categories}]"
-    memory_names = keyword_names(longmemeval_memory)
     opts = checked_options(
-        task, metadata, [*LONGMEMEVAL_OPTIONS, *memory_names], LONGMEMEVAL_OPTIONS
+        task, metadata, [*LONGMEMEVAL_OPTIONS, *MemoryOptions.names()], LONGMEMEVAL_OPTIONS
     )
     if as_bool(task, "chain_of_note", opts["chain_of_note"]):
         raise OptionError(
@@ -72,16 +59,18 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
             "an lm-eval generate_until task cannot make; use the Inspect task "
             "(inspect eval memevals/longmemeval -T chain_of_note=true)"
         )
-    memory_options = tuple(sorted((k, opts[k]) for k in memory_names if k in opts))
-    checked(task, lambda: longmemeval_memory(**dict(memory_options)))  # fail before reading
-    wanted = checked(task, lambda: lme_prompts.parse_categories(categories))
-    data_dir = None if opts["data_dir"] is None else str(opts["data_dir"])
-    verify = as_bool(task, "verify_checksum", opts["verify_checksum"])
-    everything = checked(
-        task, lambda: _longmemeval_items(variant, memory_options, data_dir, verify)
+    wanted = checked(task, lambda: parse_categories(categories))
+    options = LongMemEvalOptions(
+        variant=variant,
+        memory=MemoryOptions.from_mapping(opts),
+        history_format=opts["history_format"],
+        context_window=opts["context_window"],
+        answer_tokens=opts["answer_tokens"],
+        data_dir=None if opts["data_dir"] is None else str(opts["data_dir"]),
+        verify_checksum=as_bool(task, "verify_checksum", opts["verify_checksum"]),
     )
-    items = [item for category in wanted for item in everything[category]]
-    return to_docs(items, task)
+    everything = checked(task, lambda: _every_category(options))
+    return to_docs(of_categories(everything.items, wanted), task)
 
 
 def longmemeval_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:

@@ -1,0 +1,123 @@
+"""LoCoMo QA samples: the one assembly the Inspect and lm-eval tasks both call.
+
+`build(options)` loads the conversations, builds the memory strategy, renders one PromptItem
+per question and adds the per-sample bookkeeping (prompt size, token counter, unmatched
+evidence). Both frameworks therefore send, count and score exactly the same samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memevals.benchmarks.locomo.data import Conversation, load_locomo
+from memevals.benchmarks.locomo.memory import LocomoMemory, evidence_turns, locomo_memory
+from memevals.benchmarks.locomo.prompts import build_items, check_adversarial, parse_categories
+from memevals.core.memory_options import MemoryOptions
+from memevals.core.prompt_item import PromptItem
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LocomoOptions:
+    """Everything that decides the LoCoMo samples (the `-T` / `--metadata` options)."""
+
+    #: comma-separated category names or file numbers, as `-T categories=`; None = all five
+    categories: str | None = None
+    adversarial: str = "choice"  # "choice" (two options) or "open"
+    seed: int = 0  # of the two-option order
+    data_dir: str | os.PathLike[str] | None = None
+    memory: MemoryOptions = field(default_factory=MemoryOptions)
+
+
+def build(options: LocomoOptions) -> tuple[list[PromptItem], dict[str, Any]]:
+    """(the samples, the memory log the task records). Options are checked before any file
+    is read or model loaded; a bad one raises ValueError naming it."""
+    categories = parse_categories(options.categories)
+    check_adversarial(options.adversarial)
+    memory = locomo_memory(options.memory)
+    conversations = load_locomo(options.data_dir)
+    items = build_items(
+        conversations,
+        categories=categories,
+        context=memory,
+        context_mode=memory.context,
+        adversarial=options.adversarial,
+        seed=options.seed,
+    )
+    return annotate_items(items, conversations, memory)
+
+
+def strategy_fields(
+    item: PromptItem, memory: LocomoMemory, context_tokens: dict[str, int]
+) -> dict[str, Any]:
+    """What every sample records of the strategy that built it: its prompt size, the counter,
+    and whether its retrieved ids are dia ids (turn-level retrieval metrics apply).
+
+    The prompt size is the sum of the token counts of the messages sent (context, question),
+    as chat APIs tokenize each message separately; chat-template tokens are not included.
+    `context_tokens` caches the count of each distinct context (in full and truncated mode a
+    conversation's questions share one).
+    """
+    counter = memory.token_counter
+    if item.system not in context_tokens:
+        context_tokens[item.system] = counter(item.system)
+    return {
+        "prompt_tokens": context_tokens[item.system] + counter(item.user),
+        "token_counter": counter.name,
+        "turn_level": memory.turn_level,
+    }
+
+
+def annotate_items(
+    items: Iterable[PromptItem],
+    conversations: Iterable[Conversation],
+    memory: LocomoMemory,
+) -> tuple[list[PromptItem], dict[str, Any]]:
+    """Add the strategy fields (and, for retrieving modes, unmatched evidence) to each item.
+
+    Returns the new items and a summary for the task log: the strategy's settings, the token
+    counter, total prompt tokens, index builds, and the number of evidence ids matching no turn
+    (also logged as a warning, so they are never dropped silently).
+    """
+    by_id = {c.sample_id: c for c in conversations}
+    context_tokens: dict[str, int] = {}
+    out: list[PromptItem] = []
+    total_tokens = 0
+    unmatched_total = 0
+    unmatched_samples: list[str] = []
+    for item in items:
+        md = {**item.metadata, **strategy_fields(item, memory, context_tokens)}
+        total_tokens += md["prompt_tokens"]
+        if memory.retrieves:
+            conv = by_id[str(md["conversation_id"])]
+            _, unmatched = evidence_turns(conv, conv.qa[int(md["qa_index"])])
+            md["unmatched_evidence"] = list(unmatched)
+            if unmatched:
+                unmatched_total += len(unmatched)
+                unmatched_samples.append(item.id)
+        out.append(dataclasses.replace(item, metadata=md))
+    summary: dict[str, Any] = {**memory.settings(), "prompt_tokens_total": total_tokens}
+    if memory.context == "truncated":
+        summary["turns_kept"] = memory.turns_kept()
+    if memory.index_cache is not None:
+        summary["index_builds"] = memory.index_cache.builds
+        summary["index_build_seconds"] = round(memory.index_cache.build_seconds, 3)
+    if memory.retrieves:
+        summary["unmatched_evidence_count"] = unmatched_total
+        summary["unmatched_evidence_samples"] = unmatched_samples
+        if unmatched_total:
+            logger.warning(
+                "LoCoMo: %d evidence id(s) in %d question(s) match no dialog turn and can never "
+                "be retrieved (%s); they are listed in each sample's metadata "
+                "'unmatched_evidence'",
+                unmatched_total,
+                len(unmatched_samples),
+                ", ".join(unmatched_samples),
+            )
+    return out, summary

@@ -1,0 +1,143 @@
+"""LoCoMo-Plus samples: the one assembly the Inspect and lm-eval tasks both call.
+
+`build(options)` loads LoCoMo and LoCoMo-Plus, stitches the cue–trigger pairs into their host
+conversations, builds one memory strategy for both kinds of sample, renders the samples, adds
+the per-sample bookkeeping and puts them in the requested order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_memory
+from memevals.benchmarks.locomo.prompts import check_adversarial
+from memevals.benchmarks.locomo.samples import annotate_items, strategy_fields
+from memevals.benchmarks.locomo_plus.data import load_locomo_plus
+from memevals.benchmarks.locomo_plus.memory import cognitive_context, cognitive_full, cue_recall
+from memevals.benchmarks.locomo_plus.prompts import (
+    COGNITIVE,
+    build_plus_items,
+    parse_plus_categories,
+)
+from memevals.benchmarks.locomo_plus.stitch import StitchedInstance, stitch_all
+from memevals.core.memory_options import MemoryOptions
+from memevals.core.prompt_item import PromptItem
+
+#: `sample_order` values: the official file order, or grouped by host conversation.
+SAMPLE_ORDERS: tuple[str, ...] = ("file", "host")
+
+
+@dataclass(frozen=True)
+class LocomoPlusOptions:
+    """Everything that decides the LoCoMo-Plus samples (the `-T` / `--metadata` options)."""
+
+    #: comma-separated category names (LoCoMo file numbers too), as `-T categories=`;
+    #: None = all six
+    categories: str | None = None
+    disclose_task: bool = False  # category-specific instructions instead of the unified one
+    gap_fix: bool = False  # vague time gaps read as numbers (our deviation, off for parity)
+    sample_order: str = "file"  # or "host" (grouped for provider prompt caches)
+    adversarial: str = "choice"  # with disclose_task: "choice" (two options) or "open"
+    seed: int = 0  # of the two-option order
+    data_dir: str | os.PathLike[str] | None = None
+    memory: MemoryOptions = field(default_factory=MemoryOptions)
+
+
+def check_sample_order(sample_order: str) -> None:
+    if sample_order not in SAMPLE_ORDERS:
+        raise ValueError(f"sample_order={sample_order!r} is not one of {', '.join(SAMPLE_ORDERS)}")
+
+
+def build(options: LocomoPlusOptions) -> tuple[list[PromptItem], dict[str, Any]]:
+    """(the samples, the memory log the task records: LoCoMo's summary and the cognitive one).
+    Options are checked before any file is read; a bad one raises ValueError naming it."""
+    wanted = parse_plus_categories(options.categories)
+    check_sample_order(options.sample_order)
+    check_adversarial(options.adversarial)
+    memory = locomo_memory(options.memory)
+    # Checked even before loading: rag over observations or summaries cannot see the cue.
+    cognitive = cognitive_context(memory) if COGNITIVE in wanted else cognitive_full
+    conversations = load_locomo(options.data_dir)
+    stitched = (
+        stitch_all(load_locomo_plus(options.data_dir), conversations, gap_fix=options.gap_fix)
+        if COGNITIVE in wanted
+        else []
+    )
+    items = build_plus_items(
+        conversations,
+        stitched,
+        categories=wanted,
+        context=memory,
+        cognitive=cognitive,
+        context_mode=memory.context,
+        disclose_task=options.disclose_task,
+        adversarial=options.adversarial,
+        seed=options.seed,
+        gap_fix=options.gap_fix,
+    )
+    locomo_items, summary = annotate_items(
+        [i for i in items if i.metadata["category"] != COGNITIVE], conversations, memory
+    )
+    cognitive_items, cognitive_summary = annotate_cognitive_items(
+        [i for i in items if i.metadata["category"] == COGNITIVE], stitched, memory
+    )
+    ordered = order_samples([*locomo_items, *cognitive_items], options.sample_order)
+    return ordered, summary | cognitive_summary
+
+
+def annotate_cognitive_items(
+    items: Sequence[PromptItem], stitched: Sequence[StitchedInstance], memory: LocomoMemory
+) -> tuple[list[PromptItem], dict[str, Any]]:
+    """Add the strategy fields (prompt size, counter; see `locomo.samples.strategy_fields`)
+    and, for retrieving modes, cue recall to each cognitive item's metadata.
+
+    Returns the items and a summary for the task log (total prompt tokens, mean cue recall).
+    """
+    by_id = {st.instance.sample_id: st for st in stitched}
+    context_tokens: dict[str, int] = {}
+    out: list[PromptItem] = []
+    total_tokens = 0
+    recalls: list[float] = []
+    for item in items:
+        md = {**item.metadata, **strategy_fields(item, memory, context_tokens)}
+        total_tokens += md["prompt_tokens"]
+        retrieved = md.get("retrieved_ids")
+        if retrieved is not None:
+            md["cue_recall"] = cue_recall(retrieved, by_id[item.id])
+            recalls.append(md["cue_recall"])
+        out.append(dataclasses.replace(item, metadata=md))
+    summary: dict[str, Any] = {"cognitive_prompt_tokens_total": total_tokens}
+    if recalls:
+        summary["cognitive_cue_recall_mean"] = round(sum(recalls) / len(recalls), 4)
+    return out, summary
+
+
+def order_samples(items: Sequence[PromptItem], sample_order: str = "file") -> list[PromptItem]:
+    """The samples in file order (LoCoMo questions, then `plus-<i>`), or with `host` grouped by
+    conversation for provider prompt caches: each conversation's LoCoMo questions, then the
+    cognitive samples stitched into it, latest cue first. A cognitive history equals its host's
+    conversation up to the cue, so a later cue shares a longer start with the sample before it
+    (full context: 92.8 % of input tokens shared with the previous sample instead of 84.6 %).
+    Scores do not depend on the order; `--limit` takes other samples."""
+    check_sample_order(sample_order)
+    if sample_order == "file":
+        return list(items)
+
+    def host(item: PromptItem) -> str:
+        md = item.metadata
+        return str(md["host"] if md["category"] == COGNITIVE else md["conversation_id"])
+
+    rank = {h: r for r, h in enumerate(dict.fromkeys(host(i) for i in items))}
+
+    def key(item: PromptItem) -> tuple[int, int, int, int]:
+        md = item.metadata
+        if md["category"] != COGNITIVE:
+            return (rank[host(item)], 0, 0, 0)  # the sort is stable: questions keep their order
+        return (rank[host(item)], 1, -int(md["cue_position"]), int(md["instance_index"]))
+
+    return sorted(items, key=key)

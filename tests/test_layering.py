@@ -1,0 +1,407 @@
+"""The import rules of the layout (issue 15), checked on the AST of every module under memevals/.
+
+Every import counts, also one inside a function or under TYPE_CHECKING, and a constant
+`importlib.import_module("...")`. The layers, lowest first:
+
+    core            imports nothing of memevals outside core
+    benchmarks      core and benchmarks; inside a folder one way: porter -> data -> scoring
+                    -> stitch -> memory -> prompts -> samples (a module imports only the ones
+                    before it); another benchmark's modules only if that one is `locomo` (the
+                    base), and then no later module than its own
+    scorers         re-exports of core and benchmarks (the users' plain-function API)
+    inspect_tasks   core, benchmarks, itself; lm_eval_tasks the same (frameworks import the
+                    defining module, not the scorers facade, and never each other)
+    tools           anything; nothing but tools imports tools
+
+No framework (inspect_ai, lm_eval, datasets) below the framework layers, and neither framework
+layer imports the other's framework. No `_private` name is imported from another module, and
+Inspect internals (`inspect_ai._...`) are used only in memevals/inspect_tasks/inspect_internals.py,
+each inside a try/except ImportError.
+
+The checker is itself run on a small tree that breaks every rule once
+(`test_the_checker_finds_every_kind_of_violation`), so it cannot pass by finding nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "memevals"
+
+FRAMEWORKS = ("inspect_ai", "lm_eval", "datasets")
+#: The framework libraries each framework layer must not import (the other framework's).
+FOREIGN_FRAMEWORKS = {"inspect_tasks": ("lm_eval", "datasets"), "lm_eval_tasks": ("inspect_ai",)}
+#: Which memevals layers each layer may import (tools: any).
+ALLOWED_LAYERS = {
+    "root": frozenset(),
+    "core": frozenset({"core"}),
+    "benchmarks": frozenset({"core", "benchmarks"}),
+    "scorers": frozenset({"core", "benchmarks"}),
+    "inspect_tasks": frozenset({"core", "benchmarks", "inspect_tasks"}),
+    "lm_eval_tasks": frozenset({"core", "benchmarks", "lm_eval_tasks"}),
+}
+#: Order of the modules of a benchmark folder: a module imports only modules ranked lower.
+#: `scoring` (the benchmark's scoring rules) needs only the data; anything after it may use it.
+BENCHMARK_RANK = {
+    "porter": 0.0,
+    "data": 1.0,
+    "scoring": 1.5,
+    "stitch": 2.0,
+    "memory": 3.0,
+    "prompts": 4.0,
+    "samples": 5.0,
+    "__init__": 99.0,
+}
+#: The benchmark others may build on.
+BASE_BENCHMARK = "locomo"
+INSPECT_SHIM = "memevals.inspect_tasks.inspect_internals"
+
+
+@dataclass(frozen=True)
+class Import:
+    line: int
+    module: str  # the module imported from, absolute
+    name: str | None  # the name taken by `from module import name`; None for `import module`
+    guarded: bool  # inside a try that catches ImportError
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _absolute(module: str | None, level: int, current: str, is_package: bool) -> str:
+    if level == 0:
+        return module or ""
+    base = current.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    names: list[ast.expr] = []
+    if handler.type is None:
+        return True
+    names = list(handler.type.elts) if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(
+        isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError", "Exception")
+        for n in names
+    )
+
+
+def imports_of(path: Path, root: Path) -> Iterator[Import]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    current = module_name(path, root)
+    is_package = path.name == "__init__.py"
+    guarded_lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+            for stmt in node.body:
+                for sub in ast.walk(stmt):
+                    if hasattr(sub, "lineno"):
+                        guarded_lines.add(sub.lineno)
+    for node in ast.walk(tree):
+        guarded = getattr(node, "lineno", -1) in guarded_lines
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(node.lineno, alias.name, None, guarded)
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node.module, node.level, current, is_package)
+            for alias in node.names:
+                yield Import(node.lineno, module, alias.name, guarded)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, (ast.Attribute, ast.Name))
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield Import(node.lineno, node.args[0].value, None, guarded)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+class Tree:
+    """The modules of one package tree (the real memevals/ or a test tree)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.files = {module_name(p, root): p for p in sorted(root.rglob("*.py"))}
+        self.top = root.name
+
+    def target(self, imp: Import) -> str:
+        """The module an import reaches: `from pkg import mod` reaches pkg.mod when that is a
+        module of the tree."""
+        if imp.name is not None and f"{imp.module}.{imp.name}" in self.files:
+            return f"{imp.module}.{imp.name}"
+        return imp.module
+
+    def layer(self, module: str) -> str:
+        parts = module.split(".")
+        return "root" if len(parts) == 1 else parts[1]
+
+    def benchmark_of(self, module: str) -> tuple[str, str] | None:
+        """(benchmark, module kind) for a module of a benchmark folder."""
+        parts = module.split(".")
+        if len(parts) < 3 or parts[1] != "benchmarks":
+            return None
+        return parts[2], parts[3] if len(parts) > 3 else "__init__"
+
+
+def _benchmark_problem(tree: Tree, here: str, there: str) -> str | None:
+    src, dst = tree.benchmark_of(here), tree.benchmark_of(there)
+    if src is None or dst is None:
+        return None  # memevals.benchmarks itself
+    (src_bench, src_kind), (dst_bench, dst_kind) = src, dst
+    if src_kind not in BENCHMARK_RANK:
+        return f"module {src_kind!r} of a benchmark folder has no place in BENCHMARK_RANK"
+    if dst_kind not in BENCHMARK_RANK:
+        return None  # reported at its own file
+    if src_bench != dst_bench:
+        if dst_bench != BASE_BENCHMARK:
+            return (
+                f"benchmark {src_bench} imports benchmark {dst_bench}; only {BASE_BENCHMARK} "
+                "is a base for others"
+            )
+        if BENCHMARK_RANK[dst_kind] > BENCHMARK_RANK[src_kind]:
+            return f"{src_kind} imports the later {BASE_BENCHMARK}.{dst_kind}"
+        return None
+    if BENCHMARK_RANK[dst_kind] >= BENCHMARK_RANK[src_kind]:
+        return f"{src_kind} imports {dst_kind}: inside a benchmark imports point one way"
+    return None
+
+
+def _private_across(tree: Tree, imp: Import, here: str, there: str) -> bool:
+    """A `_name` taken from another module, or a `_module` from outside its package."""
+    if imp.name is not None and there == imp.module and _private(imp.name):
+        return there != here
+    own = here if tree.files[here].name == "__init__.py" else here.rsplit(".", 1)[0]
+    parts = there.split(".")
+    for i, part in enumerate(parts):
+        prefix = ".".join(parts[:i])
+        if _private(part) and own != prefix and not own.startswith(prefix + "."):
+            return True
+    return False
+
+
+def violations(root: Path) -> list[str]:
+    """Every broken rule as 'path:line: message' (paths relative to the tree's parent)."""
+    tree = Tree(root)
+    shim = INSPECT_SHIM.replace("memevals", tree.top, 1)
+    out: list[str] = []
+    for here, path in tree.files.items():
+        layer = tree.layer(here)
+        where = path.relative_to(root.parent).as_posix()
+        for imp in imports_of(path, root):
+            top = imp.module.split(".")[0]
+            problems: list[str] = []
+            if top != tree.top:
+                private = [p for p in imp.module.split(".") if _private(p)]
+                if imp.name is not None and _private(imp.name):
+                    private.append(imp.name)
+                if top == "inspect_ai" and private:
+                    if here != shim:
+                        problems.append(
+                            f"Inspect internal {imp.module} outside {INSPECT_SHIM}: go through it"
+                        )
+                    elif not imp.guarded:
+                        problems.append(f"Inspect internal {imp.module} imported without a guard")
+                elif private:
+                    problems.append(f"private name {'.'.join(private)} of {top}")
+                if top in FRAMEWORKS and layer in ("core", "benchmarks", "scorers", "root"):
+                    problems.append(f"{layer} imports the framework {top}")
+                if top in FOREIGN_FRAMEWORKS.get(layer, ()):
+                    problems.append(f"{layer} imports the other framework's {top}")
+            else:
+                there = tree.target(imp)
+                there_layer = tree.layer(there)
+                if _private_across(tree, imp, here, there):
+                    problems.append(f"imports a private name of another module ({there})")
+                if there_layer == "tools" and layer != "tools":
+                    problems.append(f"{layer} imports tools ({there}): nothing imports tools")
+                elif layer in ALLOWED_LAYERS and there_layer not in ALLOWED_LAYERS[layer]:
+                    allowed = ", ".join(sorted(ALLOWED_LAYERS[layer])) or "nothing of memevals"
+                    problems.append(f"{layer} imports {there} ({there_layer}); allowed: {allowed}")
+                elif layer == "benchmarks" and there_layer == "benchmarks":
+                    problem = _benchmark_problem(tree, here, there)
+                    if problem:
+                        problems.append(f"{problem} ({there})")
+            out += [f"{where}:{imp.line}: {p}" for p in problems]
+    for here, path in tree.files.items():
+        info = tree.benchmark_of(here)
+        if info and info[1] not in BENCHMARK_RANK:
+            where = path.relative_to(root.parent).as_posix()
+            out.append(f"{where}:1: benchmark module {info[1]!r} has no place in BENCHMARK_RANK")
+    return sorted(set(out), key=_sort_key)
+
+
+def _sort_key(v: str) -> tuple[str, int, str]:
+    file, line, rest = v.split(":", 2)
+    return file, int(line), rest
+
+
+def test_memevals_follows_the_import_rules() -> None:
+    found = violations(PACKAGE)
+    assert not found, f"{len(found)} import-rule violations:\n" + "\n".join(found)
+
+
+# --- the checker finds what it should ---------------------------------------------------------
+
+BAD_TREE = {
+    "__init__.py": "",
+    "core/__init__.py": "",
+    "core/files.py": """
+        import inspect_ai
+        def f():
+            from memevals.benchmarks.locomo import data
+        """,
+    "core/tokens.py": "from memevals.core.files import _cache\n",
+    "core/_shared.py": "from memevals.core import _shared\nfrom memevals.core.files import f\n",
+    "benchmarks/__init__.py": "",
+    "benchmarks/locomo/__init__.py": "",
+    "benchmarks/locomo/data.py": "from memevals.benchmarks.locomo import memory\n",
+    "benchmarks/locomo/memory.py": "from memevals.benchmarks.locomo.prompts import render\n",
+    "benchmarks/locomo/prompts.py": "from lm_eval import api\n",
+    "benchmarks/locomo/scoring.py": "from memevals.benchmarks.locomo.memory import select\n",
+    "benchmarks/locomo/extras.py": "",
+    "benchmarks/other/__init__.py": "",
+    "benchmarks/other/data.py": "from memevals.benchmarks.locomo.memory import select\n",
+    "benchmarks/other/memory.py": "from memevals.benchmarks.third import data\n",
+    "benchmarks/third/__init__.py": "",
+    "benchmarks/third/data.py": "from memevals.scorers import locomo_f1\n",
+    "scorers/__init__.py": "from memevals.inspect_tasks.common import count\n",
+    "inspect_tasks/__init__.py": "",
+    "inspect_tasks/common.py": """
+        from memevals.lm_eval_tasks.common import checked
+        from memevals.scorers import locomo_f1
+        from inspect_ai._util.registry import registry_info
+        import datasets
+        """,
+    "inspect_tasks/inspect_internals.py": """
+        try:
+            from inspect_ai._eval.registry import task_register
+        except ImportError:
+            task_register = None
+        from inspect_ai._util.config import parse_cli_args
+        """,
+    "lm_eval_tasks/__init__.py": "import importlib\nimportlib.import_module('memevals.tools.x')\n",
+    "lm_eval_tasks/common.py": "from memevals.inspect_tasks import common\nimport inspect_ai\n"
+    "from memevals.lm_eval_tasks.one import _gen\n",
+    "lm_eval_tasks/one/__init__.py": "from memevals.lm_eval_tasks.one._gen import main\n",
+    "lm_eval_tasks/one/_gen.py": "",
+    "lm_eval_tasks/one/utils.py": "from . import _gen\nimport memevals.lm_eval_tasks.one._gen\n",
+    "tools/__init__.py": "",
+    "tools/x.py": "from memevals.inspect_tasks.common import count\nfrom . import y\n",
+    "tools/y.py": "from memevals.lm_eval_tasks.common import checked\n",
+}
+
+EXPECTED = [
+    "memevals/benchmarks/locomo/data.py:1: data imports memory: inside a benchmark imports point "
+    "one way (memevals.benchmarks.locomo.memory)",
+    "memevals/benchmarks/locomo/extras.py:1: benchmark module 'extras' has no place in "
+    "BENCHMARK_RANK",
+    "memevals/benchmarks/locomo/memory.py:1: memory imports prompts: inside a benchmark imports "
+    "point one way (memevals.benchmarks.locomo.prompts)",
+    "memevals/benchmarks/locomo/prompts.py:1: benchmarks imports the framework lm_eval",
+    "memevals/benchmarks/locomo/scoring.py:1: scoring imports memory: inside a benchmark imports "
+    "point one way (memevals.benchmarks.locomo.memory)",
+    "memevals/benchmarks/other/data.py:1: data imports the later locomo.memory "
+    "(memevals.benchmarks.locomo.memory)",
+    "memevals/benchmarks/other/memory.py:1: benchmark other imports benchmark third; only locomo "
+    "is a base for others (memevals.benchmarks.third.data)",
+    "memevals/benchmarks/third/data.py:1: benchmarks imports memevals.scorers (scorers); "
+    "allowed: benchmarks, core",
+    "memevals/core/files.py:1: core imports the framework inspect_ai",
+    "memevals/core/files.py:3: core imports memevals.benchmarks.locomo.data (benchmarks); "
+    "allowed: core",
+    "memevals/core/tokens.py:1: imports a private name of another module (memevals.core.files)",
+    "memevals/inspect_tasks/common.py:1: inspect_tasks imports memevals.lm_eval_tasks.common "
+    "(lm_eval_tasks); allowed: benchmarks, core, inspect_tasks",
+    "memevals/inspect_tasks/common.py:2: inspect_tasks imports memevals.scorers (scorers); "
+    "allowed: benchmarks, core, inspect_tasks",
+    "memevals/inspect_tasks/common.py:3: Inspect internal inspect_ai._util.registry outside "
+    "memevals.inspect_tasks.inspect_internals: go through it",
+    "memevals/inspect_tasks/common.py:4: inspect_tasks imports the other framework's datasets",
+    "memevals/inspect_tasks/inspect_internals.py:5: Inspect internal inspect_ai._util.config "
+    "imported without a guard",
+    "memevals/lm_eval_tasks/__init__.py:2: lm_eval_tasks imports tools (memevals.tools.x): "
+    "nothing imports tools",
+    "memevals/lm_eval_tasks/common.py:1: lm_eval_tasks imports memevals.inspect_tasks.common "
+    "(inspect_tasks); allowed: benchmarks, core, lm_eval_tasks",
+    "memevals/lm_eval_tasks/common.py:2: lm_eval_tasks imports the other framework's inspect_ai",
+    "memevals/lm_eval_tasks/common.py:3: imports a private name of another module "
+    "(memevals.lm_eval_tasks.one._gen)",
+    "memevals/scorers/__init__.py:1: scorers imports memevals.inspect_tasks.common "
+    "(inspect_tasks); allowed: benchmarks, core",
+]
+
+
+def test_the_checker_finds_every_kind_of_violation(tmp_path: Path) -> None:
+    root = tmp_path / "memevals"
+    for rel, text in BAD_TREE.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    assert violations(root) == EXPECTED
+
+
+def test_relative_imports_are_resolved(tmp_path: Path) -> None:
+    root = tmp_path / "memevals"
+    (root / "core").mkdir(parents=True)
+    (root / "core" / "__init__.py").write_text("from . import files\nfrom .. import tools\n")
+    (root / "core" / "files.py").write_text("from .tokens import _x\n")
+    found = [(i.module, i.name) for i in imports_of(root / "core" / "__init__.py", root)]
+    assert found == [("memevals.core", "files"), ("memevals", "tools")]
+    found = [(i.module, i.name) for i in imports_of(root / "core" / "files.py", root)]
+    assert found == [("memevals.core.tokens", "_x")]
+
+
+# --- the scorers facade ---------------------------------------------------------------------
+
+
+def test_scorers_facade_is_lazy_and_its_name_lists_agree() -> None:
+    import memevals.scorers as facade
+
+    source = (PACKAGE / "scorers" / "__init__.py").read_text(encoding="utf-8")
+    checked: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memevals"):
+            for alias in node.names:
+                assert alias.asname == alias.name, f"{alias.name}: re-export as itself"
+                checked.setdefault(node.module, set()).add(alias.name)
+    sources = {module: set(names) for module, names in facade._SOURCES.items()}
+    assert checked == sources  # the TYPE_CHECKING imports are the lazy table
+    names = sorted(n for ns in sources.values() for n in ns)
+    assert sorted(facade.__all__) == names
+    for module, ns in sources.items():
+        defining = __import__(module, fromlist=["_"])
+        for name in ns:
+            assert getattr(facade, name) is getattr(defining, name)
+    # importing the facade loads no benchmark; the first use loads only the defining module
+    probe = (
+        "import sys, memevals.scorers as s\n"
+        "before = sorted(m for m in sys.modules if m.startswith('memevals.'))\n"
+        "s.cohen_kappa\n"
+        "after = sorted(m for m in sys.modules if m.startswith('memevals.'))\n"
+        "print(before, after)\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    before, after = res.stdout.strip().split("] [")
+    assert before == "['memevals.scorers'"
+    assert "benchmarks" not in after and "memevals.core.agreement" in after
