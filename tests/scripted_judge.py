@@ -22,13 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.model import (
-    ChatMessage,
-    GenerateConfig,
-    ModelAPI,
-    ModelOutput,
-    modelapi,
-)
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 _OPEN = re.compile(r"<<<CANDIDATE ([0-9A-F]{12})\n")

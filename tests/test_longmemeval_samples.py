@@ -10,11 +10,7 @@ import pytest
 
 from memevals.benchmarks.longmemeval import samples
 from memevals.benchmarks.longmemeval.memory import history_text
-from memevals.benchmarks.longmemeval.samples import (
-    LongMemEvalOptions,
-    build,
-    of_categories,
-)
+from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, build, of_categories
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.tokens import get_token_counter
 

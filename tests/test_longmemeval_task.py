@@ -13,13 +13,7 @@ from typing import Any
 import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, read_eval_log
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageSystem,
-    GenerateConfig,
-    ModelOutput,
-    get_model,
-)
+from inspect_ai.model import ChatMessage, ChatMessageSystem, GenerateConfig, ModelOutput, get_model
 from inspect_ai.tool import ToolChoice, ToolInfo
 from longmemeval_grader import EXPECTED, mock_grader
 

@@ -45,7 +45,10 @@ class MemoryOptions:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> MemoryOptions:
-        """The record from the known keys of `values` (other keys are the caller's business)."""
+        """The record from the known keys of `values` (other keys are the caller's business).
+
+        An Inspect task passes its `locals()`: its -T knobs carry the same names, so the six
+        memory knobs are not spelled out again in every task body."""
         return cls(**{k: values[k] for k in cls.names() if k in values})
 
     def checked(self, modes: Sequence[str], **truncation_options: object) -> MemoryOptions:
@@ -82,28 +85,31 @@ class RagChoice:
     embedding_model: str | None
 
 
-def rag_choice(
-    options: MemoryOptions,
-    *,
-    units: Sequence[str],
-    default_unit: str,
-    default_top_k: int,
-    default_retriever: str,
-    benchmark: str,
-) -> RagChoice:
+@dataclass(frozen=True)
+class RagDefaults:
+    """A benchmark's retrieval units and the defaults of its context=rag knobs."""
+
+    benchmark: str
+    units: tuple[str, ...]
+    unit: str
+    top_k: int
+    retriever: str
+
+
+def rag_choice(options: MemoryOptions, defaults: RagDefaults) -> RagChoice:
     """Check the retrieval options against a benchmark's units and build the retriever.
 
     Loading an embedding model happens here, before any model call, so one that cannot be
     loaded offline fails early.
     """
-    unit = default_unit if options.retrieval_unit is None else options.retrieval_unit
-    if unit not in units:
+    unit = defaults.unit if options.retrieval_unit is None else options.retrieval_unit
+    if unit not in defaults.units:
         raise ValueError(
-            f"retrieval_unit={unit!r} is not supported for {benchmark}; allowed values: "
-            f"{', '.join(units)}"
+            f"retrieval_unit={unit!r} is not supported for {defaults.benchmark}; allowed "
+            f"values: {', '.join(defaults.units)}"
         )
-    k = checked_top_k(options.top_k, default_top_k)
-    kind = default_retriever if options.retriever is None else options.retriever
+    k = checked_top_k(options.top_k, defaults.top_k)
+    kind = defaults.retriever if options.retriever is None else options.retriever
     engine = make_retriever(kind, options.embedding_model)  # rejects an unknown retriever
     resolved = None
     if kind == "embedding":

@@ -297,27 +297,40 @@ def checked_top_k(top_k: int | None, default: int) -> int:
     return k
 
 
-def strategy_settings(
-    context: str,
-    token_counter: str,
-    *,
-    max_context_tokens: int | None = None,
-    retrieval_unit: str | None = None,
-    top_k: int | None = None,
-    retriever: Retriever | None = None,
-    embedding_model: str | None = None,
-) -> dict[str, Any]:
+class StrategyFields(Protocol):
+    """What a benchmark's memory strategy exposes for its log line (read-only)."""
+
+    @property
+    def context(self) -> str: ...
+    @property
+    def max_context_tokens(self) -> int | None: ...
+    @property
+    def retrieval_unit(self) -> str | None: ...
+    @property
+    def top_k(self) -> int | None: ...
+    @property
+    def retriever(self) -> Retriever | None: ...
+    @property
+    def embedding_model(self) -> str | None: ...
+
+
+def strategy_settings(strategy: StrategyFields, token_counter: str) -> dict[str, Any]:
     """A memory strategy's parameters for the log: only those that apply to its mode, so two
     logs compare equal exactly when the model was given its history the same way."""
+    context = strategy.context
     out: dict[str, Any] = {"context": context, "token_counter": token_counter}
     if context == "truncated":
-        out["max_context_tokens"] = max_context_tokens
+        out["max_context_tokens"] = strategy.max_context_tokens
     if context == "rag":
-        if retriever is None:
+        if strategy.retriever is None:
             raise ValueError("context=rag needs a retriever")
-        out |= {"retrieval_unit": retrieval_unit, "top_k": top_k, "retriever": retriever.name}
-        if embedding_model is not None:
-            out["embedding_model"] = embedding_model
+        out |= {
+            "retrieval_unit": strategy.retrieval_unit,
+            "top_k": strategy.top_k,
+            "retriever": strategy.retriever.name,
+        }
+        if strategy.embedding_model is not None:
+            out["embedding_model"] = strategy.embedding_model
     return out
 
 

@@ -29,25 +29,11 @@ from inspect_ai.model import (
     get_model,
     model_roles,
 )
-from inspect_ai.scorer import (
-    Score,
-    Scorer,
-    Target,
-    grouped,
-    mean,
-    scorer,
-    stderr,
-)
+from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
-from memevals.core.judge import (
-    JudgeInput,
-    Verdict,
-    judge_prompt,
-    parse_verdict,
-    repair_message,
-)
+from memevals.core.judge import JudgeInput, Verdict, judge_prompt, parse_verdict, repair_message
 from memevals.inspect_tasks.common import count
 
 __all__ = [

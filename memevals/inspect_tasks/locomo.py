@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
-from inspect_ai.scorer import (
-    Score,
-    Scorer,
-    Target,
-    grouped,
-    mean,
-    scorer,
-    stderr,
-)
+from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer, stderr
 from inspect_ai.solver import TaskState, generate
 
 from memevals.benchmarks.locomo import samples

@@ -21,13 +21,7 @@ import urllib.request
 import anyio
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import (
-    ChatMessageUser,
-    Content,
-    ContentImage,
-    ContentText,
-    GenerateConfig,
-)
+from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText, GenerateConfig
 from inspect_ai.scorer import (
     Metric,
     SampleScore,
@@ -45,16 +39,13 @@ from memevals.benchmarks.locomo.data import LOCOMO_FILE
 from memevals.benchmarks.locomo_dialogue.memory import ImagePart, caption_text
 from memevals.benchmarks.locomo_dialogue.prompts import DialogueItem
 from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
+from memevals.benchmarks.locomo_dialogue.scoring import bertscore as bertscore_of
 from memevals.benchmarks.locomo_dialogue.scoring import (
-    BleuStats,
     check_bertscore_options,
     clean_reply,
-    corpus_bleu,
+    corpus_bleu_of_rows,
     get_bertscorer,
     overlap_scores,
-)
-from memevals.benchmarks.locomo_dialogue.scoring import (
-    bertscore as bertscore_of,
 )
 from memevals.core.memory_options import MemoryOptions
 from memevals.inspect_tasks.common import count, memevals_task, to_dataset
@@ -169,10 +160,8 @@ def corpus_bleu_metric(order: int) -> Metric:
     """Corpus BLEU-`order` from the per-reply n-gram statistics in the score metadata."""
 
     def compute(scores: list[SampleScore]) -> float:
-        stats = [
-            BleuStats.from_row(s.score.metadata["bleu_stats"]) for s in scores if s.score.metadata
-        ]
-        return corpus_bleu(stats, order)
+        rows = [s.score.metadata["bleu_stats"] for s in scores if s.score.metadata]
+        return corpus_bleu_of_rows(rows, order)
 
     return compute
 
@@ -325,14 +314,7 @@ def locomo_dialogue(
         seed=seed,
         images=images,
         max_images=max_images,
-        memory=MemoryOptions(
-            context=context,
-            max_context_tokens=max_context_tokens,
-            retrieval_unit=retrieval_unit,
-            top_k=top_k,
-            retriever=retriever,
-            embedding_model=embedding_model,
-        ),
+        memory=MemoryOptions.from_mapping(locals()),
         data_dir=data_dir,
     )
     if image_timeout <= 0:

@@ -266,15 +266,7 @@ def longmemeval(
         LongMemEvalOptions(
             variant=variant,
             categories=categories,
-            memory=MemoryOptions(
-                context=context,
-                max_context_tokens=max_context_tokens,
-                retrieval_unit=retrieval_unit,
-                top_k=top_k,
-                retriever=retriever,
-                embedding_model=embedding_model,
-                token_counter=token_counter,
-            ),
+            memory=MemoryOptions.from_mapping(locals()),
             history_format=history_format,
             context_window=context_window,
             answer_tokens=max_tokens,

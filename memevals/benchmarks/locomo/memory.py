@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.benchmarks.locomo.data import QA, Conversation, Session, Turn
-from memevals.core.memory_options import MemoryOptions, rag_choice
+from memevals.core.memory_options import MemoryOptions, RagDefaults, rag_choice
 from memevals.core.retrievers import (
     IndexCache,
     MemoryUnit,
@@ -41,6 +41,13 @@ DEFAULT_MAX_CONTEXT_TOKENS = 4000
 DEFAULT_TOP_K = 5
 DEFAULT_RETRIEVAL_UNIT = "dialog"
 DEFAULT_RETRIEVER = "bm25"
+RAG_DEFAULTS = RagDefaults(
+    benchmark="LoCoMo",
+    units=RETRIEVAL_UNITS,
+    unit=DEFAULT_RETRIEVAL_UNIT,
+    top_k=DEFAULT_TOP_K,
+    retriever=DEFAULT_RETRIEVER,
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,15 +310,7 @@ class LocomoMemory:
 
     def settings(self) -> dict[str, Any]:
         """The strategy's parameters, for the log (only those that apply to the mode)."""
-        return strategy_settings(
-            self.context,
-            self.token_counter.name,
-            max_context_tokens=self.max_context_tokens,
-            retrieval_unit=self.retrieval_unit,
-            top_k=self.top_k,
-            retriever=self.retriever,
-            embedding_model=self.embedding_model,
-        )
+        return strategy_settings(self, self.token_counter.name)
 
     def __call__(self, conv: Conversation, qa: QA) -> LocomoContext:
         if self.context == "full":
@@ -390,14 +389,7 @@ def locomo_memory(options: MemoryOptions) -> LocomoMemory:
         return LocomoMemory(context, counter, max_context_tokens=budget)
     if context != "rag":
         return LocomoMemory(context, counter)
-    rag = rag_choice(
-        options,
-        units=RETRIEVAL_UNITS,
-        default_unit=DEFAULT_RETRIEVAL_UNIT,
-        default_top_k=DEFAULT_TOP_K,
-        default_retriever=DEFAULT_RETRIEVER,
-        benchmark="LoCoMo",
-    )
+    rag = rag_choice(options, RAG_DEFAULTS)
     return LocomoMemory(
         context,
         counter,

@@ -12,12 +12,7 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 
-from memevals.benchmarks.locomo.data import (
-    CATEGORY_IDS,
-    CATEGORY_NAMES,
-    QA,
-    Conversation,
-)
+from memevals.benchmarks.locomo.data import CATEGORY_IDS, CATEGORY_NAMES, QA, Conversation
 from memevals.benchmarks.locomo.memory import ContextFn, full_context, turn_line
 from memevals.core.judge import criterion_for_locomo
 from memevals.core.prompt_item import PromptItem, parse_category_list

@@ -38,6 +38,7 @@ __all__ = [
     "check_bertscore_options",
     "clean_reply",
     "corpus_bleu",
+    "corpus_bleu_of_rows",
     "get_bertscorer",
     "overlap_scores",
     "rouge_l",
@@ -144,6 +145,12 @@ def corpus_bleu(stats: Sequence[BleuStats], order: int) -> float:
         max_ngram_order=order,
     )
     return float(result.score) / 100
+
+
+def corpus_bleu_of_rows(rows: Sequence[Mapping[str, Any]], order: int) -> float:
+    """Corpus BLEU-`order` from per-reply statistics stored as rows (`BleuStats.as_row`): the
+    form both frameworks keep them in (Inspect's score metadata, lm-eval's per-document values)."""
+    return corpus_bleu([BleuStats.from_row(r) for r in rows], order)
 
 
 def rouge_l(prediction: str, reference: str) -> float:

@@ -25,11 +25,7 @@ from typing import Any
 from memevals.benchmarks.locomo.data import CATEGORY_NAMES, Conversation
 from memevals.benchmarks.locomo.memory import ContextFn, full_context
 from memevals.benchmarks.locomo.prompts import build_items
-from memevals.benchmarks.locomo_plus.memory import (
-    CognitiveContextFn,
-    cognitive_full,
-    dialogue_line,
-)
+from memevals.benchmarks.locomo_plus.memory import CognitiveContextFn, cognitive_full, dialogue_line
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
 from memevals.core.judge import criterion_for_locomo
 from memevals.core.prompt_item import PromptItem, parse_category_list

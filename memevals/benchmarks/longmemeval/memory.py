@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
-from memevals.core.memory_options import MemoryOptions, rag_choice
+from memevals.core.memory_options import MemoryOptions, RagDefaults, rag_choice
 from memevals.core.retrieval_metrics import (
     ndcg_any_at_k,
     recall_all_at_k,
@@ -61,6 +61,13 @@ RETRIEVAL_UNITS: tuple[str, ...] = ("session", "turn")
 DEFAULT_RETRIEVAL_UNIT = "session"
 DEFAULT_TOP_K = 5
 DEFAULT_RETRIEVER = "bm25"
+RAG_DEFAULTS = RagDefaults(
+    benchmark="LongMemEval",
+    units=RETRIEVAL_UNITS,
+    unit=DEFAULT_RETRIEVAL_UNIT,
+    top_k=DEFAULT_TOP_K,
+    retriever=DEFAULT_RETRIEVER,
+)
 #: The official cut-offs.
 K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
 #: Reported as Inspect metrics (the paper's headline columns); all K_VALUES go to the metadata.
@@ -279,15 +286,7 @@ class LongMemEvalMemory:
         """The strategy's parameters, for the log (only those that apply to the mode)."""
         return {
             "history_format": self.history_format,
-            **strategy_settings(
-                self.context,
-                self.token_counter.name,
-                max_context_tokens=self.max_context_tokens,
-                retrieval_unit=self.retrieval_unit,
-                top_k=self.top_k,
-                retriever=self.retriever,
-                embedding_model=self.embedding_model,
-            ),
+            **strategy_settings(self, self.token_counter.name),
         }
 
     def __call__(self, inst: Instance) -> LmeContext:
@@ -379,14 +378,7 @@ def longmemeval_memory(
         )
     if context != "rag":
         return LongMemEvalMemory(context, history_format, token_counter=counter)
-    rag = rag_choice(
-        options,
-        units=RETRIEVAL_UNITS,
-        default_unit=DEFAULT_RETRIEVAL_UNIT,
-        default_top_k=DEFAULT_TOP_K,
-        default_retriever=DEFAULT_RETRIEVER,
-        benchmark="LongMemEval",
-    )
+    rag = rag_choice(options, RAG_DEFAULTS)
     return LongMemEvalMemory(
         context,
         history_format,

@@ -12,15 +12,7 @@ from memevals.benchmarks.locomo.prompts import prediction_for_scoring as locomo_
 from memevals.benchmarks.locomo.scoring import abstained, locomo_f1
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrieval_metrics import locomo_recall_for_mean, turn_precision_recall
-from memevals.lm_eval_tasks.common import (
-    as_int,
-    checked,
-    checked_options,
-    doc_item,
-    only_reply,
-    prompt_tokens_of,
-    to_docs,
-)
+from memevals.lm_eval_tasks import common
 
 #: LoCoMo options besides the memory options (`MemoryOptions.names()`). `choice_seed` is the
 #: Inspect task's `seed`: lm-eval merges model arguments into the metadata, and vLLM's own
@@ -33,10 +25,10 @@ LOCOMO_OPTIONS: dict[str, Any] = {
 
 
 def shared_options(task: str, opts: Mapping[str, Any]) -> dict[str, Any]:
-    """The `samples.LocomoOptions` fields LoCoMo-Plus shares, from checked `--metadata`."""
+    """The `samples.LocomoOptions` fields LoCoMo-Plus shares, from common.checked `--metadata`."""
     return {
         "adversarial": opts["adversarial"],
-        "seed": as_int(task, "choice_seed", opts["choice_seed"]),
+        "seed": common.as_int(task, "choice_seed", opts["choice_seed"]),
         "data_dir": opts["data_dir"],
         "memory": MemoryOptions.from_mapping(opts),
     }
@@ -45,12 +37,12 @@ def shared_options(task: str, opts: Mapping[str, Any]) -> dict[str, Any]:
 def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
     """LoCoMo QA documents of `categories` (from the YAML), options from `--metadata`."""
     task = f"locomo[{categories}]"
-    opts = checked_options(
+    opts = common.checked_options(
         task, metadata, [*LOCOMO_OPTIONS, *MemoryOptions.names()], LOCOMO_OPTIONS
     )
     options = samples.LocomoOptions(categories=categories, **shared_options(task, opts))
-    items, _ = checked(task, lambda: samples.build(options))
-    return to_docs(items, task)
+    items, _ = common.checked(task, lambda: samples.build(options))
+    return common.to_docs(items, task)
 
 
 def locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) -> dict[str, float]:
@@ -58,7 +50,7 @@ def locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) ->
     out = {
         "f1": locomo_f1(prediction, md["answer"], int(md["category_id"])),
         "abstention": 1.0 if abstained(prediction) else 0.0,
-        "prompt_tokens": prompt_tokens_of(doc, md),
+        "prompt_tokens": common.prompt_tokens_of(doc, md),
     }
     retrieved = md.get("retrieved_ids")
     if retrieved is not None:
@@ -83,5 +75,5 @@ def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, 
     metrics over dia ids, absent for questions without evidence (HiGMem skips them) and for
     session summaries.
     """
-    md = doc_item(doc).metadata
-    return locomo_metrics(doc, md, only_reply(results))
+    md = common.doc_item(doc).metadata
+    return locomo_metrics(doc, md, common.only_reply(results))

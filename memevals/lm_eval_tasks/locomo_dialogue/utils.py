@@ -9,28 +9,10 @@ from typing import Any
 
 from datasets import DatasetDict
 
+from memevals.benchmarks.locomo_dialogue import scoring
 from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
-from memevals.benchmarks.locomo_dialogue.scoring import (
-    BleuStats,
-    bertscore,
-    check_bertscore_options,
-    clean_reply,
-    corpus_bleu,
-    get_bertscorer,
-    overlap_scores,
-)
 from memevals.core.memory_options import MemoryOptions
-from memevals.lm_eval_tasks.common import (
-    OptionError,
-    as_bool,
-    as_int,
-    checked,
-    checked_options,
-    doc_item,
-    only_reply,
-    prompt_tokens_of,
-    to_docs,
-)
+from memevals.lm_eval_tasks import common
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +43,7 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
     """LoCoMo dialogue generation: one document per held-out turn, built as the Inspect task
     builds its samples (photos always as their captions: lm-eval sends text only)."""
     task = "locomo_dialogue"
-    opts = checked_options(
+    opts = common.checked_options(
         task, metadata, [*DIALOGUE_OPTIONS, *MEMORY_OPTIONS, *_IMAGE_ONLY_OPTIONS], DIALOGUE_OPTIONS
     )
     if "seed" in metadata and "turn_seed" not in metadata:
@@ -71,67 +53,67 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
             task,
         )
     images_given = [k for k in _IMAGE_ONLY_OPTIONS if k in metadata]
-    if as_bool(task, "images", opts["images"]) or images_given:
-        raise OptionError(
+    if common.as_bool(task, "images", opts["images"]) or images_given:
+        raise common.OptionError(
             f"{task}: {', '.join(images_given) or 'images=true'}: lm-eval tasks send text only, "
             "so each photo is its caption; to send images use the Inspect task "
             "(inspect eval memevals/locomo_dialogue -T images=true)"
         )
-    bert = as_bool(task, "bertscore", opts["bertscore"])
+    bert = common.as_bool(task, "bertscore", opts["bertscore"])
     bert_model = None if opts["bertscore_model"] is None else str(opts["bertscore_model"])
     layers = opts["bertscore_layers"]
-    bert_layers = None if layers is None else as_int(task, "bertscore_layers", layers)
-    checked(task, lambda: check_bertscore_options(bert, bert_model, bert_layers))
-    options = checked(
+    bert_layers = None if layers is None else common.as_int(task, "bertscore_layers", layers)
+    common.checked(task, lambda: scoring.check_bertscore_options(bert, bert_model, bert_layers))
+    options = common.checked(
         task,
         lambda: DialogueOptions(
             conversations=opts["conversations"],
-            turns_per_conversation=as_int(
+            turns_per_conversation=common.as_int(
                 task, "turns_per_conversation", opts["turns_per_conversation"]
             ),
-            seed=as_int(task, "turn_seed", opts["turn_seed"]),
+            seed=common.as_int(task, "turn_seed", opts["turn_seed"]),
             memory=MemoryOptions.from_mapping(opts),
             data_dir=opts["data_dir"],
         ),
     )
     if bert:  # load the model once, now, so a missing one fails before any model call
-        checked(task, lambda: get_bertscorer(bert_model, bert_layers))
-    items, _ = checked(task, lambda: build(options))
+        common.checked(task, lambda: scoring.get_bertscorer(bert_model, bert_layers))
+    items, _ = common.checked(task, lambda: build(options))
     extra = {"bertscore": bert, "bertscore_model": bert_model, "bertscore_layers": bert_layers}
-    return to_docs([replace(item, metadata={**item.metadata, **extra}) for item in items], task)
+    return common.to_docs(
+        [replace(item, metadata={**item.metadata, **extra}) for item in items], task
+    )
 
 
 def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """BLEU-1/2 and ROUGE-L of the cleaned reply (as the Inspect scorer computes them), the
     reply's n-gram statistics for corpus BLEU, the prompt size, and BERTScore F1 when the task
     was built with bertscore=true."""
-    md = doc_item(doc).metadata
+    md = common.doc_item(doc).metadata
     reference = str(doc["target"])
-    prediction = clean_reply(only_reply(results), str(md["speaker"]), str(md["other_speaker"]))
-    values, stats = overlap_scores(prediction, reference)
+    prediction = scoring.clean_reply(
+        common.only_reply(results), str(md["speaker"]), str(md["other_speaker"])
+    )
+    values, stats = scoring.overlap_scores(prediction, reference)
     stats_row = stats.as_row()
     out: dict[str, Any] = {
         **values,
         "corpus_bleu1": stats_row,
         "corpus_bleu2": stats_row,
-        "prompt_tokens": prompt_tokens_of(doc, md),
+        "prompt_tokens": common.prompt_tokens_of(doc, md),
     }
     if md.get("bertscore"):
-        scorer = get_bertscorer(md.get("bertscore_model"), md.get("bertscore_layers"))
-        [result] = bertscore([prediction], [reference], scorer)
+        scorer = scoring.get_bertscorer(md.get("bertscore_model"), md.get("bertscore_layers"))
+        [result] = scoring.bertscore([prediction], [reference], scorer)
         out["bertscore_f1"] = result.f1
     return out
 
 
-def _corpus_bleu_of(rows: Sequence[Mapping[str, Any]], order: int) -> float:
-    return corpus_bleu([BleuStats.from_row(r) for r in rows], order)
-
-
 def corpus_bleu1(rows: Sequence[Mapping[str, Any]]) -> float:
     """Corpus BLEU-1 of a run from the per-reply statistics (the Inspect corpus_bleu_metric)."""
-    return _corpus_bleu_of(rows, 1)
+    return scoring.corpus_bleu_of_rows(rows, 1)
 
 
 def corpus_bleu2(rows: Sequence[Mapping[str, Any]]) -> float:
     """Corpus BLEU-2 of a run from the per-reply statistics (the Inspect corpus_bleu_metric)."""
-    return _corpus_bleu_of(rows, 2)
+    return scoring.corpus_bleu_of_rows(rows, 2)

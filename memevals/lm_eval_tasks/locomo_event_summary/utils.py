@@ -9,17 +9,7 @@ from datasets import DatasetDict
 
 from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build
 from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
-from memevals.lm_eval_tasks.common import (
-    OptionError,
-    as_bool,
-    as_int,
-    checked,
-    checked_options,
-    doc_item,
-    only_reply,
-    prompt_tokens_of,
-    to_docs,
-)
+from memevals.lm_eval_tasks import common
 
 #: The `--metadata` options and their defaults (those of `EventSummaryOptions`).
 EVENT_SUMMARY_OPTIONS: dict[str, Any] = {
@@ -33,15 +23,17 @@ EVENT_SUMMARY_OPTIONS: dict[str, Any] = {
 def event_summary_docs(**metadata: Any) -> DatasetDict:
     """LoCoMo event summarisation: one document per conversation and speaker."""
     task = "locomo_event_summary"
-    opts = checked_options(task, metadata, EVENT_SUMMARY_OPTIONS, EVENT_SUMMARY_OPTIONS)
-    if as_bool(task, "incremental", opts["incremental"]):
-        raise OptionError(
+    opts = common.checked_options(task, metadata, EVENT_SUMMARY_OPTIONS, EVENT_SUMMARY_OPTIONS)
+    if common.as_bool(task, "incremental", opts["incremental"]):
+        raise common.OptionError(
             f"{task}: incremental summarisation needs one model call per session, which an "
             "lm-eval generate_until task cannot make; use the Inspect task "
             "(inspect eval memevals/locomo_event_summary -T incremental=true)"
         )
-    sessions = None if opts["sessions"] is None else as_int(task, "sessions", opts["sessions"])
-    items, _ = checked(
+    sessions = (
+        None if opts["sessions"] is None else common.as_int(task, "sessions", opts["sessions"])
+    )
+    items, _ = common.checked(
         task,
         lambda: build(
             EventSummaryOptions(
@@ -49,14 +41,14 @@ def event_summary_docs(**metadata: Any) -> DatasetDict:
             )
         ),
     )
-    return to_docs(items, task)
+    return common.to_docs(items, task)
 
 
 def event_summary_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
     """ROUGE-1/2/L against the reference events (as the Inspect task reports them) and the
     prompt size; the FactScore precision/recall/F1 need the grader
     (`python -m memevals.tools.judge`)."""
-    md = doc_item(doc).metadata
-    out = dict(rouge_scores(only_reply(results), str(doc["target"])))
-    out["prompt_tokens"] = prompt_tokens_of(doc, md)
+    md = common.doc_item(doc).metadata
+    out = dict(rouge_scores(common.only_reply(results), str(doc["target"])))
+    out["prompt_tokens"] = common.prompt_tokens_of(doc, md)
     return out

@@ -10,15 +10,7 @@ from datasets import DatasetDict
 from memevals.benchmarks.locomo_plus import samples
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
 from memevals.core.memory_options import MemoryOptions
-from memevals.lm_eval_tasks.common import (
-    as_bool,
-    checked,
-    checked_options,
-    doc_item,
-    only_reply,
-    prompt_tokens_of,
-    to_docs,
-)
+from memevals.lm_eval_tasks import common
 from memevals.lm_eval_tasks.locomo.utils import LOCOMO_OPTIONS, locomo_metrics, shared_options
 
 LOCOMO_PLUS_OPTIONS: dict[str, Any] = {
@@ -32,28 +24,28 @@ LOCOMO_PLUS_OPTIONS: dict[str, Any] = {
 def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
     """LoCoMo-Plus documents of one category: a LoCoMo question category or `cognitive`."""
     task = f"locomo_plus[{categories}]"
-    opts = checked_options(
+    opts = common.checked_options(
         task, metadata, [*LOCOMO_PLUS_OPTIONS, *MemoryOptions.names()], LOCOMO_PLUS_OPTIONS
     )
     options = samples.LocomoPlusOptions(
         categories=categories,
-        disclose_task=as_bool(task, "disclose_task", opts["disclose_task"]),
-        gap_fix=as_bool(task, "gap_fix", opts["gap_fix"]),
+        disclose_task=common.as_bool(task, "disclose_task", opts["disclose_task"]),
+        gap_fix=common.as_bool(task, "gap_fix", opts["gap_fix"]),
         sample_order=str(opts["sample_order"]),
         **shared_options(task, opts),
     )
-    items, _ = checked(task, lambda: samples.build(options))
-    return to_docs(items, task)
+    items, _ = common.checked(task, lambda: samples.build(options))
+    return common.to_docs(items, task)
 
 
 def locomo_plus_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
     """LoCoMo questions: the LoCoMo metrics. Cognitive samples have no reference reply, so
     natively they get only the prompt size and, when the mode retrieves, `cue_recall` (the share
     of cue turns retrieved); `python -m memevals.tools.judge` scores the replies."""
-    md = doc_item(doc).metadata
-    reply = only_reply(results)
+    md = common.doc_item(doc).metadata
+    reply = common.only_reply(results)
     if md.get("category") == COGNITIVE:
-        out = {"prompt_tokens": prompt_tokens_of(doc, md)}
+        out = {"prompt_tokens": common.prompt_tokens_of(doc, md)}
         if md.get("cue_recall") is not None:
             out["cue_recall"] = float(md["cue_recall"])
         return out

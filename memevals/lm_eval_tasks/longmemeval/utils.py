@@ -17,16 +17,7 @@ from memevals.benchmarks.longmemeval.samples import (
     parse_categories,
 )
 from memevals.core.memory_options import MemoryOptions
-from memevals.lm_eval_tasks.common import (
-    OptionError,
-    as_bool,
-    checked,
-    checked_options,
-    doc_item,
-    only_reply,
-    prompt_tokens_of,
-    to_docs,
-)
+from memevals.lm_eval_tasks import common
 
 #: LongMemEval's options besides the shared memory ones (MemoryOptions.names()).
 LONGMEMEVAL_OPTIONS: dict[str, Any] = {
@@ -50,16 +41,16 @@ def _every_category(options: LongMemEvalOptions) -> LongMemEvalSamples:
 def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetDict:
     """LongMemEval documents of one variant and category (both from the YAML)."""
     task = f"longmemeval_{variant}[{categories}]"
-    opts = checked_options(
+    opts = common.checked_options(
         task, metadata, [*LONGMEMEVAL_OPTIONS, *MemoryOptions.names()], LONGMEMEVAL_OPTIONS
     )
-    if as_bool(task, "chain_of_note", opts["chain_of_note"]):
-        raise OptionError(
+    if common.as_bool(task, "chain_of_note", opts["chain_of_note"]):
+        raise common.OptionError(
             f"{task}: chain_of_note needs one model call per session before the answer, which "
             "an lm-eval generate_until task cannot make; use the Inspect task "
             "(inspect eval memevals/longmemeval -T chain_of_note=true)"
         )
-    wanted = checked(task, lambda: parse_categories(categories))
+    wanted = common.checked(task, lambda: parse_categories(categories))
     options = LongMemEvalOptions(
         variant=variant,
         memory=MemoryOptions.from_mapping(opts),
@@ -67,19 +58,19 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
         context_window=opts["context_window"],
         answer_tokens=opts["answer_tokens"],
         data_dir=None if opts["data_dir"] is None else str(opts["data_dir"]),
-        verify_checksum=as_bool(task, "verify_checksum", opts["verify_checksum"]),
+        verify_checksum=common.as_bool(task, "verify_checksum", opts["verify_checksum"]),
     )
-    everything = checked(task, lambda: _every_category(options))
-    return to_docs(of_categories(everything.items, wanted), task)
+    everything = common.checked(task, lambda: _every_category(options))
+    return common.to_docs(of_categories(everything.items, wanted), task)
 
 
 def longmemeval_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
     """LongMemEval is judged (`python -m memevals.tools.judge`); natively the prompt size and, with
     context=rag, the official headline retrieval metrics (absent for the questions the official
     runner skips: `_abs` ones and those without a gold unit)."""
-    md = doc_item(doc).metadata
-    only_reply(results)
-    out = {"prompt_tokens": prompt_tokens_of(doc, md)}
+    md = common.doc_item(doc).metadata
+    common.only_reply(results)
+    out = {"prompt_tokens": common.prompt_tokens_of(doc, md)}
     scores = md.get("retrieval_scores")
     if scores is not None:
         out |= {k: float(scores[k]) for k in headline_keys(str(md["retrieval_unit"]))}
