@@ -58,7 +58,8 @@ YES = frozenset(
     }
 )
 
-# Hand-computed aggregates for the 16 fixture questions under YES (BENCHMARKS.md §3.5):
+# Hand-computed aggregates for the 16 fixture questions under YES
+# (benchmarks/longmemeval/README.md#scoring):
 #   single_session_user 2/3 (fx01 yes, fx02 no, fx03_abs yes), single_session_assistant 1/2,
 #   single_session_preference 1/2, multi_session 2/3, temporal_reasoning 1/3 (only fx11),
 #   knowledge_update 3/3; overall 10/16; task-averaged (4+3+3+4+2+6)/36 = 22/36;

@@ -1,4 +1,5 @@
-"""A deliberately plain restatement of the official LoCoMo QA scoring rules (BENCHMARKS.md §1.7).
+"""A deliberately plain restatement of the official LoCoMo QA scoring rules
+(benchmarks/locomo/README.md#scoring).
 
 No caching and no shortcuts: each step written as the rule reads. Used as the parity oracle for
 `memevals.scorers.locomo_f1` in tests and as the baseline in benchmarks/scoring.py.

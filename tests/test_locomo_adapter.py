@@ -22,7 +22,7 @@ from memevals.benchmarks.locomo.data import (
 from memevals.core import files as _files
 from memevals.core.files import DataError, PinnedFile, resolve
 
-# sample -> (sessions, turns, qa, c1, c2, c3, c4, c5)   BENCHMARKS.md §1.3
+# sample -> (sessions, turns, qa, c1, c2, c3, c4, c5)   benchmarks/locomo/README.md#data
 COUNTS = {
     "conv-26": (19, 419, 199, 32, 37, 13, 70, 47),
     "conv-30": (19, 369, 105, 11, 26, 0, 44, 24),

@@ -1,4 +1,5 @@
-"""Official LoCoMo QA score: worked examples (BENCHMARKS.md §1.8) and parity with plain rules."""
+"""Official LoCoMo QA score: worked examples (benchmarks/locomo/README.md#worked-examples) and
+parity with plain rules."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""LoCoMo-Plus adapter: stitching parity on all 401 instances, the BENCHMARKS.md §2 counts,
+"""LoCoMo-Plus adapter: stitching parity on all 401 instances, the
+benchmarks/locomo_plus/README.md#measured-on-the-pinned-files counts,
 gap parsing, gap_fix, bad input, determinism.
 
-The reference below restates the official unified builder (BENCHMARKS.md §2.3-2.5, §6) as
+The reference below restates the official unified builder
+(benchmarks/locomo_plus/README.md#stitching) as
 plainly as possible, working on the raw JSON rather than on our dataclasses, so that a mistake
 in our adapter cannot be repeated by the reference.
 """
@@ -189,7 +191,8 @@ def test_cue_position_is_where_the_cue_turns_sit(stitched: list[Any]) -> None:
         assert all(t.dia_id is None for t in (*st.cue_turns, *st.trigger_turns))
 
 
-# --------------------------------------------------------------------------- BENCHMARKS.md counts
+# ---------------------------------------------------------------------------
+# benchmarks/locomo_plus/README.md#measured-on-the-pinned-files
 
 
 def test_counts_from_benchmarks_md(stitched: list[Any]) -> None:

@@ -1,4 +1,5 @@
-"""LongMemEval aggregation (BENCHMARKS.md §3.5) on hand-computed examples, plain and as metrics."""
+"""LongMemEval aggregation (benchmarks/longmemeval/README.md#scoring) on hand-computed examples,
+plain and as metrics."""
 
 from __future__ import annotations
 

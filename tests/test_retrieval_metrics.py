@@ -1,4 +1,5 @@
-"""Retrieval metrics: worked examples of every official rule and quirk (BENCHMARKS.md §1.10,
+"""Retrieval metrics: worked examples of every official rule and quirk
+(benchmarks/locomo/README.md#retrieval-metrics,
 §3.6, §4, §6), plus randomized agreement with a literal transcription of the official formulas."""
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ def test_observation_ids_are_flattened_like_the_official_code(data_dir: Path) ->
 
 def test_oracle_retrieval_recall_on_real_evidence_counts_the_anomalies(data_dir: Path) -> None:
     """Retrieving exactly the resolvable, normalised evidence ids misses only the raw-string
-    anomalies of BENCHMARKS.md §1.5, so official recall < 1 exactly there."""
+    anomalies of benchmarks/locomo/README.md#traps-handled, so official recall < 1 exactly there."""
     below: list[tuple[str, str]] = []
     for conv in load_locomo(data_dir):
         for qa in conv.qa:

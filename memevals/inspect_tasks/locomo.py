@@ -89,7 +89,7 @@ def locomo(
         judge: also score with the LLM judge (model role `grader`; falls back to the model
             under test), reported beside F1.
         max_context_tokens: token budget of the context for context=truncated (default 4000;
-            cl100k_base count, see README "Memory strategies").
+            cl100k_base count, see benchmarks/locomo/README.md#token-counter).
         retrieval_unit: context=rag only: dialog (default), observation or summary.
         top_k: context=rag only: number of units retrieved (default 5).
         retriever: context=rag only: bm25 (default) or embedding.

@@ -1,4 +1,5 @@
-"""`locomo_dialogue`: LoCoMo's dialogue generation task on Inspect (BENCHMARKS.md §1.12).
+"""`locomo_dialogue`: LoCoMo's dialogue generation task on Inspect
+(benchmarks/locomo_dialogue/README.md#protocol).
 
 For a seeded set of held-out turns the model writes that speaker's next message from the
 history (context modes and selection rule: `benchmarks/locomo_dialogue`). Scored against the

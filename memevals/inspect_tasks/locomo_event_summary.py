@@ -1,4 +1,5 @@
-"""`locomo_event_summary`: LoCoMo's event summarisation task on Inspect (BENCHMARKS.md §1.11).
+"""`locomo_event_summary`: LoCoMo's event summarisation task on Inspect
+(benchmarks/locomo_event_summary/README.md#protocol).
 
 One sample per conversation and speaker. By default the model reads the whole conversation at
 once; with `incremental=true` a solver walks the sessions in order, each step seeing one session

@@ -34,7 +34,8 @@ from memevals.inspect_tasks.common import count, fixed_param_task, memevals_task
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.locomo import locomo_f1_scorer
 
-#: Official answering defaults of the LoCoMo-Plus framework (BENCHMARKS.md §2.7).
+#: Official answering defaults of the LoCoMo-Plus framework
+# (benchmarks/locomo_plus/README.md#protocol).
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.3
 

@@ -1,4 +1,4 @@
-"""Reliability suite: print the measured figures at the end of the run (README "Reliability")."""
+"""Reliability suite: print the measured figures at the end of the run (docs/reliability.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Counters behind the README "Reliability" figures, filled by the tests as they run.
+"""Counters behind the docs/reliability.md figures, filled by the tests as they run.
 
 The reliability conftest prints them at the end of a pytest run and writes them to
 ``.pytest_cache/reliability_figures.json``, so the README figures can be re-measured with one

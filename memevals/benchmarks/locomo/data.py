@@ -2,7 +2,7 @@
 
 The file's category numbers do not follow the paper's order; `CATEGORY_NAMES` is the one place
 that maps them (file 1 = multi-hop, 2 = temporal, 3 = open-domain, 4 = single-hop,
-5 = adversarial; see BENCHMARKS.md §1.4).
+5 = adversarial; see benchmarks/locomo/README.md#categories).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """LoCoMo memory strategies: what the model is given of the conversation for one question, and
 how that history is rendered.
 
-The layout follows the paper's protocol (BENCHMARKS.md §1.6): session blocks with a date header
+The layout follows the paper's protocol (benchmarks/locomo/README.md#memory-strategies): session
+blocks with a date header
 and `<speaker> said, "<text>"` lines, image turns adding their caption; all wording is ours.
 The whole conversation is one context string, identical for every question of that
 conversation, so provider prompt caches can reuse it.

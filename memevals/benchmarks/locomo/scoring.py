@@ -1,4 +1,5 @@
-"""The official LoCoMo QA score (BENCHMARKS.md §1.7), reimplemented for parity and speed.
+"""The official LoCoMo QA score (benchmarks/locomo/README.md#scoring), reimplemented for parity and
+speed.
 
 Parity: the normalisation order, NLTK Porter stemming (default mode), multiset token F1,
 the category-1 comma rule, the category-3 `;` rule and the category-5 abstention rule give the

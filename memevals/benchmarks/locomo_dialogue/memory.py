@@ -1,4 +1,5 @@
-"""What the dialogue model sees (BENCHMARKS.md §1.12): the held-out turns and their history.
+"""What the dialogue model sees (benchmarks/locomo_dialogue/README.md#protocol): the held-out turns
+and their history.
 
 **Held-out turns.** For each conversation, the eligible turns are those with a preceding turn
 in the same session by the other speaker (the model always answers something). From them,

@@ -1,4 +1,5 @@
-"""LoCoMo dialogue generation prompts (BENCHMARKS.md §1.12): the reply instruction and the item
+"""LoCoMo dialogue generation prompts (benchmarks/locomo_dialogue/README.md#protocol): the reply
+instruction and the item
 of one held-out turn. What the model sees of the history comes from `memory`."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""LoCoMo dialogue generation metrics (BENCHMARKS.md §1.12): BLEU-1/2, ROUGE-L, BERTScore.
+"""LoCoMo dialogue generation metrics (benchmarks/locomo_dialogue/README.md#protocol): BLEU-1/2,
+ROUGE-L, BERTScore.
 
 No evaluator was released, so the settings are ours and are fixed here, in one place:
 

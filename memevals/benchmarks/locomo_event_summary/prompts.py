@@ -1,4 +1,5 @@
-"""LoCoMo event summarisation prompts (BENCHMARKS.md §1.11): the instruction, the per-session
+"""LoCoMo event summarisation prompts (benchmarks/locomo_event_summary/README.md#protocol): the
+instruction, the per-session
 prompts of incremental summarisation (the paper's protocol for short-context models), and the
 reference built from the annotated `event_summary`.
 

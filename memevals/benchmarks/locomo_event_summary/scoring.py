@@ -1,8 +1,9 @@
-"""LoCoMo event summarisation scoring (BENCHMARKS.md §1.11): ROUGE and FactScore-style facts.
+"""LoCoMo event summarisation scoring (benchmarks/locomo_event_summary/README.md#protocol): ROUGE
+and FactScore-style facts.
 
 The paper reports ROUGE-1/2/L and a FactScore-style precision/recall/F1 but released no
 evaluator, and does not say which model split texts into facts or how facts were matched. This
-module is our documented reading (README "Event summarization and dialogue generation"):
+module is our documented reading (README.md#scoring beside it):
 
 1. A grader model splits the generated summary and the reference into atomic facts (short,
    self-contained statements that keep their dates), a few lines per call.

@@ -2,7 +2,8 @@
 
 Unified (default): every sample gets the same instruction and nothing says which memory skill is
 tested. A LoCoMo question follows its conversation; a cognitive trigger arrives as the next line
-of the stitched dialogue, rendered like every other line (BENCHMARKS.md §2.5: the official
+of the stitched dialogue, rendered like every other line
+(benchmarks/locomo_plus/README.md#protocol: the official
 cognitive input has no dates, captions or question marker). `disclose_task=True` gives each
 category its own instruction instead: LoCoMo's short-answer / date-hint / two-option forms and an
 explicit memory-aware instruction for cognitive samples, so the disclosure bias can be measured.

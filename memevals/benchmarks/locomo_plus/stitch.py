@@ -1,7 +1,7 @@
 """LoCoMo-Plus stitching: each cue–trigger pair placed inside a host LoCoMo conversation.
 
 The official unified builder does this deterministically and we reproduce it exactly
-(BENCHMARKS.md §2.3-2.4, §6):
+(benchmarks/locomo_plus/README.md#stitching):
 
 * host = LoCoMo conversation ``index mod 10`` (file order);
 * query time = last session time + 7 days; cue time = query time - days(time_gap);

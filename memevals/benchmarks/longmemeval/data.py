@@ -5,7 +5,8 @@ variant is read with `ijson`, one instance at a time, and each instance is valid
 into dataclasses before the next is read: memory stays bounded by one instance plus what the
 caller keeps. A parse error is reported with the byte offset where the parser stopped.
 
-Only `longmemeval_s_cleaned.json` has a published sha256 (BENCHMARKS.md §3.1). The oracle and M
+Only `longmemeval_s_cleaned.json` has a published sha256 (benchmarks/longmemeval/README.md#data).
+The oracle and M
 files have no known digest: they are checked for size (downloads) and structure (every
 instance, every field), and the digest actually read is computed while streaming and exposed,
 so a log can say which bytes produced it.
@@ -36,7 +37,7 @@ from memevals.core.files import (
 from memevals.core.validation import Reader
 
 HF_REPO = "xiaowu0162/longmemeval-cleaned"
-#: The revision third parties pin (BENCHMARKS.md §3.1); every download uses it.
+#: The revision third parties pin (benchmarks/longmemeval/README.md#data); every download uses it.
 REVISION = "98d7416c24c778c2fee6e6f3006e7a073259d48f"
 URL_PATTERN = "https://huggingface.co/datasets/{repo}/resolve/{revision}/{file}"
 

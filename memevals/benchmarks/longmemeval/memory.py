@@ -1,6 +1,7 @@
 """LongMemEval memory: which sessions the model sees and the dated history it reads.
 
-The history (BENCHMARKS.md §3.7, wording ours) is sorted by date, each session in a
+The history (benchmarks/longmemeval/README.md#protocol, wording ours) is sorted by date, each
+session in a
 `### Session <i>` block that states its date; the body is the session's turns as JSON
 (`has_answer` removed: it would give the answer away) or as `role: content` lines. The context
 modes: full (every session), oracle (the answer sessions), none, truncated and rag (below).
@@ -8,7 +9,8 @@ modes: full (every session), oracle (the answer sessions), none, truncated and r
 Retrieval (context=rag): sessions or user turns as retrieval units, the official gold rules,
 and the official recall_any / recall_all / ndcg_any at session and turn level.
 
-Indexing follows the official retrieval code (BENCHMARKS.md §3.6): only user turns are indexed,
+Indexing follows the official retrieval code (benchmarks/longmemeval/README.md#retrieval-metrics):
+only user turns are indexed,
 a session unit is its user turns joined, a turn unit is one user turn with id
 `<session_id>_<t>` (t counts all turns from 1). Gold ids are the unit ids that contain `answer`
 after renaming: an evidence unit without a user `has_answer` turn gets `answer` replaced by
@@ -19,7 +21,8 @@ What the model reads: a retrieved session is shown whole (both roles, like the f
 retrieved user turn is shown with the assistant reply that follows it. Both in date order.
 The retrievers themselves (BM25, embeddings) are the shared ones of memevals.core.retrievers.
 
-`truncated` follows the official reader (BENCHMARKS.md §3.7): the dated history is cut to the
+`truncated` follows the official reader (benchmarks/longmemeval/README.md#protocol): the dated
+history is cut to the
 model's window − the answer length − 1000 tokens, keeping the **beginning** (the oldest
 sessions; the cut may fall inside a session, as in the official code). The budget covers the
 whole system message (history introduction included), counted by the offline counter of

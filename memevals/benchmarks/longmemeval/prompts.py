@@ -1,6 +1,7 @@
 """LongMemEval reader prompts: the current date and question; the chain-of-note texts; the judge.
 
-Follows the reader ingredients of BENCHMARKS.md §3.7 (all wording is ours): the question comes
+Follows the reader ingredients of benchmarks/longmemeval/README.md#protocol (all wording is ours):
+the question comes
 with `Current Date: <question_date>`, without which temporal questions cannot be answered (the
 dated history it follows is rendered by memevals.benchmarks.longmemeval.memory). Chain-of-note
 first asks for notes on each session separately, then answers from the notes; that needs extra

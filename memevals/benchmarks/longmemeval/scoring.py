@@ -1,4 +1,4 @@
-"""LongMemEval aggregation (official, BENCHMARKS.md §3.5), framework-free.
+"""LongMemEval aggregation (official, benchmarks/longmemeval/README.md#scoring), framework-free.
 
 - per-type accuracy: mean label within each question type; `_abs` items count in their type;
 - task-averaged accuracy: unweighted mean of the per-type accuracies;
