@@ -164,6 +164,10 @@ def lm_eval_fingerprint(name: str, options: Mapping[str, Any]) -> dict[str, Any]
             # unmatched_evidence list; neither is part of what the pre-move code wrote.
             md.pop("prompt_tokens", None)
             md.pop("unmatched_evidence", None)
+            # Issue 16: every document carries its cluster (the conversation, or LongMemEval's
+            # question) for the clustered standard errors; not part of what the pre-move code
+            # wrote either, and no prompt depends on it.
+            md.pop("cluster", None)
             rows.append([task_name, doc["id"], task.doc_to_text(doc), task.doc_to_target(doc)])
             metadata.append([task_name, doc["id"], md])
     return {

@@ -177,6 +177,13 @@ def test_table_values_labels_and_benchmarks(logs: tuple[Path, list[Sample]]) -> 
             for c in CATS:
                 assert got.categories[c] == pytest.approx(statistics.fmean(expected[c]), abs=1e-9)
         assert row.kinds["judge"].extras["unscored"] == 0
+        # clustered figures, computed from the samples: every chosen question is from one
+        # conversation, so they cannot be estimated (NaN, never a made-up 0)
+        assert {s.metadata["cluster"] for s in chosen} == {"conv-26"}  # type: ignore[index]
+        summary = row.kinds["f1"].clustered[""]
+        assert (summary.n, summary.clusters) == (20, 1)
+        assert math.isnan(summary.stderr_clustered) and math.isnan(summary.interval.lower)
+        assert summary.stderr == pytest.approx(_stderr([v for c in CATS for v in f1[c]]))
 
     # the prompt size: from the F1 scorer's metrics for LoCoMo, from LongMemEval's own scorer
     tokens = statistics.fmean(int(s.metadata["prompt_tokens"]) for s in chosen)  # type: ignore[index]
@@ -203,8 +210,10 @@ def test_table_values_labels_and_benchmarks(logs: tuple[Path, list[Sample]]) -> 
     locomo_part = md.split("### longmemeval")[0]
     header = next(line for line in locomo_part.splitlines() if line.startswith("| model"))
     assert header.startswith(
-        "| model | judge model | context | task | n | F1 | F1 stderr | F1 single_hop"
+        "| model | judge model | context | task | n | F1 | F1 stderr | F1 stderr_clustered "
+        "| F1 95% CI | F1 single_hop"
     )
+    assert "| judge stderr_clustered | judge 95% Wilson |" in header
     line_b = next(line for line in locomo_part.splitlines() if "provider-b" in line)
     cells = [c.strip() for c in line_b.strip("|").split("|")]
     assert cells[:5] == ["mockllm/provider-b", "scripted/lenient", "none", "locomo", "20"]
@@ -341,3 +350,86 @@ def test_context_labels_come_from_the_settings_the_task_logged() -> None:
     locomo_md = {"memory": {"context": "rag", "retrieval_unit": "summary", "top_k": 3,
                             "retriever": "bm25"}}  # fmt: skip
     assert _context_label("locomo", {"context": "rag"}, locomo_md) == "rag(summary, k=3, bm25)"
+
+
+def test_clustered_figures_from_inspect_logs_and_lm_eval_samples(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """Questions from four conversations, in an Inspect log and in a real lm-eval samples file
+    (its per-document F1 replaced by known values): the clustered error and the Wilson /
+    t intervals in the table are memevals.core.statistics' values of the same samples."""
+    import json
+
+    from lm_eval_support import run_inspect, run_lm_eval_cli
+
+    from memevals.core import statistics
+    from memevals.tools.compare import write_csv
+
+    task = locomo(categories="temporal", context="none", judge=True)
+    by_conv: dict[str, list[Sample]] = {}
+    for s in task.dataset:
+        by_conv.setdefault(str(s.metadata["cluster"]), []).append(s)  # type: ignore[index]
+    chosen = [s for conv in list(by_conv)[:4] for s in by_conv[conv][:3]]
+    answers = {}
+    for n, s in enumerate(chosen):
+        text = "\n\n".join(m.text for m in s.input)  # type: ignore[union-attr]
+        answers[text] = str(s.target) if n % 3 else "no idea"
+    import scripted_judge  # noqa: F401
+
+    log = run_inspect(
+        task, answers, tmp_path / "inspect", [str(s.id) for s in chosen],
+        roles={"grader": get_model("scripted/lenient")},
+    )  # fmt: skip
+    assert log.samples is not None
+    f1 = [float(s.scores["locomo_f1_scorer"].value) for s in log.samples]  # type: ignore[index, arg-type]
+    judged = [float(s.scores["llm_judge"].value["judge"]) for s in log.samples]  # type: ignore[index, call-overload]
+    clusters = [str(s.metadata["cluster"]) for s in log.samples]
+    [row] = load_rows([str(tmp_path / "inspect")])
+    f1_summary = row.kinds["f1"].clustered["temporal"]
+    assert f1_summary.clusters == 4
+    assert f1_summary.stderr_clustered == pytest.approx(
+        statistics.clustered_stderr(f1, clusters), abs=1e-12
+    )
+    assert f1_summary.interval == statistics.clustered_ci(f1, clusters)
+    assert row.kinds["judge"].clustered[""].interval == statistics.wilson_interval(judged, clusters)
+    md = markdown_tables([row])
+    se = row.kinds["f1"].clustered[""].stderr_clustered
+    assert f"| {row.kinds['f1'].overall:.3f} | " in md and f" ± {se:.3f} |" in md
+
+    # lm-eval: the real CLI's samples file for the same documents
+    docs = [i for i, s in enumerate(task.dataset) if s in chosen]
+    (tmp_path / "lm").mkdir()
+    run_dir = run_lm_eval_cli(
+        ["--model", "dummy", "--tasks", "locomo_temporal", "--metadata", '{"context": "none"}',
+         "--samples", json.dumps({"locomo_temporal": docs})],
+        tmp_path / "lm",
+    )  # fmt: skip
+    [path] = run_dir.glob("samples_locomo_temporal_*.jsonl")
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [r["doc"]["id"] for r in records] == [str(s.id) for s in chosen]
+    known = [0.25 * (n % 5) for n in range(len(records))]
+    for record, value in zip(records, known, strict=True):
+        record["f1"] = value
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    [lm_row] = load_rows([str(tmp_path / "lm")])
+    assert (lm_row.framework, lm_row.task, lm_row.model) == (
+        "lm-eval", "lm-eval: locomo_temporal", "dummy"
+    )  # fmt: skip
+    lm_clusters = [json.loads(r["doc"]["metadata"])["cluster"] for r in records]
+    assert lm_clusters == clusters
+    summary = lm_row.kinds["f1"].clustered[""]
+    assert lm_row.kinds["f1"].overall == pytest.approx(sum(known) / len(known))
+    assert summary.stderr_clustered == pytest.approx(
+        statistics.clustered_stderr(known, lm_clusters), abs=1e-12
+    )
+    assert lm_row.kinds["f1"].categories == {"temporal": pytest.approx(sum(known) / len(known))}
+    out = tmp_path / "both.csv"
+    write_csv([row, lm_row], out)
+    with out.open(encoding="utf-8") as fh:
+        table = list(csv.DictReader(fh))
+    assert float(table[1]["f1_temporal_stderr_clustered"]) == pytest.approx(
+        summary.stderr_clustered
+    )
+    assert float(table[0]["judge_ci_upper"]) == pytest.approx(
+        statistics.wilson_interval(judged, clusters).upper
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -172,17 +173,27 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
     name, metrics, completed = _log_results(log_path)
     assert name == "memevals/locomo"
     assert completed == 1986
+    cats = ["single_hop", "multi_hop", "temporal", "open_domain", "adversarial"]
     assert set(metrics) == {
         "mean",
         "stderr",
-        "single_hop",
-        "multi_hop",
-        "temporal",
-        "open_domain",
-        "adversarial",
+        # conversation-clustered standard error and 95 % interval, overall and per category
+        "stderr_clustered",
+        "ci_lower",
+        "ci_upper",
+        *cats,
+        *(f"{c}_{figure}" for c in cats for figure in ("stderr", "ci_lower", "ci_upper")),
         "mean_prompt_tokens",
         "total_prompt_tokens",
     }
+    # the clustered error over the 10 conversations is the core's, from the logged samples
+    from memevals.core.statistics import clustered_stderr
+
+    samples = read_eval_log(str(log_path)).samples or []
+    f1 = [float(s.scores["locomo_f1_scorer"].value) for s in samples]  # type: ignore[index, arg-type]
+    clusters = [str(s.metadata["cluster"]) for s in samples]
+    assert len(set(clusters)) == 10
+    assert metrics["stderr_clustered"] == pytest.approx(clustered_stderr(f1, clusters), abs=1e-12)
     # the prompt size the F1 scorer reports is the offline count of the prompts we built
     tokens = [int(s.metadata["prompt_tokens"]) for s in locomo().dataset]  # type: ignore[index]
     assert metrics["total_prompt_tokens"] == sum(tokens)
@@ -212,10 +223,18 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
     assert completed == 3 and set(metrics) == {
         "mean",
         "stderr",
+        "stderr_clustered",
+        "ci_lower",
+        "ci_upper",
         "adversarial",
+        "adversarial_stderr",
+        "adversarial_ci_lower",
+        "adversarial_ci_upper",
         "mean_prompt_tokens",
         "total_prompt_tokens",
     }
+    # three questions of one conversation: the clustered error cannot be estimated (NaN, not 0)
+    assert math.isnan(metrics["stderr_clustered"]) and math.isnan(metrics["adversarial_ci_lower"])
 
 
 def test_cli_bad_parameter_fails_before_any_model_call(inspect_cli: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,6 +28,25 @@ def load_json(path: Path) -> Any:
         raise DataError("JSON nested too deeply to be a benchmark file", file=path) from exc
     except OSError as exc:
         raise DataError(f"cannot read ({exc})", file=path) from exc
+
+
+def json_lines(
+    path: Path, error: type[Exception] = ValueError
+) -> Iterator[tuple[str, int, dict[str, Any]]]:
+    """(`file:line`, line number, record) for each non-blank line of a JSON-lines file (lm-eval's
+    samples files). A line that is not one JSON object raises `error` naming file and line."""
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise error(f"{where}: not a JSON line ({exc})") from exc
+            if not isinstance(record, dict):
+                raise error(f"{where}: expected a JSON object per line")
+            yield where, number, record
 
 
 class Reader:

@@ -1,32 +1,49 @@
 """Inspect glue shared by all benchmarks: PromptItem -> Sample, checked `-T` options,
-per-category task factories, the summing metrics."""
+per-category task factories, the summing metrics and the clustered-uncertainty metrics."""
 
 from __future__ import annotations
 
 import difflib
 import functools
 import inspect
+import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
-from inspect_ai.scorer import Metric, SampleScore, metric
+from inspect_ai.scorer import (
+    Metric,
+    MetricProtocol,
+    SampleScore,
+    Value,
+    ci,
+    ci_wilson,
+    grouped,
+    mean,
+    metric,
+    stderr,
+)
 from inspect_ai.util import registry_info
 
 from memevals.core.prompt_item import PromptItem
+from memevals.core.statistics import CLUSTER_KEY
 
 __all__ = [
     "TaskOptionError",
+    "category_uncertainty",
     "check_task_options",
+    "ci_clustered",
     "count",
     "fixed_param_task",
     "memevals_task",
+    "stderr_clustered",
     "task_options",
     "to_dataset",
     "to_sample",
     "total",
+    "uncertainty_metrics",
 ]
 
 TaskFn = TypeVar("TaskFn", bound=Callable[..., Task])
@@ -185,3 +202,121 @@ def _sum_of_values() -> Metric:
 count = metric(name="count")(_sum_of_values)
 #: Sum of the values: e.g. all prompt tokens of a run.
 total = metric(name="total")(_sum_of_values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Clustered uncertainty (every benchmark README's "Standard errors" section says why).
+#
+# The numbers are Inspect's own `stderr(cluster=)`, `ci(cluster=)` and `ci_wilson(cluster=)`
+# over `metadata["cluster"]`; these wrappers only (1) give them names that stay apart in the log
+# (Inspect names both intervals' bounds `lower` / `upper`, and a second `stderr` would be logged
+# as `stderr2`), (2) return NaN where fewer than two clusters leave the clustered variance
+# unestimable (Inspect's stderr says 0 there, and `ci_wilson` raises, which would fail a
+# `--limit 10` run at its end) or the samples have no cluster ids, and (3) flatten the
+# per-category intervals, which `grouped()` returns as nested mappings the log cannot hold.
+
+
+def _cluster_count(scores: list[SampleScore]) -> int:
+    """Distinct `metadata["cluster"]` values; 0 when a sample has none (a log written before
+    the key existed, re-scored with `inspect score`): its clustered figures are then NaN."""
+    ids: set[object] = set()
+    for s in scores:
+        cid = (s.sample_metadata or {}).get(CLUSTER_KEY)
+        if cid is None:
+            return 0
+        ids.add(cid)
+    return len(ids)
+
+
+def _guarded(inner: Metric, empty: Value) -> MetricProtocol:
+    """`inner` over the scores, or `empty` (NaN) when they come from fewer than two clusters
+    (or lack cluster ids)."""
+    run = cast(MetricProtocol, inner)
+
+    def compute(scores: list[SampleScore]) -> Value:
+        if _cluster_count(scores) < 2:
+            return empty
+        return run(scores)
+
+    return compute
+
+
+def _interval(wilson: bool) -> MetricProtocol:
+    inner = ci_wilson(cluster=CLUSTER_KEY) if wilson else ci(cluster=CLUSTER_KEY)
+    return _guarded(inner, {"lower": math.nan, "upper": math.nan})
+
+
+def _prefixed(value: object, prefix: str) -> dict[str, float]:
+    """`{"lower": a, "upper": b}` -> `{"<prefix>_lower": a, "<prefix>_upper": b}`."""
+    assert isinstance(value, Mapping)
+    return {f"{prefix}_{bound}": float(v) for bound, v in value.items()}
+
+
+@metric(name="stderr_clustered")
+def stderr_clustered() -> Metric:
+    """Cluster-robust standard error of the mean (Inspect's `stderr(cluster="cluster")`);
+    NaN with fewer than two clusters."""
+    guarded = _guarded(stderr(cluster=CLUSTER_KEY), math.nan)
+
+    def compute(scores: list[SampleScore]) -> Value:
+        return guarded(scores)
+
+    return compute
+
+
+@metric(name="ci_clustered")
+def ci_clustered(wilson: bool = False) -> Metric:
+    """95 % interval of the mean, clustered: `ci_lower` / `ci_upper` (Inspect's
+    `ci(cluster=)`, mean ± t·se) or, with `wilson` (for a proportion: judge accuracy),
+    `wilson_lower` / `wilson_upper` (Inspect's `ci_wilson(cluster=)`, bounds within [0, 1])."""
+    interval = _interval(wilson)
+    prefix = "wilson" if wilson else "ci"
+
+    def compute(scores: list[SampleScore]) -> Value:
+        return _prefixed(interval(scores), prefix)
+
+    return compute
+
+
+@metric(name="by_category")
+def category_uncertainty(wilson: bool = False, group_key: str = "category") -> Metric:
+    """Per category: `<category>_stderr` (clustered) and its 95 % interval,
+    `<category>_ci_lower` / `_ci_upper` or, with `wilson`, `<category>_wilson_lower` /
+    `_wilson_upper` (Inspect's metrics through `grouped()`). The per-category means stay with
+    `grouped(mean(), "category")`, under the bare category names."""
+    se = grouped(
+        _guarded(stderr(cluster=CLUSTER_KEY), math.nan),
+        group_key,
+        all=False,
+        name_template="{group_name}_stderr",
+    )
+    prefix = "wilson" if wilson else "ci"
+    bounds = grouped(
+        _interval(wilson), group_key, all=False, name_template="{group_name}_" + prefix
+    )
+
+    def compute(scores: list[SampleScore]) -> Value:
+        # grouped() hands back one value per group: a float for the stderr, a {lower, upper}
+        # mapping for the interval (typed by Inspect as a flat Value, hence the casts)
+        by_group_se = cast(Mapping[str, float], cast(MetricProtocol, se)(scores))
+        by_group_ci = cast(Mapping[str, object], cast(MetricProtocol, bounds)(scores))
+        out: dict[str, float] = {}
+        for name, value in by_group_se.items():
+            out[name] = float(value)
+            ci_name = name.removesuffix("_stderr") + "_" + prefix
+            out |= _prefixed(by_group_ci[ci_name], ci_name)
+        return out
+
+    return compute
+
+
+def uncertainty_metrics(*, wilson: bool = False, by_category: bool = True) -> list[Metric]:
+    """The metrics every answer score reports: mean, naive and conversation-clustered standard
+    error, the clustered 95 % interval (Wilson for a proportion such as a judge accuracy) and,
+    with `by_category`, the per-category means with their own clustered errors and intervals
+    (benchmarks' README "Standard errors" says why the clustered figures are the ones to read).
+    """
+    out: list[Metric] = [mean(), stderr(), stderr_clustered(), ci_clustered(wilson=wilson)]
+    if by_category:
+        out += [grouped(mean(), "category", all=False), category_uncertainty(wilson=wilson)]
+    return out

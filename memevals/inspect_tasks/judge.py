@@ -29,12 +29,12 @@ from inspect_ai.model import (
     get_model,
     model_roles,
 )
-from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer, stderr
+from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.core.judge import JudgeInput, Verdict, judge_prompt, parse_verdict, repair_message
-from memevals.inspect_tasks.common import count
+from memevals.inspect_tasks.common import count, uncertainty_metrics
 
 __all__ = [
     "GRADER_ROLE",
@@ -96,14 +96,16 @@ def grader_model() -> tuple[Model, bool]:
 
 @scorer(
     metrics={
-        "judge": [mean(), stderr(), grouped(mean(), "category", all=False)],
+        "judge": uncertainty_metrics(wilson=True),
         "unscored": [count()],
     }
 )
 def llm_judge(
     prediction: str | None = None, max_tokens: int | None = None, retries: int = 1
 ) -> Scorer:
-    """LLM-judge score per sample (criterion from ``metadata["judge"]``).
+    """LLM-judge score per sample (criterion from ``metadata["judge"]``), with the clustered
+    standard error and the clustered Wilson interval (a judge accuracy is a proportion),
+    overall and per category.
 
     Args:
         prediction: name of the prediction map (see PREDICTION_MAPS); default: the sample's

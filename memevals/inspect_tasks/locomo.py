@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
-from inspect_ai.scorer import Score, Scorer, Target, grouped, mean, scorer, stderr
+from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState, generate
 
 from memevals.benchmarks.locomo import samples
@@ -13,7 +13,12 @@ from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import locomo_f1
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.prompt_item import PromptItem
-from memevals.inspect_tasks.common import fixed_param_task, memevals_task, to_dataset
+from memevals.inspect_tasks.common import (
+    fixed_param_task,
+    memevals_task,
+    to_dataset,
+    uncertainty_metrics,
+)
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.retrieval import (
     mean_prompt_tokens,
@@ -25,9 +30,7 @@ from memevals.inspect_tasks.retrieval import (
 
 @scorer(
     metrics=[
-        mean(),
-        stderr(),
-        grouped(mean(), "category", all=False),
+        *uncertainty_metrics(),
         mean_prompt_tokens(),
         total_prompt_tokens(),
     ]
@@ -35,7 +38,10 @@ from memevals.inspect_tasks.retrieval import (
 def locomo_f1_scorer() -> Scorer:
     """Official LoCoMo QA F1 per sample; letter replies to two-option questions are mapped to
     their option text first, as the official pipeline does. The sample's prompt size is
-    recorded beside it (Score.metadata and the `*_prompt_tokens` metrics)."""
+    recorded beside it (Score.metadata and the `*_prompt_tokens` metrics). Uncertainty: the
+    naive `stderr`, the conversation-clustered `stderr_clustered` with its 95 % interval
+    (`ci_lower`, `ci_upper`), and per category `<category>_stderr`, `<category>_ci_lower`,
+    `<category>_ci_upper` (benchmarks/locomo/README.md#standard-errors)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         reply = state.output.completion

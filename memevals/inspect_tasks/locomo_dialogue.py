@@ -23,17 +23,7 @@ import anyio
 from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText, GenerateConfig
-from inspect_ai.scorer import (
-    Metric,
-    SampleScore,
-    Score,
-    Scorer,
-    Target,
-    mean,
-    metric,
-    scorer,
-    stderr,
-)
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE
@@ -49,7 +39,7 @@ from memevals.benchmarks.locomo_dialogue.scoring import (
     overlap_scores,
 )
 from memevals.core.memory_options import MemoryOptions
-from memevals.inspect_tasks.common import count, memevals_task, to_dataset
+from memevals.inspect_tasks.common import count, memevals_task, to_dataset, uncertainty_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +157,11 @@ def corpus_bleu_metric(order: int) -> Metric:
     return compute
 
 
+#: Mean, naive and conversation-clustered standard error, clustered 95 % interval (the turns
+#: of one conversation share its history: benchmarks/locomo_dialogue/README.md#standard-errors).
+_UNCERTAINTY: list[Metric] = uncertainty_metrics(by_category=False)
+
+
 def _prediction(state: TaskState) -> str:
     md = state.metadata
     return clean_reply(state.output.completion, str(md["speaker"]), str(md["other_speaker"]))
@@ -174,9 +169,9 @@ def _prediction(state: TaskState) -> str:
 
 @scorer(
     metrics={
-        "bleu1": [mean(), stderr(), corpus_bleu_metric(1)],
-        "bleu2": [mean(), stderr(), corpus_bleu_metric(2)],
-        "rougeL": [mean(), stderr()],
+        "bleu1": [*_UNCERTAINTY, corpus_bleu_metric(1)],
+        "bleu2": [*_UNCERTAINTY, corpus_bleu_metric(2)],
+        "rougeL": _UNCERTAINTY,
     }
 )
 def dialogue_overlap() -> Scorer:
@@ -196,7 +191,7 @@ def dialogue_overlap() -> Scorer:
     return score
 
 
-@scorer(metrics={"bertscore_f1": [mean(), stderr()]})
+@scorer(metrics={"bertscore_f1": _UNCERTAINTY})
 def dialogue_bertscore(model: str | None = None, num_layers: int | None = None) -> Scorer:
     """BERTScore F1 of the cleaned reply (precision and recall in the metadata).
 

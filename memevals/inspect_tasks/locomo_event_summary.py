@@ -25,7 +25,7 @@ from inspect_ai.model import (
     GenerateConfig,
     Model,
 )
-from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_conversations
@@ -40,7 +40,7 @@ from memevals.benchmarks.locomo_event_summary.scoring import (
     factscore,
     rouge_scores,
 )
-from memevals.inspect_tasks.common import count, memevals_task, to_dataset
+from memevals.inspect_tasks.common import count, memevals_task, to_dataset, uncertainty_metrics
 from memevals.inspect_tasks.judge import grader_model
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def _facts_md(result: FactScoreResult) -> dict[str, Any]:
 
 @scorer(
     metrics={
-        **{name: [mean(), stderr()] for name in (*ROUGE_TYPES, *FACT_KEYS)},
+        **{name: uncertainty_metrics(by_category=False) for name in (*ROUGE_TYPES, *FACT_KEYS)},
         "unscored": [count()],
     }
 )

@@ -7,21 +7,20 @@ compared on the same replies; cognitive samples have no reference reply and are 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import cast
 
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import (
     Metric,
+    MetricProtocol,
     SampleScore,
     Score,
     Scorer,
     Target,
     Value,
-    grouped,
-    mean,
     metric,
     scorer,
-    stderr,
 )
 from inspect_ai.solver import TaskState, generate
 
@@ -30,7 +29,14 @@ from memevals.benchmarks.locomo_plus import samples
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, RELATION_TYPES
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE, parse_plus_categories
 from memevals.core.memory_options import MemoryOptions
-from memevals.inspect_tasks.common import count, fixed_param_task, memevals_task, to_dataset
+from memevals.inspect_tasks.common import (
+    category_uncertainty,
+    count,
+    fixed_param_task,
+    memevals_task,
+    to_dataset,
+    uncertainty_metrics,
+)
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.locomo import locomo_f1_scorer
 
@@ -61,7 +67,20 @@ def relation_type_mean() -> Metric:
     return compute
 
 
-@scorer(metrics=[mean(), stderr(), grouped(mean(), "category", all=False)])
+@metric(name="by_relation_type")
+def relation_type_uncertainty() -> Metric:
+    """Per cognitive relation type: `<relation>_stderr` (clustered by host conversation) and
+    the clustered Wilson interval `<relation>_wilson_lower` / `_upper`; other samples ignored."""
+    inner = cast(MetricProtocol, category_uncertainty(wilson=True, group_key="relation_type"))
+
+    def compute(scores: list[SampleScore]) -> Value:
+        cognitive = [s for s in scores if (s.sample_metadata or {}).get("relation_type")]
+        return inner(cognitive) if cognitive else {}
+
+    return compute
+
+
+@scorer(metrics=uncertainty_metrics())
 def locomo_plus_f1() -> Scorer:
     """Official LoCoMo F1 for the LoCoMo questions; cognitive samples get no F1 (no reference)."""
     inner = locomo_f1_scorer()
@@ -78,10 +97,9 @@ def locomo_plus_f1() -> Scorer:
 @scorer(
     metrics={
         "judge": [
-            mean(),
-            stderr(),
-            grouped(mean(), "category", all=False),
+            *uncertainty_metrics(wilson=True),
             relation_type_mean(),
+            relation_type_uncertainty(),
         ],
         "unscored": [count()],
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from inspect_ai import Task
 from inspect_ai.model import (
@@ -17,10 +18,12 @@ from inspect_ai.model import (
 )
 from inspect_ai.scorer import (
     Metric,
+    MetricProtocol,
     SampleScore,
     Score,
     Scorer,
     Target,
+    Value,
     mean,
     metric,
     scorer,
@@ -34,7 +37,15 @@ from memevals.benchmarks.longmemeval.prompts import is_empty_note, note_prompt, 
 from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, build
 from memevals.benchmarks.longmemeval.scoring import LmeLabel, LmeSummary, summarize
 from memevals.core.memory_options import MemoryOptions
-from memevals.inspect_tasks.common import count, fixed_param_task, memevals_task, to_dataset
+from memevals.inspect_tasks.common import (
+    category_uncertainty,
+    ci_clustered,
+    count,
+    fixed_param_task,
+    memevals_task,
+    stderr_clustered,
+    to_dataset,
+)
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
@@ -104,12 +115,33 @@ def type_accuracy() -> Metric:
     return compute
 
 
+@metric(name="abstention_wilson")
+def abstention_uncertainty() -> Metric:
+    """Clustered Wilson interval of the abstention accuracy: `lower` / `upper`, logged as
+    `abstention_wilson_lower` / `_upper` (NaN with fewer than two `_abs` questions)."""
+    inner = cast(MetricProtocol, ci_clustered(wilson=True))
+
+    def compute(scores: list[SampleScore]) -> Value:
+        chosen = [s for s in scores if (s.sample_metadata or {}).get("abstention")]
+        value = cast(Mapping[str, float], inner(chosen))
+        return {k.removeprefix("wilson_"): v for k, v in value.items()}
+
+    return compute
+
+
+#: Official aggregation plus uncertainty: every question is its own cluster (its own
+#: haystack), so `stderr_clustered` equals the naive `stderr`; the Wilson intervals are of the
+#: overall, per-type (`<type>_wilson_lower`, ...) and abstention accuracies.
 LME_METRICS: list[Metric] = [
     overall_accuracy(),
     stderr(),
+    stderr_clustered(),
+    ci_clustered(wilson=True),
     task_averaged_accuracy(),
     abstention_accuracy(),
+    abstention_uncertainty(),
     type_accuracy(),
+    category_uncertainty(wilson=True),
 ]
 
 
@@ -128,7 +160,7 @@ def longmemeval_judge(max_tokens: int = 256, retries: int = 1) -> Scorer:
     return score
 
 
-@scorer(metrics={"*": [mean()]})
+@scorer(metrics={"*": [mean(), stderr_clustered()]})
 def longmemeval_retrieval() -> Scorer:
     """Official LongMemEval retrieval metrics of the rag context (computed when the context was
     built, from the whole ranked haystack): recall_any / recall_all / ndcg_any at 5 and 10 at

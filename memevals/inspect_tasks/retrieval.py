@@ -36,7 +36,7 @@ from memevals.core.retrieval_metrics import (
     turn_precision_recall,
 )
 from memevals.core.tokens import get_token_counter
-from memevals.inspect_tasks.common import total
+from memevals.inspect_tasks.common import stderr_clustered, total
 
 
 def sample_prompt_tokens(state: TaskState) -> dict[str, int | str]:
@@ -113,7 +113,7 @@ def _retrieval(state: TaskState) -> tuple[list[str], list[str]]:
     return [str(i) for i in retrieved], [str(e) for e in md.get("evidence", [])]
 
 
-@scorer(metrics=[mean(), grouped(mean(), "category", all=False)])
+@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
 def evidence_recall() -> Scorer:
     """Official LoCoMo R@k: the mean per category is the official per-category recall.
 
@@ -146,7 +146,7 @@ def _turn_pr(state: TaskState) -> tuple[float, float, int] | None:
     return None if pr is None else (pr[0], pr[1], len(set(retrieved_ids)))
 
 
-@scorer(metrics=[mean(), grouped(mean(), "category", all=False)])
+@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
 def turn_precision() -> Scorer:
     """HiGMem precision |G∩F|/|F| over dia-id sets (0 if nothing selected); questions without
     evidence are skipped (unscored), and the mean is the macro average over the rest."""
@@ -158,7 +158,7 @@ def turn_precision() -> Scorer:
     return score
 
 
-@scorer(metrics=[mean(), grouped(mean(), "category", all=False)])
+@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
 def turn_recall() -> Scorer:
     """HiGMem recall |G∩F|/|G| over dia-id sets; questions without evidence are skipped."""
 
@@ -169,7 +169,7 @@ def turn_recall() -> Scorer:
     return score
 
 
-@scorer(metrics=[mean(), grouped(mean(), "category", all=False)])
+@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
 def selected_k() -> Scorer:
     """HiGMem K(q) = number of distinct ids selected; its mean is "Avg K" (same questions as
     turn precision/recall)."""

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from datasets import Dataset, DatasetDict
 
+from memevals.core import statistics
 from memevals.core.prompt_item import PromptItem
 from memevals.core.tokens import get_token_counter
 
@@ -160,3 +161,36 @@ def as_int(task: str, name: str, value: Any) -> int:
         except (TypeError, ValueError):
             pass
     raise OptionError(f"{task}: option {name!r} must be an integer, got {value!r}")
+
+
+#: Suffix of the per-document entries whose aggregation is the clustered standard error.
+CLUSTERED = "_stderr_clustered"
+
+
+def with_clusters(
+    scores: Mapping[str, Any], md: Mapping[str, Any], names: Iterable[str]
+) -> dict[str, Any]:
+    """`scores` plus, for each of `names` present, `<name>_stderr_clustered`: (value, cluster).
+
+    lm-eval aggregates each metric over its per-document values only, and a clustered standard
+    error needs each value's cluster (`metadata["cluster"]`, the conversation), so the pair
+    travels as the value of a metric of its own, aggregated by `stderr_clustered`.
+    """
+    cluster = md.get(statistics.CLUSTER_KEY)
+    if cluster is None:
+        raise ValueError(f"document metadata has no {statistics.CLUSTER_KEY!r}")
+    return dict(scores) | {
+        f"{name}{CLUSTERED}": (float(scores[name]), str(cluster))
+        for name in names
+        if name in scores
+    }
+
+
+def stderr_clustered(items: Sequence[Sequence[Any]]) -> float:
+    """lm-eval aggregation of `(value, cluster)` pairs: the cluster-robust standard error of the
+    mean of the values (memevals.core.statistics; the Inspect tasks' `stderr_clustered`). NaN
+    with fewer than two clusters. Not one of lm-eval's bootstrappable aggregations, so lm-eval
+    reports no `_stderr` of it (`N/A`) whatever `--bootstrap_iters` says."""
+    values = [float(value) for value, _ in items]
+    clusters = [str(cluster) for _, cluster in items]
+    return statistics.clustered_stderr(values, clusters)

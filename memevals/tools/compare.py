@@ -1,22 +1,28 @@
 """Compare runs across providers: one table (Markdown + CSV) and one bar chart per benchmark.
 
     python -m memevals.tools.compare LOG_OR_DIR ... [--csv out.csv] [--png-dir DIR]
-    memevals-compare logs/ --csv compare.csv
+    memevals-compare logs/ lm-eval-out/ --csv compare.csv
 
-Each Inspect log becomes one row, keyed by (model, judge, context mode, task). Rows are grouped
-into one table per benchmark, so LoCoMo F1 never shares a column with LoCoMo-Plus or
+Each Inspect log becomes one row, keyed by (model, judge, context mode, task); so does each
+lm-eval run (the `samples_<task>_*.jsonl` files of one output folder, per benchmark). Rows are
+grouped into one table per benchmark, so LoCoMo F1 never shares a column with LoCoMo-Plus or
 LongMemEval numbers, and every row names the judge that produced its judge scores and the
 context mode its model saw. When two logs of one table share that key, the task arguments that
 tell them apart are added to the context label rather than letting them look like the same run.
 
-Only log headers are read (`read_eval_log(header_only=True)`): the aggregate metrics, stderr
-and per-category means that the tasks already computed. Nothing is rescored here.
+The means, naive stderr and per-category means of an Inspect log are the metrics the task
+already computed (its header). Beside them the table shows the cluster-robust standard error
+and 95 % interval (Wilson for judge accuracies, a proportion), overall and per category,
+computed here from the per-sample scores and their `cluster` metadata with
+memevals.core.statistics, the same arithmetic as the tasks' Inspect metrics; for lm-eval runs
+every figure comes from the samples. Nothing is rescored.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import re
 import sys
@@ -25,21 +31,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
 from memevals.benchmarks.locomo.data import PAPER_ORDER
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
 from memevals.benchmarks.longmemeval.data import CATEGORIES as LME_CATEGORIES
+from memevals.core import statistics
+from memevals.core.validation import json_lines
 
 __all__ = [
     "CATEGORY_ORDER",
     "KindScores",
     "Row",
+    "lm_eval_rows",
     "load_rows",
     "main",
     "markdown_tables",
     "plot_benchmark",
     "row_from_log",
+    "sample_values",
     "write_csv",
 ]
 
@@ -62,16 +72,35 @@ PROMPT_TOKEN_METRICS: Mapping[str, str] = {
 SKIPPED_SCORERS = frozenset({"turn_precision", "turn_recall", "selected_k"})
 OVERALL_METRICS = ("mean", "accuracy", "overall_accuracy")
 NO_JUDGE = "-"
+#: Score kinds that are proportions (judge accuracy): their interval is the Wilson interval.
+PROPORTION_KINDS = frozenset({"judge"})
+#: The uncertainty metrics the tasks log (memevals.inspect_tasks.common): recomputed here from
+#: the samples (also for logs written before them), so their header values are not read.
+UNCERTAINTY_GROUPS = frozenset(
+    {"ci_clustered", "by_category", "abstention_wilson", "by_relation_type"}
+)
+UNCERTAINTY_METRICS = frozenset({"stderr_clustered"})
+#: Sample-metadata keys that identify a sample's cluster in logs written before `cluster`
+#: existed: LoCoMo-Plus cognitive samples' host, a LoCoMo conversation, a LongMemEval question.
+LEGACY_CLUSTER_KEYS = ("host", "conversation_id", "question_id")
+#: Per-document lm-eval metrics shown as score kinds (the others are aux columns or skipped).
+LM_EVAL_KINDS = frozenset({"f1", "rouge1", "rouge2", "rougeL", "bleu1", "bleu2", "bertscore_f1"})
+LM_EVAL_AUX = frozenset({"prompt_tokens", "evidence_recall"})
 
 
 @dataclass
 class KindScores:
-    """The numbers of one kind of score (F1, judge, ...) in one log."""
+    """The numbers of one kind of score (F1, judge, ...) in one log.
+
+    `clustered` holds the figures computed from the samples: key "" for all samples, else a
+    category (statistics.Summary: n, clusters, clustered stderr, 95 % interval).
+    """
 
     overall: float | None = None
     stderr: float | None = None
     categories: dict[str, float] = field(default_factory=dict)
     extras: dict[str, float] = field(default_factory=dict)
+    clustered: dict[str, statistics.Summary] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,6 +119,7 @@ class Row:
     aux: dict[str, float]
     usage: dict[str, int]
     task_args: dict[str, Any]
+    framework: str = "inspect"
 
     @property
     def label(self) -> str:
@@ -207,7 +237,11 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
     kinds: dict[str, KindScores] = {}
     aux: dict[str, float] = {}
     for score in log.results.scores:
-        metrics = {_metric_name(k): float(v.value) for k, v in score.metrics.items()}
+        metrics = {
+            _metric_name(k): float(v.value)
+            for k, v in score.metrics.items()
+            if v.group not in UNCERTAINTY_GROUPS and _metric_name(k) not in UNCERTAINTY_METRICS
+        }
         if score.name == "unscored":
             kinds.setdefault("judge", KindScores()).extras["unscored"] = sum(metrics.values())
             continue
@@ -258,20 +292,127 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
     )
 
 
-def _log_paths(paths: Iterable[str]) -> list[str]:
-    out: list[str] = []
+def _is_lm_eval_samples(path: Path) -> bool:
+    return path.name.startswith("samples_") and path.suffix == ".jsonl"
+
+
+def _input_paths(paths: Iterable[str]) -> tuple[list[str], list[Path]]:
+    """(Inspect logs, lm-eval samples files) under `paths`: files, or folders searched for
+    both (lm-eval writes its files one folder per model below `--output_path`)."""
+    logs: list[str] = []
+    samples: list[Path] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
             found = [info.name for info in list_eval_logs(str(path), descending=False)]
-            if not found:
-                raise FileNotFoundError(f"{p}: no Inspect logs (.eval or .json) in this folder")
-            out.extend(found)
+            jsonl = sorted(f for f in path.rglob("samples_*.jsonl") if f.is_file())
+            if not found and not jsonl:
+                raise FileNotFoundError(
+                    f"{p}: no Inspect logs (.eval or .json) and no lm-eval samples_*.jsonl "
+                    "files in this folder"
+                )
+            logs.extend(found)
+            samples.extend(jsonl)
+        elif path.is_file() and _is_lm_eval_samples(path):
+            samples.append(path)
         elif path.is_file():
-            out.append(str(path))
+            logs.append(str(path))
         else:
             raise FileNotFoundError(f"{p}: no such log file or folder")
+    return logs, samples
+
+
+def _lm_eval_model(folder: Path) -> str:
+    """The model of an lm-eval run, from its results_*.json beside the samples files:
+    `<model>` plus its `pretrained=` argument when given."""
+    for results in sorted(folder.glob("results_*.json")):
+        try:
+            config = json.loads(results.read_text(encoding="utf-8")).get("config") or {}
+        except (OSError, json.JSONDecodeError):
+            continue
+        model = str(config.get("model") or "?")
+        args = config.get("model_args")
+        if isinstance(args, str):
+            args = dict(a.split("=", 1) for a in args.split(",") if "=" in a)
+        if isinstance(args, Mapping) and args.get("pretrained"):
+            model = f"{model}/{args['pretrained']}"
+        return model
+    return "?"
+
+
+def _read_lm_eval_samples(path: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(record, document metadata) per line of an lm-eval samples file."""
+    out = []
+    for where, _, record in json_lines(path):
+        try:
+            raw = record["doc"]["metadata"]
+            md = json.loads(raw) if isinstance(raw, str) else raw
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(
+                f"{where}: not a memevals lm-eval sample (field doc.metadata: {exc})"
+            ) from exc
+        if not isinstance(md, dict) or "benchmark" not in md:
+            raise ValueError(f"{where}: field 'doc.metadata.benchmark' is missing")
+        out.append((record, md))
     return out
+
+
+def lm_eval_rows(files: Iterable[Path]) -> list[Row]:
+    """One row per lm-eval run folder and benchmark, every figure computed from the samples
+    (per-document scores as logged by `--log_samples`; a document logged by two subtasks, like
+    LongMemEval's abstention task beside its type's, counts once)."""
+    runs: dict[tuple[Path, str, str], list[tuple[str, dict[str, Any], dict[str, Any]]]] = {}
+    for path in files:
+        task = path.name.removeprefix("samples_").rsplit("_", 1)[0]
+        for record, md in _read_lm_eval_samples(path):
+            # LoCoMo's event summaries and dialogue say benchmark "locomo" and their own task
+            key = (path.parent, str(md["benchmark"]), str(md.get("task") or ""))
+            runs.setdefault(key, []).append((task, record, md))
+    rows: list[Row] = []
+    for (folder, benchmark, _), records in sorted(runs.items()):
+        values: dict[str, dict[str, SampleValue]] = {}
+        aux: dict[str, list[float]] = {}
+        tasks = sorted({task for task, _, _ in records})
+        for _, record, md in records:
+            sid = str(record["doc"].get("id", record.get("doc_id")))
+            groups = _groups(md)
+            cluster = _cluster_of(md, sid)
+            for name in LM_EVAL_KINDS | LM_EVAL_AUX:
+                v = record.get(name)
+                if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
+                    continue
+                if name in LM_EVAL_AUX:
+                    aux.setdefault(name, []).append(float(v))
+                else:
+                    values.setdefault(name, {}).setdefault(sid, (sid, groups, cluster, float(v)))
+        kinds: dict[str, KindScores] = {}
+        _add_clustered(kinds, {k: list(v.values()) for k, v in values.items()})
+        for ks in kinds.values():
+            ks.overall = ks.clustered[""].mean
+            ks.stderr = ks.clustered[""].stderr
+            ks.categories = {c: s.mean for c, s in ks.clustered.items() if c != "abstention" and c}
+            if "abstention" in ks.clustered:
+                ks.extras["abstention"] = ks.clustered["abstention"].mean
+        model = _lm_eval_model(folder)
+        first_md = records[0][2]
+        rows.append(
+            Row(
+                benchmark=benchmark,
+                task="lm-eval: " + (tasks[0] if len(tasks) == 1 else benchmark),
+                model=model,
+                judge=NO_JUDGE,
+                context=_context_label(benchmark, {}, first_md),
+                samples=len({str(r["doc"].get("id", r.get("doc_id"))) for _, r, _ in records}),
+                status="success",
+                log=str(folder),
+                kinds=kinds,
+                aux={k: sum(v) / len(v) for k, v in aux.items()},
+                usage={},
+                task_args={},
+                framework="lm-eval",
+            )
+        )
+    return rows
 
 
 def _disambiguate(rows: list[Row]) -> None:
@@ -292,17 +433,88 @@ def _disambiguate(rows: list[Row]) -> None:
                 r.context += f" [run {i}: {Path(r.log).name}]"
 
 
+def _cluster_of(metadata: Mapping[str, Any], sample_id: object) -> str:
+    """The sample's cluster: `metadata["cluster"]`, else (older logs) the first legacy key
+    present, else the sample itself (an independent sample is its own cluster)."""
+    for key in (statistics.CLUSTER_KEY, *LEGACY_CLUSTER_KEYS):
+        if metadata.get(key) is not None:
+            return str(metadata[key])
+    return str(sample_id)
+
+
+#: Per-sample values of one kind: (sample id, groups, cluster, value). The groups are the
+#: sample's category and, for a LongMemEval `_abs` question, also "abstention".
+SampleValue = tuple[str, tuple[str, ...], str, float]
+
+
+def _groups(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    category = metadata.get("category")
+    groups = () if category is None else (str(category),)
+    return (*groups, "abstention") if metadata.get("abstention") is True else groups
+
+
+def sample_values(samples: Iterable[EvalSample]) -> dict[str, list[SampleValue]]:
+    """Per kind (as the table names them: f1, judge, rouge1, ...), one value per sample id.
+
+    Several epochs of a sample are averaged first (Inspect's default reducer); unscored values
+    (NaN, e.g. an unreadable judge verdict) are left out, never counted as 0.
+    """
+    by_kind: dict[str, dict[str, list[float]]] = {}
+    info: dict[str, tuple[tuple[str, ...], str]] = {}
+    for sample in samples:
+        sid = str(sample.id)
+        md = sample.metadata or {}
+        info[sid] = (_groups(md), _cluster_of(md, sid))
+        for scorer, score in (sample.scores or {}).items():
+            if scorer in AUX_SCORERS:
+                continue
+            value = score.value
+            named = value.items() if isinstance(value, Mapping) else [(scorer, value)]
+            for name, v in named:
+                kind = None if name == "unscored" else _kind_of(str(name), scorer)
+                if kind is None or isinstance(v, str | bool) or not isinstance(v, int | float):
+                    continue
+                x = float(v)
+                if not math.isnan(x):
+                    by_kind.setdefault(kind, {}).setdefault(sid, []).append(x)
+    return {
+        kind: [(sid, *info[sid], sum(xs) / len(xs)) for sid, xs in values.items()]
+        for kind, values in by_kind.items()
+    }
+
+
+def _add_clustered(kinds: dict[str, KindScores], values: Mapping[str, list[SampleValue]]) -> None:
+    """The clustered figures of each kind, overall and per category, from its sample values."""
+    for kind, rows in values.items():
+        if not rows:
+            continue
+        ks = kinds.setdefault(kind, KindScores())
+        proportion = kind in PROPORTION_KINDS and all(0.0 <= r[3] <= 1.0 for r in rows)
+        groups: dict[str, list[SampleValue]] = {"": rows}
+        for r in rows:
+            for group_name in r[1]:
+                groups.setdefault(group_name, []).append(r)
+        for name, group in groups.items():
+            ks.clustered[name] = statistics.summarize(  # "" = all samples
+                [r[3] for r in group], [r[2] for r in group], proportion=proportion
+            )
+
+
 def load_rows(paths: Iterable[str]) -> list[Row]:
-    """Rows for every log under `paths` (files or folders), sorted by benchmark, task, model."""
+    """Rows for every Inspect log and every lm-eval run under `paths` (files or folders),
+    sorted by benchmark, task, model."""
     rows: list[Row] = []
-    for path in _log_paths(paths):
+    logs, lm_eval_files = _input_paths(paths)
+    for path in logs:
         try:
-            log = read_eval_log(path, header_only=True)
+            log = read_eval_log(path)
         except Exception as exc:
             raise ValueError(f"{path}: not a readable Inspect log ({exc})") from exc
         row = row_from_log(log, path.removeprefix("file://"))
         if row is not None:
+            _add_clustered(row.kinds, sample_values(log.samples or []))
             rows.append(row)
+    rows += lm_eval_rows(lm_eval_files)
     _disambiguate(rows)
     rows.sort(key=lambda r: (r.benchmark, r.task, r.model, r.judge, r.context))
     return rows
@@ -323,6 +535,19 @@ def _kind_order(kinds: Iterable[str]) -> list[str]:
 class _Column:
     key: str  # CSV header
     title: str  # Markdown header
+    markdown: bool = True  # False: CSV only (per-category errors are shown in the mean's cell)
+
+
+#: The clustered figures of a summary, by cell-key suffix.
+_CLUSTERED_FIELDS = ("stderr_clustered", "ci_lower", "ci_upper")
+
+
+def _clustered_cell(summary: statistics.Summary | None, field_name: str) -> float | None:
+    if summary is None:
+        return None
+    if field_name == "stderr_clustered":
+        return summary.stderr_clustered
+    return summary.interval.lower if field_name == "ci_lower" else summary.interval.upper
 
 
 def _layout(rows: Sequence[Row]) -> list[tuple[str, list[str], list[str]]]:
@@ -354,8 +579,13 @@ def _cell(row: Row, key: str) -> float | int | str | None:
         return ks.overall
     if rest == "stderr":
         return ks.stderr
+    if rest in _CLUSTERED_FIELDS:
+        return _clustered_cell(ks.clustered.get(""), rest)
     if rest.startswith("extra:"):
         return ks.extras.get(rest[6:])
+    category, _, figure = rest.partition(":")
+    if figure:
+        return _clustered_cell(ks.clustered.get(category), figure)
     return ks.categories.get(rest)
 
 
@@ -370,10 +600,19 @@ def _columns(rows: Sequence[Row]) -> list[_Column]:
     ]
     for kind, cats, extras in _layout(rows):
         title = "F1" if kind == "f1" else kind
+        interval = "95% Wilson" if kind in PROPORTION_KINDS else "95% CI"
         cols.append(_Column(f"{kind}:", title))
         cols.append(_Column(f"{kind}:stderr", f"{title} stderr"))
-        cols += [_Column(f"{kind}:{c}", f"{title} {c}") for c in cats]
-        cols += [_Column(f"{kind}:extra:{e}", f"{title} {e}") for e in extras]
+        cols.append(_Column(f"{kind}:stderr_clustered", f"{title} stderr_clustered"))
+        cols.append(_Column(f"{kind}:ci_lower", f"{title} {interval}"))
+        cols.append(_Column(f"{kind}:ci_upper", "", markdown=False))
+        for c in cats:
+            cols.append(_Column(f"{kind}:{c}", f"{title} {c}"))
+            cols += [_Column(f"{kind}:{c}:{f}", "", markdown=False) for f in _CLUSTERED_FIELDS]
+        for e in extras:
+            cols.append(_Column(f"{kind}:extra:{e}", f"{title} {e}"))
+            if any(e in r.kinds[kind].clustered for r in rows if kind in r.kinds):
+                cols += [_Column(f"{kind}:{e}:{f}", "", markdown=False) for f in _CLUSTERED_FIELDS]
     for name in sorted({a for r in rows for a in r.aux}):
         cols.append(_Column(f"aux:{name}", name))
     return cols
@@ -393,7 +632,7 @@ def _csv_name(key: str) -> str:
         return rest
     if rest == "":
         return kind
-    return f"{kind}_{rest.removeprefix('extra:')}"
+    return f"{kind}_{rest.removeprefix('extra:').replace(':', '_')}"
 
 
 def write_csv(rows: Sequence[Row], path: Path) -> None:
@@ -422,19 +661,42 @@ def _fmt(value: float | int | str | None, key: str) -> str:
     return f"{value:.3f}"
 
 
+def _number(value: float | int | str | None) -> str:
+    return "" if not isinstance(value, float | int) else _fmt(float(value), "")
+
+
+def _markdown_cell(row: Row, key: str) -> str:
+    """The cell's text; a mean gets its clustered standard error (`0.512 ± 0.031`), the
+    interval column shows `[lower, upper]`."""
+    text = _fmt(_cell(row, key), key)
+    kind, _, rest = key.partition(":")
+    if rest == "ci_lower":
+        lower, upper = _number(_cell(row, key)), _number(_cell(row, f"{kind}:ci_upper"))
+        return f"[{lower}, {upper}]" if lower or upper else ""
+    ks = row.kinds.get(kind)
+    name = rest.removeprefix("extra:")
+    if text and ks is not None and name and (rest in ks.categories or name in ks.clustered):
+        se = _number(_cell(row, f"{kind}:{name}:stderr_clustered"))
+        if se:
+            text += f" ± {se}"
+    return text
+
+
 def markdown_tables(rows: Sequence[Row]) -> str:
-    """One Markdown table per benchmark; each row states its model, judge and context mode."""
+    """One Markdown table per benchmark; each row states its model, judge and context mode.
+    Per-category means carry their clustered standard error; the per-category intervals are
+    in the CSV."""
     out: list[str] = []
     for benchmark in sorted({r.benchmark for r in rows}):
         sub = [r for r in rows if r.benchmark == benchmark]
-        cols = [c for c in _columns(sub) if c.key != "benchmark"]
+        cols = [c for c in _columns(sub) if c.key != "benchmark" and c.markdown]
         out.append(f"### {benchmark}\n")
         out.append("| " + " | ".join(c.title for c in cols) + " |")
         out.append("|" + "|".join("---" for _ in cols) + "|")
         for r in sub:
-            cells = []
+            cells: list[str] = []
             for c in cols:
-                text = _fmt(_cell(r, c.key), c.key)
+                text = _markdown_cell(r, c.key)
                 if c.key == "samples" and r.status != "success":
                     text += f" ({r.status})"
                 cells.append(text)
@@ -501,10 +763,19 @@ def safe_file_stem(name: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--paired" in args:
+        # Question-by-question comparison of runs: the paired tool (memevals-diff) owns it.
+        from memevals.tools.paired import main as paired_main
+
+        args.remove("--paired")
+        return paired_main(args)
     parser = argparse.ArgumentParser(
         prog="memevals-compare",
         description="Tabulate and plot Inspect logs of memevals tasks across models, judges "
         "and context modes (one table and one chart per benchmark).",
+        epilog="memevals-compare --paired RUN_A RUN_B [RUN_C ...] compares runs question by "
+        "question (paired tests, cluster-bootstrap intervals): see memevals-diff --help.",
     )
     parser.add_argument("logs", nargs="+", help="log files or folders of logs")
     parser.add_argument("--csv", type=Path, help="write all rows to this CSV file")
@@ -514,7 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="folder for the charts (<benchmark>.png); default: the CSV's folder, else '.'",
     )
     parser.add_argument("--no-png", action="store_true", help="do not draw charts")
-    ns = parser.parse_args(argv)
+    ns = parser.parse_args(args)
     try:
         rows = load_rows(ns.logs)
     except (FileNotFoundError, ValueError) as exc:

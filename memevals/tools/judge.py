@@ -46,6 +46,8 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from memevals.core.validation import json_lines
+
 __all__ = [
     "BENCHMARK_SCORERS",
     "JudgeRun",
@@ -142,38 +144,28 @@ def _reply(record: dict[str, Any], where: str) -> str:
 
 def read_samples(path: Path) -> Iterator[LmEvalSample]:
     """The records of one samples file (errors name the file, line and field)."""
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{n}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SamplesError(f"{where}: not a JSON line ({exc})") from exc
-            if not isinstance(record, dict):
-                raise SamplesError(f"{where}: expected a JSON object per line")
-            raw_md = _field(record, where, "doc", "metadata")
-            try:
-                metadata = json.loads(raw_md) if isinstance(raw_md, str) else raw_md
-            except json.JSONDecodeError as exc:
-                raise SamplesError(f"{where}: field 'doc.metadata' is not JSON ({exc})") from exc
-            if not isinstance(metadata, dict):
-                raise SamplesError(f"{where}: field 'doc.metadata' is not a JSON object")
-            if "benchmark" not in metadata:
-                raise SamplesError(
-                    f"{where}: field 'doc.metadata.benchmark' is missing; is this a memevals task?"
-                )
-            yield LmEvalSample(
-                file=path,
-                line=n,
-                task=_task_name(path),
-                id=str(_field(record, where, "doc", "id")),
-                user=str(_field(record, where, "doc", "user")),
-                target=str(record.get("target", _field(record, where, "doc", "target"))),
-                reply=_reply(record, where),
-                metadata=metadata,
+    for where, n, record in json_lines(path, SamplesError):
+        raw_md = _field(record, where, "doc", "metadata")
+        try:
+            metadata = json.loads(raw_md) if isinstance(raw_md, str) else raw_md
+        except json.JSONDecodeError as exc:
+            raise SamplesError(f"{where}: field 'doc.metadata' is not JSON ({exc})") from exc
+        if not isinstance(metadata, dict):
+            raise SamplesError(f"{where}: field 'doc.metadata' is not a JSON object")
+        if "benchmark" not in metadata:
+            raise SamplesError(
+                f"{where}: field 'doc.metadata.benchmark' is missing; is this a memevals task?"
             )
+        yield LmEvalSample(
+            file=path,
+            line=n,
+            task=_task_name(path),
+            id=str(_field(record, where, "doc", "id")),
+            user=str(_field(record, where, "doc", "user")),
+            target=str(record.get("target", _field(record, where, "doc", "target"))),
+            reply=_reply(record, where),
+            metadata=metadata,
+        )
 
 
 def _lm_eval_model(files: Sequence[Path]) -> str | None:

@@ -19,6 +19,7 @@ from memevals.benchmarks.locomo.memory import LocomoMemory, evidence_turns, loco
 from memevals.benchmarks.locomo.prompts import build_items, check_adversarial, parse_categories
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.prompt_item import PromptItem
+from memevals.core.statistics import CLUSTER_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +94,9 @@ def annotate_items(
     unmatched_samples: list[str] = []
     for item in items:
         md = {**item.metadata, **strategy_fields(item, memory, context_tokens)}
+        # the unit of the clustered standard errors: questions of one conversation are not
+        # independent (README.md#standard-errors)
+        md[CLUSTER_KEY] = str(md["conversation_id"])
         total_tokens += md["prompt_tokens"]
         if memory.retrieves:
             conv = by_id[str(md["conversation_id"])]

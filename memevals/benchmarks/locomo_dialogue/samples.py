@@ -17,6 +17,7 @@ from memevals.benchmarks.locomo_dialogue.memory import (
 )
 from memevals.benchmarks.locomo_dialogue.prompts import DialogueItem, dialogue_item
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.statistics import CLUSTER_KEY
 
 __all__ = ["DialogueOptions", "build"]
 
@@ -67,7 +68,9 @@ def build(options: DialogueOptions) -> tuple[list[DialogueItem], dict[str, Any]]
             )
             item = dialogue_item(target, ctx, context)
             tokens = counter(item.system) + counter(item.user)
-            items.append(replace(item, metadata={**item.metadata, "prompt_tokens": tokens}))
+            # turns of one conversation share its history (README.md#standard-errors)
+            md = {**item.metadata, "prompt_tokens": tokens, CLUSTER_KEY: conv.sample_id}
+            items.append(replace(item, metadata=md))
     log: dict[str, Any] = {
         **strategy.settings(),
         "context": context,

@@ -17,6 +17,7 @@ from memevals.benchmarks.locomo_event_summary.prompts import (
     summary_item,
 )
 from memevals.core.prompt_item import PromptItem
+from memevals.core.statistics import CLUSTER_KEY
 from memevals.core.tokens import get_token_counter
 
 logger = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ def build_for(
                 skipped.append(sample_id(conv, speaker))
                 continue
             item = summary_item(conv, speaker, context, shown, events)
+            # both speakers' summaries come from one conversation (README.md#standard-errors)
+            item = replace(item, metadata={**item.metadata, CLUSTER_KEY: conv.sample_id})
             if not options.incremental:
                 tokens = counter(item.system) + counter(item.user)
                 item = replace(item, metadata={**item.metadata, "prompt_tokens": tokens})

@@ -27,6 +27,7 @@ from memevals.benchmarks.locomo_plus.prompts import (
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance, stitch_all
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.prompt_item import PromptItem
+from memevals.core.statistics import CLUSTER_KEY
 
 #: `sample_order` values: the official file order, or grouped by host conversation.
 SAMPLE_ORDERS: tuple[str, ...] = ("file", "host")
@@ -105,6 +106,9 @@ def annotate_cognitive_items(
     recalls: list[float] = []
     for item in items:
         md = {**item.metadata, **strategy_fields(item, memory, context_tokens)}
+        # clustered with the host conversation's own questions: the history is that
+        # conversation's (README.md#standard-errors)
+        md[CLUSTER_KEY] = str(md["host"])
         total_tokens += md["prompt_tokens"]
         retrieved = md.get("retrieved_ids")
         if retrieved is not None:

@@ -31,6 +31,7 @@ from memevals.benchmarks.longmemeval.memory import (
 from memevals.benchmarks.longmemeval.prompts import judge_inputs, question_text
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.prompt_item import PromptItem, parse_category_list
+from memevals.core.statistics import CLUSTER_KEY
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,8 @@ def build_item(
         # as chat APIs count: each message separately, chat-template tokens not included; both
         # frameworks report this one figure
         md |= {"prompt_tokens": system_tokens + counter(user), "token_counter": counter.name}
+    # every question has its own haystack, so each is its own cluster (README.md#standard-errors)
+    md[CLUSTER_KEY] = inst.question_id
     return PromptItem(
         id=inst.question_id, system=system, user=user, target=inst.answer_text, metadata=md
     )

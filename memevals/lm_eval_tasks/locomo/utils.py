@@ -45,7 +45,11 @@ def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
     return common.to_docs(items, task)
 
 
-def locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) -> dict[str, float]:
+#: Metrics that get a clustered standard error beside them (`<name>_stderr_clustered`).
+CLUSTERED_METRICS = ("f1", "evidence_recall")
+
+
+def locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) -> dict[str, Any]:
     prediction = locomo_prediction(reply, dict(md))
     out = {
         "f1": locomo_f1(prediction, md["answer"], int(md["category_id"])),
@@ -61,10 +65,10 @@ def locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) ->
         if pr is not None:
             out["turn_precision"], out["turn_recall"] = pr
             out["selected_k"] = float(len(set(retrieved_ids)))
-    return out
+    return common.with_clusters(out, md, CLUSTERED_METRICS)
 
 
-def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
+def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """Official LoCoMo F1 of one reply, whether it declines, its prompt size, and retrieval
     metrics when the context mode retrieves.
 
@@ -73,7 +77,8 @@ def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, 
     `evidence_recall` is the value the official LoCoMo recall averages (so its plain mean is
     the official figure); `turn_precision` / `turn_recall` / `selected_k` are HiGMem's set
     metrics over dia ids, absent for questions without evidence (HiGMem skips them) and for
-    session summaries.
+    session summaries. `f1_stderr_clustered` and `evidence_recall_stderr_clustered` carry
+    (value, conversation id), aggregated into the conversation-clustered standard error.
     """
     md = common.doc_item(doc).metadata
     return locomo_metrics(doc, md, common.only_reply(results))

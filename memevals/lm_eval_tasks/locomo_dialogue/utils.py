@@ -88,7 +88,8 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
 def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """BLEU-1/2 and ROUGE-L of the cleaned reply (as the Inspect scorer computes them), the
     reply's n-gram statistics for corpus BLEU, the prompt size, and BERTScore F1 when the task
-    was built with bertscore=true."""
+    was built with bertscore=true. BLEU-1/2 and ROUGE-L also come as `<name>_stderr_clustered`
+    (value, conversation id), aggregated into the conversation-clustered standard error."""
     md = common.doc_item(doc).metadata
     reference = str(doc["target"])
     prediction = scoring.clean_reply(
@@ -97,7 +98,7 @@ def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str
     values, stats = scoring.overlap_scores(prediction, reference)
     stats_row = stats.as_row()
     out: dict[str, Any] = {
-        **values,
+        **common.with_clusters(values, md, values),
         "corpus_bleu1": stats_row,
         "corpus_bleu2": stats_row,
         "prompt_tokens": common.prompt_tokens_of(doc, md),

@@ -44,11 +44,12 @@ def event_summary_docs(**metadata: Any) -> DatasetDict:
     return common.to_docs(items, task)
 
 
-def event_summary_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
-    """ROUGE-1/2/L against the reference events (as the Inspect task reports them) and the
-    prompt size; the FactScore precision/recall/F1 need the grader
-    (`python -m memevals.tools.judge`)."""
+def event_summary_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
+    """ROUGE-1/2/L against the reference events (as the Inspect task reports them), each with
+    its conversation-clustered standard error (`rouge1_stderr_clustered`, ...), and the prompt
+    size; the FactScore precision/recall/F1 need the grader (`python -m memevals.tools.judge`)."""
     md = common.doc_item(doc).metadata
-    out = dict(rouge_scores(common.only_reply(results), str(doc["target"])))
+    rouge = dict(rouge_scores(common.only_reply(results), str(doc["target"])))
+    out: dict[str, Any] = common.with_clusters(rouge, md, rouge)
     out["prompt_tokens"] = common.prompt_tokens_of(doc, md)
     return out

@@ -38,14 +38,14 @@ def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
     return common.to_docs(items, task)
 
 
-def locomo_plus_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
+def locomo_plus_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
     """LoCoMo questions: the LoCoMo metrics. Cognitive samples have no reference reply, so
     natively they get only the prompt size and, when the mode retrieves, `cue_recall` (the share
     of cue turns retrieved); `python -m memevals.tools.judge` scores the replies."""
     md = common.doc_item(doc).metadata
     reply = common.only_reply(results)
     if md.get("category") == COGNITIVE:
-        out = {"prompt_tokens": common.prompt_tokens_of(doc, md)}
+        out: dict[str, Any] = {"prompt_tokens": common.prompt_tokens_of(doc, md)}
         if md.get("cue_recall") is not None:
             out["cue_recall"] = float(md["cue_recall"])
         return out
