@@ -433,3 +433,45 @@ def test_clustered_figures_from_inspect_logs_and_lm_eval_samples(
     assert float(table[0]["judge_ci_upper"]) == pytest.approx(
         statistics.wilson_interval(judged, clusters).upper
     )
+
+
+def test_scores_above_the_audited_gold_ceiling_are_flagged(data_dir: Path, tmp_path: Path) -> None:
+    """A run that answers every open-domain question with its (original) gold scores F1 1.0,
+    above the 90.62 % the audit leaves reachable: compare names the score and the ceiling.
+    The same answers on the audited gold are not flagged (no ceiling below 100 % there)."""
+    for gold in ("original", "audited"):
+        task = locomo(categories="open_domain", context="none", gold=gold)
+        golds = {s.input[-1].text: str((s.metadata or {})["answer"]) for s in task.dataset}  # type: ignore[union-attr]
+
+        def answer(
+            messages: list[ChatMessage],
+            tools: Any,
+            choice: Any,
+            config: GenerateConfig,
+            golds: dict[str, str] = golds,
+        ) -> ModelOutput:
+            return ModelOutput.from_content("mockllm/model", golds[messages[-1].text])
+
+        # ten questions whose gold scores F1 1.0 against itself
+        ids = [
+            str(s.id)
+            for s in task.dataset
+            if locomo_f1(golds[s.input[-1].text], (s.metadata or {})["answer"], 3) == 1.0  # type: ignore[union-attr]
+        ][:10]
+        [log] = inspect_eval(
+            task,
+            model=get_model("mockllm/model", custom_outputs=answer),
+            sample_id=ids,
+            display="none",
+            log_dir=str(tmp_path / gold),
+        )
+        assert log.status == "success", log.error
+        [row] = load_rows([log.location])
+        assert row.ceilings["open_domain"] == pytest.approx(1 - 9 / 96, abs=1e-6)
+        table = markdown_tables([row])
+        if gold == "original":
+            assert row.kinds["f1"].categories["open_domain"] == 1.0
+            assert "Above the audited-gold ceiling" in table
+            assert "f1 open_domain 1.0000 > ceiling 0.9062" in table
+        else:
+            assert "Above the audited-gold ceiling" not in table

@@ -52,6 +52,7 @@ ALLOWED_LAYERS = {
 BENCHMARK_RANK = {
     "porter": 0.0,
     "data": 1.0,
+    "audit": 1.2,  # corrections to the data (locomo-audit)
     "scoring": 1.5,
     "stitch": 2.0,
     "memory": 3.0,

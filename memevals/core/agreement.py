@@ -1,7 +1,9 @@
-"""Agreement between two judges on the same samples: raw agreement and Cohen's kappa.
+"""Agreement between judges on the same samples: raw agreement and Cohen's kappa for two
+judges, raw agreement and Fleiss' kappa for one judge asked N times (repeated judging).
 
 Used to measure judge stability (the LoCoMo-Plus paper compares judges this way): a high score
-from one judge means little if another judge would label the same replies differently.
+from one judge means little if another judge, or the same judge asked again, would label the
+same replies differently.
 """
 
 from __future__ import annotations
@@ -10,7 +12,15 @@ from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Agreement", "agreement", "agreement_by_group", "cohen_kappa"]
+__all__ = [
+    "Agreement",
+    "RepeatedAgreement",
+    "agreement",
+    "agreement_by_group",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "repeated_agreement",
+]
 
 
 def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
@@ -85,3 +95,51 @@ def _from_rows(rows: Sequence[tuple[str, float, str, float]]) -> Agreement:
     return agreement(
         [r[0] for r in rows], [r[2] for r in rows], [r[1] for r in rows], [r[3] for r in rows]
     )
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float | None:
+    """Fleiss' kappa of N ratings per item (statsmodels' implementation, method "fleiss").
+
+    ``ratings[i]`` holds the N labels item i received; every item needs the same N >= 2. None
+    when it is undefined: no items, or every rating is one and the same label (chance agreement
+    is then 1).
+    """
+    import numpy as np
+    from statsmodels.stats.inter_rater import aggregate_raters
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
+    if not ratings:
+        return None
+    width = len(ratings[0])
+    if width < 2 or any(len(r) != width for r in ratings):
+        raise ValueError(
+            f"Fleiss' kappa needs the same number (>= 2) of ratings per item, got "
+            f"{sorted({len(r) for r in ratings})}"
+        )
+    codes: dict[Hashable, int] = {}
+    table = np.array([[codes.setdefault(x, len(codes)) for x in row] for row in ratings])
+    if len(codes) < 2:
+        return None
+    counts, _ = aggregate_raters(table, n_cat=len(codes))
+    return float(sm_fleiss_kappa(counts, method="fleiss"))
+
+
+@dataclass(frozen=True)
+class RepeatedAgreement:
+    """Agreement of N repeated judgments over the items that received all N."""
+
+    items: int  # items with N readable verdicts (the others are left out, and counted)
+    incomplete: int  # items with at least one unreadable verdict
+    agree: float | None  # share of items whose N labels are all the same; None when items == 0
+    kappa: float | None  # Fleiss' kappa; None when undefined
+
+
+def repeated_agreement(ratings: Sequence[Sequence[Hashable | None]]) -> RepeatedAgreement:
+    """Raw agreement and Fleiss' kappa of per-item label lists, where None marks an unreadable
+    verdict: an item with any None is left out (Fleiss' kappa needs N ratings per item)."""
+    complete = [list(r) for r in ratings if r and all(x is not None for x in r)]
+    incomplete = len(ratings) - len(complete)
+    if not complete:
+        return RepeatedAgreement(0, incomplete, None, None)
+    agree = sum(len(set(r)) == 1 for r in complete) / len(complete)
+    return RepeatedAgreement(len(complete), incomplete, agree, fleiss_kappa(complete))

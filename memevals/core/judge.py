@@ -26,13 +26,16 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = [
+    "COMPARISON_CRITERIA",
     "JUDGE_CRITERIA",
+    "LOCOMO_JUDGE_CRITERIA",
     "CriterionSpec",
     "JudgeInput",
     "Verdict",
     "criterion_for_locomo",
     "criterion_for_longmemeval",
     "criterion_spec",
+    "criterion_under",
     "judge_prompt",
     "parse_verdict",
     "repair_message",
@@ -150,6 +153,18 @@ was never provided, or that it only knows related but different information.
 - "no": the response commits to an answer as if the information were known."""
 
 
+# The lenient rule of the judge prompt used across the mem0 lineage, in our own words, kept only
+# for comparison (judge_check's `judge_criteria=lenient`): it credits a reply that is merely
+# about the same thing as the reference, which is how vague answers earn credit. Never a default.
+_LENIENT_RULE = """\
+Compare the candidate reply with the reference answer, generously.
+- "correct": the reply is about the same thing as the reference: it touches on the same topic \
+or names the same item, even if it is longer, worded differently or less precise. A time answer \
+is correct when it refers to the same date or period as the reference, whatever its format \
+(for example "May 7th" and "7 May 2023").
+- "wrong": the reply is about something else, or gives a clearly different item or time."""
+
+
 def _spec(
     name: str,
     scores: Mapping[str, float],
@@ -231,13 +246,21 @@ JUDGE_CRITERIA: dict[str, CriterionSpec] = {
 }
 
 
+#: Criteria kept for comparison only, apart from the benchmarks' own: chosen by name (see
+#: LOCOMO_JUDGE_CRITERIA), never by a benchmark's default.
+COMPARISON_CRITERIA: dict[str, CriterionSpec] = {
+    "lenient": _spec(
+        "lenient", _RIGHT_WRONG, _LENIENT_RULE, ("reference",), ("question", "reference")
+    )
+}
+
+
 def criterion_spec(criterion: str) -> CriterionSpec:
-    try:
-        return JUDGE_CRITERIA[criterion]
-    except KeyError:
-        raise ValueError(
-            f"unknown judge criterion {criterion!r}; choose from {', '.join(JUDGE_CRITERIA)}"
-        ) from None
+    spec = JUDGE_CRITERIA.get(criterion) or COMPARISON_CRITERIA.get(criterion)
+    if spec is None:
+        known = ", ".join([*JUDGE_CRITERIA, *COMPARISON_CRITERIA])
+        raise ValueError(f"unknown judge criterion {criterion!r}; choose from {known}")
+    return spec
 
 
 # ---------------------------------------------------------------------------------------------
@@ -465,16 +488,38 @@ _LME_CRITERION = {
 }
 
 
-def criterion_for_locomo(category_name: str) -> str:
-    """Judge criterion of a LoCoMo / LoCoMo-Plus category (memevals or LoCoMo-Plus spelling)."""
+#: Named sets of LoCoMo criteria: "default" (the per-category criteria above) or "lenient"
+#: (the mem0-lineage rule for every question with a reference answer, for comparison only).
+LOCOMO_JUDGE_CRITERIA = ("default", "lenient")
+_LENIENT_REPLACES = frozenset({"factual", "temporal"})
+
+
+def criterion_for_locomo(category_name: str, criteria: str = "default") -> str:
+    """Judge criterion of a LoCoMo / LoCoMo-Plus category (memevals or LoCoMo-Plus spelling)
+    under the named set of criteria (LOCOMO_JUDGE_CRITERIA): "lenient" replaces the factual
+    and temporal criteria; refusal and cognitive items keep theirs (they have no reference)."""
     key = category_name.strip().lower().replace("-", "_")
     try:
-        return _LOCOMO_CRITERION[key]
+        criterion = _LOCOMO_CRITERION[key]
     except KeyError:
         raise ValueError(
             f"no judge criterion for LoCoMo category {category_name!r}; known: "
             + ", ".join(_LOCOMO_CRITERION)
         ) from None
+    return criterion_under(criterion, criteria)
+
+
+def criterion_under(criterion: str, criteria: str) -> str:
+    """`criterion` (a LoCoMo one, e.g. from a logged ``metadata["judge"]``) under the named set
+    of criteria: "lenient" turns factual and temporal into the lenient criterion (a re-judging
+    scorer option can use this); anything else is returned unchanged."""
+    if criteria not in LOCOMO_JUDGE_CRITERIA:
+        raise ValueError(
+            f"unknown judge criteria {criteria!r}; choose from {', '.join(LOCOMO_JUDGE_CRITERIA)}"
+        )
+    if criteria == "lenient" and criterion in _LENIENT_REPLACES:
+        return "lenient"
+    return criterion
 
 
 def criterion_for_longmemeval(question_type: str, question_id: str) -> str:

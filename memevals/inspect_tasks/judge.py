@@ -11,12 +11,25 @@ role it falls back to the model under test; every Score records which model judg
 that was the fallback. Temperature 0, bounded tokens; one retry on an unreadable verdict, then
 the sample is left unscored (value NaN under the "judge" key, so means and stderrs exclude it)
 and counted by the "unscored" metric.
+
+Repeated judging (``judge_runs=N``, N > 1; ``-T judge_runs=N`` on the tasks, ``-S judge_runs=N``
+when re-judging) asks the grader N times with seeds base, base+1, ... (base: the grader role's
+seed, else 0); the seed is part of Inspect's cache key, so no run is answered from another's
+cache entry. The sample's judge score is the mean label score over the readable verdicts (an
+unreadable verdict leaves the sample unscored in that run only; no readable verdict at all leaves
+it unscored), ``label`` is the majority label (a tie goes to the lower-scoring label) and every
+verdict is kept in the Score metadata. The `repeated_judging` metric (`judge_agreement`,
+`judge_kappa`, ...) reports the judges'
+agreement: raw agreement and Fleiss' kappa over the samples with N readable verdicts, overall
+and per category. With N = 1 (the default) nothing of this appears.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,18 +42,30 @@ from inspect_ai.model import (
     get_model,
     model_roles,
 )
-from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
 from inspect_ai.solver import TaskState
 
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
-from memevals.core.judge import JudgeInput, Verdict, judge_prompt, parse_verdict, repair_message
+from memevals.core.agreement import repeated_agreement
+from memevals.core.judge import (
+    JudgeInput,
+    Verdict,
+    criterion_spec,
+    criterion_under,
+    judge_prompt,
+    parse_verdict,
+    repair_message,
+)
 from memevals.inspect_tasks.common import count, uncertainty_metrics
 
 __all__ = [
     "GRADER_ROLE",
     "PREDICTION_MAPS",
     "PredictionMap",
+    "judge_runs_args",
     "llm_judge",
+    "majority_label",
+    "repeated_judging",
 ]
 
 logger = logging.getLogger(__name__)
@@ -94,14 +119,101 @@ def grader_model() -> tuple[Model, bool]:
     return model, not bound
 
 
+def judge_runs_args(judge_runs: int) -> dict[str, Any]:
+    """The scorer arguments for ``judge_runs``: none for 1 (so a default run's log records the
+    judge exactly as before), else ``{"judge_runs": N}``. N < 1 is an error naming the option."""
+    if isinstance(judge_runs, bool) or not isinstance(judge_runs, int) or judge_runs < 1:
+        raise ValueError(f"judge_runs must be an integer of at least 1, got {judge_runs!r}")
+    return {} if judge_runs == 1 else {"judge_runs": judge_runs}
+
+
+def majority_label(labels: list[str], scores: Mapping[str, float]) -> str:
+    """The most frequent label; a tie goes to the label with the lower score (the cautious
+    reading of a split judge)."""
+    counts = Counter(labels)
+    return min(counts, key=lambda label: (-counts[label], scores[label], label))
+
+
+def _group_agreement(prefix: str, rows: list[list[str | None]]) -> dict[str, float]:
+    result = repeated_agreement(rows)
+    out: dict[str, float] = {}
+    if result.agree is not None:
+        out[f"{prefix}agreement"] = result.agree
+    if result.kappa is not None:
+        out[f"{prefix}kappa"] = result.kappa
+    return out
+
+
+@metric(name="judge")
+def repeated_judging() -> Metric:
+    """With judge_runs = N > 1: ``runs`` (N), ``compared`` (samples with N readable verdicts),
+    ``incomplete`` (scored samples with an unreadable verdict in some run), ``agreement`` (share
+    of compared samples whose N labels agree), ``kappa`` (Fleiss' kappa over the N judgments)
+    and ``<category>_agreement`` / ``<category>_kappa``. Reports nothing when every sample was
+    judged once, so a default run's metrics are unchanged."""
+
+    def compute(scores: list[SampleScore]) -> Value:
+        rows: list[tuple[object, list[str | None]]] = []
+        runs: set[int] = set()
+        for s in scores:
+            md = s.score.metadata or {}
+            labels = md.get("judge_labels")
+            if isinstance(labels, list) and len(labels) > 1:
+                runs.add(len(labels))
+                rows.append((md.get("category"), labels))
+        if not rows:
+            return {}
+        if len(runs) != 1:
+            raise ValueError(f"repeated_judging: samples were judged {sorted(runs)} times")
+        result = repeated_agreement([labels for _, labels in rows])
+        out: dict[str, float] = {
+            "runs": float(runs.pop()),
+            "compared": float(result.items),
+            "incomplete": float(result.incomplete),
+            **_group_agreement("", [labels for _, labels in rows]),
+        }
+        for category in sorted({str(c) for c, _ in rows if c is not None}):
+            group = [labels for c, labels in rows if str(c) == category]
+            out.update(_group_agreement(f"{category}_", group))
+        return out
+
+    return compute
+
+
+async def _judge_once(
+    grader: Model, inp: JudgeInput, prompt: str, config: GenerateConfig, retries: int
+) -> tuple[Verdict | None, list[str]]:
+    """One judgement: the verdict (None when unreadable after the retries) and every reply."""
+    messages: list[ChatMessage] = [ChatMessageUser(content=prompt)]
+    replies: list[str] = []
+    verdict: Verdict | None = None
+    for _ in range(1 + retries):
+        output = await grader.generate(messages, config=config)
+        reply = output.completion
+        replies.append(reply)
+        verdict = parse_verdict(reply, inp.criterion)
+        if verdict is not None:
+            break
+        messages = [
+            *messages,
+            ChatMessageAssistant(content=reply),
+            ChatMessageUser(content=repair_message(inp.criterion)),
+        ]
+    return verdict, replies
+
+
 @scorer(
     metrics={
-        "judge": uncertainty_metrics(wilson=True),
+        "judge": [*uncertainty_metrics(wilson=True), repeated_judging()],
         "unscored": [count()],
     }
 )
 def llm_judge(
-    prediction: str | None = None, max_tokens: int | None = None, retries: int = 1
+    prediction: str | None = None,
+    max_tokens: int | None = None,
+    retries: int = 1,
+    judge_runs: int = 1,
+    criteria: str = "default",
 ) -> Scorer:
     """LLM-judge score per sample (criterion from ``metadata["judge"]``), with the clustered
     standard error and the clustered Wilson interval (a judge accuracy is a proportion),
@@ -114,7 +226,14 @@ def llm_judge(
             max_tokens if it was configured with one (``--model-role
             grader="{model: ..., max_tokens: 64}"``), else 256.
         retries: extra attempts after an unreadable verdict (the issue's rule is one).
+        judge_runs: judge each sample this many times (distinct seeds, no shared cache entry);
+            the score is the mean over the readable verdicts and the agreement is reported.
+        criteria: "default" (each sample's own criterion) or "lenient" (re-judging with the
+            lenient rule of the mem0 lineage, to show how much leniency inflates a score:
+            `inspect score ... -S criteria=lenient`; never the default).
     """
+    judge_runs_args(judge_runs)
+    criterion_under("factual", criteria)  # an unknown name fails before any sample
     if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"llm_judge: max_tokens must be positive, got {max_tokens}")
     if retries < 0:
@@ -127,6 +246,11 @@ def llm_judge(
                 f"sample {state.sample_id}: llm_judge needs metadata['judge'] (a dict of judge "
                 "inputs); this task does not provide one"
             )
+        if criteria != "default" and "criterion" in judge_md:
+            judge_md = {
+                **judge_md,
+                "criterion": criterion_under(str(judge_md["criterion"]), criteria),
+            }
         map_name = prediction or str(judge_md.get("prediction_map") or "completion")
         mapped = _prediction_map(map_name, state.sample_id)(state.output.completion, state.metadata)
         try:
@@ -138,21 +262,9 @@ def llm_judge(
         grader, fallback = grader_model()
         limit = max_tokens or (not fallback and grader.config.max_tokens) or DEFAULT_MAX_TOKENS
         config = GenerateConfig(temperature=0.0, max_tokens=limit)
-        messages: list[ChatMessage] = [ChatMessageUser(content=prompt)]
-        replies: list[str] = []
-        verdict: Verdict | None = None
-        for _ in range(1 + retries):
-            output = await grader.generate(messages, config=config)
-            reply = output.completion
-            replies.append(reply)
-            verdict = parse_verdict(reply, inp.criterion)
-            if verdict is not None:
-                break
-            messages = [
-                *messages,
-                ChatMessageAssistant(content=reply),
-                ChatMessageUser(content=repair_message(inp.criterion)),
-            ]
+        if judge_runs > 1:
+            return await _repeated(state, grader, fallback, inp, prompt, config, map_name, mapped)
+        verdict, replies = await _judge_once(grader, inp, prompt, config, retries)
 
         metadata: dict[str, Any] = {
             "criterion": inp.criterion,
@@ -178,6 +290,66 @@ def llm_judge(
             value={"judge": verdict.score, "unscored": 0},
             answer=mapped,
             explanation=f"{verdict.label}: {verdict.reason}",
+            metadata=metadata,
+        )
+
+    async def _repeated(
+        state: TaskState,
+        grader: Model,
+        fallback: bool,
+        inp: JudgeInput,
+        prompt: str,
+        config: GenerateConfig,
+        map_name: str,
+        mapped: str,
+    ) -> Score:
+        base = grader.config.seed if grader.config.seed is not None else 0
+        seeds = [base + i for i in range(judge_runs)]
+        results = await asyncio.gather(
+            *(
+                _judge_once(grader, inp, prompt, config.merge(GenerateConfig(seed=seed)), retries)
+                for seed in seeds
+            )
+        )
+        verdicts = [v for v, _ in results]
+        readable = [v for v in verdicts if v is not None]
+        label_scores = criterion_spec(inp.criterion).scores
+        majority = majority_label([v.label for v in readable], label_scores) if readable else None
+        metadata: dict[str, Any] = {
+            "criterion": inp.criterion,
+            "label": majority,
+            "grader": str(grader),
+            "grader_fallback": fallback,
+            "judge_replies": [replies for _, replies in results],
+            "prediction_map": map_name,
+            "category": state.metadata.get("category"),
+            "judge_runs": judge_runs,
+            "judge_seeds": seeds,
+            "judge_labels": [v.label if v else None for v in verdicts],
+            "judge_scores": [v.score if v else None for v in verdicts],
+        }
+        runs = ", ".join(
+            f"run {i + 1}: {v.label if v else 'unreadable'}" for i, v in enumerate(verdicts)
+        )
+        if not readable:
+            return Score(
+                value={"judge": math.nan, "unscored": 1},
+                answer=mapped,
+                reason="grader_failed",
+                explanation=(
+                    f"UNSCORED: no readable verdict from {grader} in {judge_runs} runs. "
+                    f"Raw replies: {metadata['judge_replies']!r}"
+                ),
+                metadata=metadata,
+            )
+        mean_score = sum(v.score for v in readable) / len(readable)
+        return Score(
+            value={"judge": mean_score, "unscored": 0},
+            answer=mapped,
+            explanation=(
+                f"{majority} (majority of {len(readable)} readable verdicts of {judge_runs}; "
+                f"{runs})"
+            ),
             metadata=metadata,
         )
 

@@ -19,7 +19,7 @@ from memevals.inspect_tasks.common import (
     to_dataset,
     uncertainty_metrics,
 )
-from memevals.inspect_tasks.judge import llm_judge
+from memevals.inspect_tasks.judge import judge_runs_args, llm_judge
 from memevals.inspect_tasks.retrieval import (
     mean_prompt_tokens,
     retrieval_scorers,
@@ -73,7 +73,9 @@ def locomo(
     seed: int = 0,
     max_tokens: int = 32,
     data_dir: str | None = None,
+    gold: str = "original",
     judge: bool = False,
+    judge_runs: int = 1,
     max_context_tokens: int | None = None,
     retrieval_unit: str | None = None,
     top_k: int | None = None,
@@ -92,8 +94,12 @@ def locomo(
         seed: seed of the two-option order.
         max_tokens: answer length limit (the paper used 32).
         data_dir: folder holding locomo/locomo10.json (overrides MEMEVALS_DATA_DIR).
+        gold: original (default, the official answers) or audited (locomo-audit's corrected
+            answers and evidence for F1, the judge and evidence recall).
         judge: also score with the LLM judge (model role `grader`; falls back to the model
             under test), reported beside F1.
+        judge_runs: with judge, judge each sample this many times (distinct seeds) and report
+            the mean score and the judges' agreement (docs/judges.md#repeated-judging).
         max_context_tokens: token budget of the context for context=truncated (default 4000;
             cl100k_base count, see benchmarks/locomo/README.md#token-counter).
         retrieval_unit: context=rag only: dialog (default), observation or summary.
@@ -104,6 +110,7 @@ def locomo(
     """
     # The memory knobs are this task's parameters of the same names.
     memory = MemoryOptions.from_mapping(locals())
+    runs_args = judge_runs_args(judge_runs)
     items, memory_log = samples.build(
         samples.LocomoOptions(
             categories=categories,
@@ -111,11 +118,12 @@ def locomo(
             seed=seed,
             data_dir=data_dir,
             memory=memory,
+            gold=gold,
         )
     )
     scorers = [locomo_f1_scorer(), *_retrieval_scorers_for(items)]
     if judge:
-        scorers.append(llm_judge())
+        scorers.append(llm_judge(**runs_args))
     return Task(
         dataset=to_dataset(items, "locomo"),
         solver=generate(),
@@ -129,6 +137,9 @@ def locomo(
             "judge": judge,
             "data_sha256": LOCOMO_FILE.sha256,
             "memory": memory_log,
+            "gold": gold,
+            # the best score honest answers reach on the official gold (README#audited-gold)
+            "gold_ceilings": memory_log["gold"]["gold_ceilings"],
         },
     )
 

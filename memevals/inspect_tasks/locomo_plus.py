@@ -37,7 +37,7 @@ from memevals.inspect_tasks.common import (
     to_dataset,
     uncertainty_metrics,
 )
-from memevals.inspect_tasks.judge import llm_judge
+from memevals.inspect_tasks.judge import judge_runs_args, llm_judge, repeated_judging
 from memevals.inspect_tasks.locomo import locomo_f1_scorer
 
 #: Official answering defaults of the LoCoMo-Plus framework
@@ -100,14 +100,15 @@ def locomo_plus_f1() -> Scorer:
             *uncertainty_metrics(wilson=True),
             relation_type_mean(),
             relation_type_uncertainty(),
+            repeated_judging(),
         ],
         "unscored": [count()],
     }
 )
-def locomo_plus_judge(max_tokens: int = 256) -> Scorer:
+def locomo_plus_judge(max_tokens: int = 256, judge_runs: int = 1) -> Scorer:
     """The shared LLM judge (`llm_judge`), reported overall, per category and, for cognitive
     samples, per relation type. Unreadable verdicts stay unscored and are counted."""
-    inner = llm_judge(max_tokens=max_tokens)
+    inner = llm_judge(max_tokens=max_tokens, **judge_runs_args(judge_runs))
 
     async def score(state: TaskState, target: Target) -> Score | None:
         result: Score | None = await inner(state, target)
@@ -132,8 +133,10 @@ def locomo_plus(
     seed: int = 0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     judge_max_tokens: int = 256,
+    judge_runs: int = 1,
     sample_order: str = "file",
     data_dir: str | None = None,
+    gold: str = "original",
 ) -> Task:
     """LoCoMo-Plus: LoCoMo's 1,986 questions plus 401 cognitive cue-trigger samples, LLM-judged
     (grader model role), with official F1 beside the judge for the LoCoMo questions.
@@ -160,15 +163,20 @@ def locomo_plus(
         seed: seed of the two-option order.
         max_tokens: answer length limit (official default 1024).
         judge_max_tokens: the judge's token limit per verdict.
+        judge_runs: judge each sample this many times (distinct seeds) and report the mean
+            score and the judges' agreement (docs/judges.md#repeated-judging).
         sample_order: file (default: LoCoMo questions, then plus-0, plus-1, ...) or host (each
             conversation's questions, then the cognitive samples stitched into it: more of
             each prompt is shared with the previous one, for provider prompt caches).
         data_dir: folder holding locomo/locomo10.json and locomo_plus/locomo_plus.json
             (overrides MEMEVALS_DATA_DIR).
+        gold: the LoCoMo questions' gold: original (default) or audited (locomo-audit's
+            corrections).
     """
     # The memory knobs are this task's parameters of the same names.
     memory = MemoryOptions.from_mapping(locals())
     wanted = parse_plus_categories(categories)
+    runs_args = judge_runs_args(judge_runs)
     items, memory_log = samples.build(
         samples.LocomoPlusOptions(
             categories=categories,
@@ -179,12 +187,13 @@ def locomo_plus(
             seed=seed,
             data_dir=data_dir,
             memory=memory,
+            gold=gold,
         )
     )
     scorers: list[Scorer] = []
     if wanted != [COGNITIVE]:  # LoCoMo questions get their official F1
         scorers.append(locomo_plus_f1())
-    scorers.append(locomo_plus_judge(max_tokens=judge_max_tokens))
+    scorers.append(locomo_plus_judge(max_tokens=judge_max_tokens, **runs_args))
     return Task(
         dataset=to_dataset(items, "locomo_plus"),
         solver=generate(),
@@ -199,6 +208,8 @@ def locomo_plus(
             "seed": seed,
             "sample_order": sample_order,
             "memory": memory_log,
+            "gold": gold,
+            "gold_ceilings": memory_log["gold"]["gold_ceilings"],
             "data_sha256": {
                 "locomo": LOCOMO_FILE.sha256,
                 "locomo_plus": LOCOMO_PLUS_FILE.sha256,

@@ -46,7 +46,7 @@ from memevals.inspect_tasks.common import (
     stderr_clustered,
     to_dataset,
 )
-from memevals.inspect_tasks.judge import llm_judge
+from memevals.inspect_tasks.judge import judge_runs_args, llm_judge, repeated_judging
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
 # ---------------------------------------------------------------------------------------------
@@ -142,14 +142,15 @@ LME_METRICS: list[Metric] = [
     abstention_uncertainty(),
     type_accuracy(),
     category_uncertainty(wilson=True),
+    repeated_judging(),
 ]
 
 
 @scorer(metrics={"judge": LME_METRICS, "unscored": [count()]})
-def longmemeval_judge(max_tokens: int = 256, retries: int = 1) -> Scorer:
+def longmemeval_judge(max_tokens: int = 256, retries: int = 1, judge_runs: int = 1) -> Scorer:
     """The LLM judge (criterion per question type, abstention for `_abs` ids) with
     LongMemEval's aggregation: overall, per-type, task-averaged and abstention accuracy."""
-    inner = llm_judge(max_tokens=max_tokens, retries=retries)
+    inner = llm_judge(max_tokens=max_tokens, retries=retries, **judge_runs_args(judge_runs))
 
     async def score(state: TaskState, target: Target) -> Score:
         result = await inner(state, target)
@@ -244,6 +245,7 @@ def longmemeval(
     max_tokens: int = 500,
     note_max_tokens: int = 500,
     judge_max_tokens: int = 256,
+    judge_runs: int = 1,
     retrieval_unit: str | None = None,
     top_k: int | None = None,
     retriever: str | None = None,
@@ -272,6 +274,8 @@ def longmemeval(
         max_tokens: answer length limit (the paper used 500).
         note_max_tokens: length limit of each chain-of-note call.
         judge_max_tokens: length limit of the judge's verdict.
+        judge_runs: judge each sample this many times (distinct seeds) and report the mean
+            score and the judges' agreement (docs/judges.md#repeated-judging).
         retrieval_unit: rag only: session (default) or turn (user turns, shown with the
             assistant reply that follows).
         top_k: rag only: units retrieved per question (default 5).
@@ -294,6 +298,7 @@ def longmemeval(
     ):
         if value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
+    runs_args = judge_runs_args(judge_runs)
     built = build(
         LongMemEvalOptions(
             variant=variant,
@@ -312,7 +317,7 @@ def longmemeval(
     if chain_of_note:
         solvers.append(take_notes(built.note_blocks, note_max_tokens))
     solvers.append(generate())
-    scorers = [longmemeval_judge(max_tokens=judge_max_tokens)]
+    scorers = [longmemeval_judge(max_tokens=judge_max_tokens, **runs_args)]
     if not chain_of_note:
         scorers.append(prompt_tokens())
     if context == "rag":

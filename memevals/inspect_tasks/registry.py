@@ -17,6 +17,7 @@ from typing import Any
 from inspect_ai.util import registry_info
 
 from memevals.inspect_tasks import judge as _judge  # noqa: F401  (registers llm_judge)
+from memevals.inspect_tasks import judge_check as _judge_check
 from memevals.inspect_tasks import locomo as _locomo
 from memevals.inspect_tasks import locomo_dialogue as _dialogue
 from memevals.inspect_tasks import locomo_event_summary as _event_summary
@@ -30,7 +31,7 @@ from memevals.inspect_tasks.inspect_internals import (
 
 logger = logging.getLogger(__name__)
 
-TASK_MODULES = [_locomo, _locomo_plus, _longmemeval, _event_summary, _dialogue]
+TASK_MODULES = [_locomo, _locomo_plus, _longmemeval, _event_summary, _dialogue, _judge_check]
 
 
 def _alias_of(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -16,6 +16,10 @@ and 95 % interval (Wilson for judge accuracies, a proportion), overall and per c
 computed here from the per-sample scores and their `cluster` metadata with
 memevals.core.statistics, the same arithmetic as the tasks' Inspect metrics; for lm-eval runs
 every figure comes from the samples. Nothing is rescored.
+
+A judge run with repeated judging (`-T judge_runs=N`) gets, beside its judge column, N
+(`judge runs`), the share of samples whose N verdicts agree (`judge agreement`) and Fleiss'
+kappa (`judge kappa`); the per-category agreement is in the CSV.
 """
 
 from __future__ import annotations
@@ -80,6 +84,10 @@ UNCERTAINTY_GROUPS = frozenset(
     {"ci_clustered", "by_category", "abstention_wilson", "by_relation_type"}
 )
 UNCERTAINTY_METRICS = frozenset({"stderr_clustered"})
+#: The metric group of repeated judging (memevals.inspect_tasks.judge.repeated_judging).
+REPEATED_GROUP = "judge"
+#: Its figures shown in the Markdown table (the rest, per category, go to the CSV only).
+REPEATED_SHOWN = ("runs", "agreement", "kappa")
 #: Sample-metadata keys that identify a sample's cluster in logs written before `cluster`
 #: existed: LoCoMo-Plus cognitive samples' host, a LoCoMo conversation, a LongMemEval question.
 LEGACY_CLUSTER_KEYS = ("host", "conversation_id", "question_id")
@@ -101,6 +109,8 @@ class KindScores:
     categories: dict[str, float] = field(default_factory=dict)
     extras: dict[str, float] = field(default_factory=dict)
     clustered: dict[str, statistics.Summary] = field(default_factory=dict)
+    #: repeated judging: runs, compared, incomplete, agreement, kappa, <category>_agreement, ...
+    repeated: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,6 +130,9 @@ class Row:
     usage: dict[str, int]
     task_args: dict[str, Any]
     framework: str = "inspect"
+    #: LoCoMo's per-category ceilings under the original gold (share of questions whose gold the
+    #: audit does not mark wrong), as the task logged them; empty for other benchmarks
+    ceilings: dict[str, float] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -237,10 +250,17 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
     kinds: dict[str, KindScores] = {}
     aux: dict[str, float] = {}
     for score in log.results.scores:
+        repeated = {
+            v.name: float(v.value)
+            for v in score.metrics.values()
+            if _metric_name(v.group or "") == REPEATED_GROUP
+        }
         metrics = {
             _metric_name(k): float(v.value)
             for k, v in score.metrics.items()
-            if v.group not in UNCERTAINTY_GROUPS and _metric_name(k) not in UNCERTAINTY_METRICS
+            if v.group not in UNCERTAINTY_GROUPS
+            and _metric_name(k) not in UNCERTAINTY_METRICS
+            and _metric_name(v.group or "") != REPEATED_GROUP
         }
         if score.name == "unscored":
             kinds.setdefault("judge", KindScores()).extras["unscored"] = sum(metrics.values())
@@ -255,6 +275,7 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
         if score.reducer not in (None, "mean"):  # epochs reduced another way: its own columns
             kind = f"{kind}@{score.reducer}"
         ks = kinds.setdefault(kind, KindScores())
+        ks.repeated.update(repeated)
         for name, value in metrics.items():
             if name in PROMPT_TOKEN_METRICS:  # an answer scorer reporting the prompt size
                 if PROMPT_TOKEN_METRICS[name]:
@@ -289,6 +310,11 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
         aux=aux,
         usage=usage,
         task_args=args,
+        ceilings={
+            str(k): float(v)
+            for k, v in (metadata.get("gold_ceilings") or {}).items()
+            if k in CATEGORY_ORDER
+        },
     )
 
 
@@ -583,6 +609,8 @@ def _cell(row: Row, key: str) -> float | int | str | None:
         return _clustered_cell(ks.clustered.get(""), rest)
     if rest.startswith("extra:"):
         return ks.extras.get(rest[6:])
+    if rest.startswith("repeated:"):
+        return ks.repeated.get(rest[9:])
     category, _, figure = rest.partition(":")
     if figure:
         return _clustered_cell(ks.clustered.get(category), figure)
@@ -606,6 +634,10 @@ def _columns(rows: Sequence[Row]) -> list[_Column]:
         cols.append(_Column(f"{kind}:stderr_clustered", f"{title} stderr_clustered"))
         cols.append(_Column(f"{kind}:ci_lower", f"{title} {interval}"))
         cols.append(_Column(f"{kind}:ci_upper", "", markdown=False))
+        repeated = _ordered_repeated(r.kinds[kind].repeated for r in rows if kind in r.kinds)
+        for name in repeated:
+            shown = name in REPEATED_SHOWN
+            cols.append(_Column(f"{kind}:repeated:{name}", f"{title} {name}", markdown=shown))
         for c in cats:
             cols.append(_Column(f"{kind}:{c}", f"{title} {c}"))
             cols += [_Column(f"{kind}:{c}:{f}", "", markdown=False) for f in _CLUSTERED_FIELDS]
@@ -616,6 +648,12 @@ def _columns(rows: Sequence[Row]) -> list[_Column]:
     for name in sorted({a for r in rows for a in r.aux}):
         cols.append(_Column(f"aux:{name}", name))
     return cols
+
+
+def _ordered_repeated(figures: Iterable[Mapping[str, float]]) -> list[str]:
+    """The repeated-judging figures present: the shown ones first, then the rest sorted."""
+    names = {n for f in figures for n in f}
+    return [n for n in REPEATED_SHOWN if n in names] + sorted(names - set(REPEATED_SHOWN))
 
 
 def _csv_keys(rows: Sequence[Row]) -> list[str]:
@@ -632,7 +670,7 @@ def _csv_name(key: str) -> str:
         return rest
     if rest == "":
         return kind
-    return f"{kind}_{rest.removeprefix('extra:').replace(':', '_')}"
+    return f"{kind}_{rest.removeprefix('extra:').removeprefix('repeated:').replace(':', '_')}"
 
 
 def write_csv(rows: Sequence[Row], path: Path) -> None:
@@ -654,7 +692,7 @@ def _fmt(value: float | int | str | None, key: str) -> str:
         return value.replace("|", "\\|")
     if isinstance(value, int) or key in ("aux:prompt_tokens", "samples"):
         return f"{value:.0f}" if not isinstance(value, int) else str(value)
-    if key.endswith(":extra:unscored"):
+    if key.endswith((":extra:unscored", ":repeated:runs", ":compared", ":incomplete")):
         return f"{value:.0f}"
     if math.isnan(value):
         return "nan"
@@ -682,6 +720,21 @@ def _markdown_cell(row: Row, key: str) -> str:
     return text
 
 
+def above_ceiling(row: Row) -> list[str]:
+    """Per-category scores of a run on the original gold that exceed the audited-gold ceiling:
+    no honest system reaches them, so such a score was earned from wrong gold (or a lenient
+    judge). Runs on the audited gold have no ceiling below 100 %."""
+    if str(row.task_args.get("gold", "original")) != "original":
+        return []
+    out = []
+    for kind, ks in row.kinds.items():
+        for category, value in ks.categories.items():
+            ceiling = row.ceilings.get(category)
+            if ceiling is not None and value > ceiling:
+                out.append(f"{kind} {category} {value:.4f} > ceiling {ceiling:.4f}")
+    return out
+
+
 def markdown_tables(rows: Sequence[Row]) -> str:
     """One Markdown table per benchmark; each row states its model, judge and context mode.
     Per-category means carry their clustered standard error; the per-category intervals are
@@ -701,6 +754,14 @@ def markdown_tables(rows: Sequence[Row]) -> str:
                     text += f" ({r.status})"
                 cells.append(text)
             out.append("| " + " | ".join(cells) + " |")
+        for r in sub:
+            flagged = above_ceiling(r)
+            if flagged:
+                out.append(
+                    f"\nAbove the audited-gold ceiling ({r.label}): {'; '.join(flagged)}. "
+                    "The original gold is wrong on these shares of questions: see "
+                    "benchmarks/locomo/README.md#audited-gold."
+                )
         judges = sorted({r.judge for r in sub if r.judge != NO_JUDGE})
         if len(judges) > 1:
             out.append(

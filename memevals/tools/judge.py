@@ -17,6 +17,10 @@ the Inspect log (`--log-dir`), and per benchmark `judge_<benchmark>.jsonl` (one 
 per sample) and `judge_<benchmark>.json` (the aggregate table) in `--output-dir` (default: the
 folder of the first samples file). The conversation context is not replayed: the judge never
 sees it, and leaving it out keeps the log small.
+
+Repeated judging: `--judge-runs N` (or `-S judge_runs=N`, as `inspect score` spells it) judges
+each reply N times with distinct seeds and reports the judges' agreement beside the mean score
+(docs/judges.md#repeated-judging). LoCoMo, LoCoMo-Plus and LongMemEval only.
 """
 
 from __future__ import annotations
@@ -197,42 +201,63 @@ def _tokens(max_tokens: int | None) -> dict[str, int]:
     return {} if max_tokens is None else {"max_tokens": max_tokens}
 
 
-def _locomo_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+def _runs(judge_runs: int) -> dict[str, Any]:
+    """The judge_runs argument, only when repeating (a single run logs the scorer as before)."""
+    from memevals.inspect_tasks.judge import judge_runs_args
+
+    return judge_runs_args(judge_runs)
+
+
+def _locomo_scorers(
+    samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int = 1
+) -> list[Scorer]:
     from memevals.inspect_tasks.judge import llm_judge
     from memevals.inspect_tasks.locomo import locomo_f1_scorer
 
-    return [locomo_f1_scorer(), llm_judge(max_tokens=max_tokens)]  # None: the role's setting
+    # max_tokens None: the role's setting
+    return [locomo_f1_scorer(), llm_judge(max_tokens=max_tokens, **_runs(judge_runs))]
 
 
-def _locomo_plus_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+def _locomo_plus_scorers(
+    samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int = 1
+) -> list[Scorer]:
     from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
     from memevals.inspect_tasks.locomo_plus import locomo_plus_f1, locomo_plus_judge
 
     scorers: list[Scorer] = []
     if any(s.metadata.get("category") != COGNITIVE for s in samples):
         scorers.append(locomo_plus_f1())
-    scorers.append(locomo_plus_judge(**_tokens(max_tokens)))
+    scorers.append(locomo_plus_judge(**_tokens(max_tokens), **_runs(judge_runs)))
     return scorers
 
 
-def _longmemeval_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+def _longmemeval_scorers(
+    samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int = 1
+) -> list[Scorer]:
     from memevals.inspect_tasks.longmemeval import longmemeval_judge
 
-    return [longmemeval_judge(**_tokens(max_tokens))]
+    return [longmemeval_judge(**_tokens(max_tokens), **_runs(judge_runs))]
 
 
-def _event_summary_scorers(samples: Sequence[LmEvalSample], max_tokens: int | None) -> list[Scorer]:
+def _event_summary_scorers(
+    samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int = 1
+) -> list[Scorer]:
     from memevals.inspect_tasks.locomo_event_summary import event_summary_scorer
 
+    if judge_runs != 1:
+        raise SamplesError(
+            f"{samples[0].where}: judge_runs={judge_runs}: event summaries (FactScore) are "
+            "judged once; repeated judging covers LoCoMo QA, LoCoMo-Plus and LongMemEval"
+        )
     if max_tokens is None:
         return [event_summary_scorer()]
     return [event_summary_scorer(grader_max_tokens=max_tokens)]
 
 
-#: kind of sample -> (its samples, judge max_tokens or None) -> the scorers its Inspect task
-#: judges with. The kind is the metadata's `task` when set (LoCoMo's event summaries), else
-#: its `benchmark`.
-BENCHMARK_SCORERS: dict[str, Callable[[Sequence[LmEvalSample], int | None], list[Scorer]]] = {
+#: kind of sample -> (its samples, judge max_tokens or None, judge_runs) -> the scorers its
+#: Inspect task judges with. The kind is the metadata's `task` when set (LoCoMo's event
+#: summaries), else its `benchmark`.
+BENCHMARK_SCORERS: dict[str, Callable[[Sequence[LmEvalSample], int | None, int], list[Scorer]]] = {
     "locomo": _locomo_scorers,
     "locomo_plus": _locomo_plus_scorers,
     "longmemeval": _longmemeval_scorers,
@@ -365,10 +390,13 @@ def judge_samples(
     log_dir: str | None = None,
     output_dir: str | Path | None = None,
     display: str = "none",
+    judge_runs: int = 1,
 ) -> list[JudgeRun]:
     """Judge the replies in lm-eval samples files; one Inspect evaluation per benchmark."""
     if max_connections < 1:
         raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+    if isinstance(judge_runs, bool) or not isinstance(judge_runs, int) or judge_runs < 1:
+        raise ValueError(f"judge_runs must be an integer of at least 1, got {judge_runs!r}")
     files = samples_files(paths)
     by_benchmark: dict[str, list[LmEvalSample]] = {}
     for path in files:
@@ -407,7 +435,7 @@ def judge_samples(
         task = Task(
             dataset=_dataset(benchmark, samples),
             solver=replay_reply(model_name),
-            scorer=BENCHMARK_SCORERS[benchmark](samples, judge_max_tokens),
+            scorer=BENCHMARK_SCORERS[benchmark](samples, judge_max_tokens, judge_runs),
             name=f"{benchmark}_judge",
             metadata={
                 "benchmark": benchmark,
@@ -435,6 +463,7 @@ def judge_samples(
         summary = {
             "benchmark": benchmark,
             "grader": str(grader_model),
+            **({"judge_runs": judge_runs} if judge_runs != 1 else {}),
             "lm_eval_model": model_name,
             "samples": len(run.verdicts),
             "inspect_log": log.location,
@@ -476,6 +505,26 @@ def grader_args(pairs: Sequence[str]) -> dict[str, Any]:
     return parse_task_args(pairs)
 
 
+def _scorer_arg(text: str) -> int:
+    """`-S judge_runs=N`, the one scorer option this command takes in `inspect score` form."""
+    key, sep, value = text.partition("=")
+    if key.strip() != "judge_runs" or not sep:
+        raise argparse.ArgumentTypeError(
+            f"-S takes judge_runs=N (other judge options have their own flags), got {text!r}"
+        )
+    return _judge_runs(value)
+
+
+def _judge_runs(text: str) -> int:
+    try:
+        runs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"judge_runs must be an integer, got {text!r}") from None
+    if runs < 1:
+        raise argparse.ArgumentTypeError(f"judge_runs must be at least 1, got {runs}")
+    return runs
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m memevals.tools.judge",
@@ -493,10 +542,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--judge-max-tokens", type=int, default=None,
         help="grader token limit per reply (default: the Inspect task's)",
     )  # fmt: skip
+    parser.add_argument(
+        "--judge-runs", type=_judge_runs, default=None,
+        help="judge each reply N times (distinct seeds) and report the agreement (default 1)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-S", "--scorer-arg", type=_scorer_arg, action="append", default=[], metavar="judge_runs=N",
+        help="the same as --judge-runs N, in inspect score's spelling",
+    )  # fmt: skip
     parser.add_argument("--log-dir", default=None, help="Inspect log folder")
     parser.add_argument("--output-dir", default=None, help="where judge_<benchmark>.* go")
     parser.add_argument("--display", default="none", help="Inspect display (none, plain, ...)")
     args = parser.parse_args(argv)
+    given = {r for r in [args.judge_runs, *args.scorer_arg] if r is not None}
+    if len(given) > 1:
+        parser.error(f"judge_runs given twice with different values: {sorted(given)}")
     try:
         runs = judge_samples(
             args.paths,
@@ -508,6 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             log_dir=args.log_dir,
             output_dir=args.output_dir,
             display=args.display,
+            judge_runs=given.pop() if given else 1,
         )
     except SamplesError as exc:
         print(f"error: {exc}", file=sys.stderr)

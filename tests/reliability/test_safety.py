@@ -19,6 +19,7 @@ from inspect_ai import eval
 from inspect_ai.model import get_model
 from reliability_figures import count
 
+from memevals.benchmarks.locomo.audit import AUDIT_FILE
 from memevals.benchmarks.locomo.data import LOCOMO_FILE
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
 from memevals.benchmarks.longmemeval.data import FILES, REVISION
@@ -221,6 +222,7 @@ def _pins() -> dict[str, tuple[str, str, str | None]]:
     pins = {
         "locomo": (LOCOMO_FILE.url, LOCOMO_FILE.relpath, LOCOMO_FILE.sha256),
         "locomo_plus": (LOCOMO_PLUS_FILE.url, LOCOMO_PLUS_FILE.relpath, LOCOMO_PLUS_FILE.sha256),
+        "locomo_audit": (AUDIT_FILE.url, AUDIT_FILE.relpath, AUDIT_FILE.sha256),
     }
     for variant, spec in FILES.items():
         pins[f"longmemeval {variant}"] = (spec.url, spec.relpath, spec.sha256)
@@ -256,7 +258,9 @@ def test_pinned_files_are_only_declared_in_the_data_modules() -> None:
             }:
                 places.append(str(path.relative_to(REPO)))
     assert set(places) <= {
+        "memevals/benchmarks/judge_check/data.py",
         "memevals/benchmarks/locomo/data.py",
+        "memevals/benchmarks/locomo/audit.py",
         "memevals/benchmarks/locomo_plus/data.py",
         "memevals/benchmarks/longmemeval/data.py",
     }, places

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memevals.benchmarks.locomo.audit import apply_gold, check_gold
 from memevals.benchmarks.locomo.data import Conversation, load_locomo
 from memevals.benchmarks.locomo.memory import LocomoMemory, evidence_turns, locomo_memory
 from memevals.benchmarks.locomo.prompts import build_items, check_adversarial, parse_categories
@@ -34,6 +35,8 @@ class LocomoOptions:
     seed: int = 0  # of the two-option order
     data_dir: str | os.PathLike[str] | None = None
     memory: MemoryOptions = field(default_factory=MemoryOptions)
+    #: "original" (the official answers) or "audited" (locomo-audit's corrections)
+    gold: str = "original"
 
 
 def build(options: LocomoOptions) -> tuple[list[PromptItem], dict[str, Any]]:
@@ -41,8 +44,11 @@ def build(options: LocomoOptions) -> tuple[list[PromptItem], dict[str, Any]]:
     is read or model loaded; a bad one raises ValueError naming it."""
     categories = parse_categories(options.categories)
     check_adversarial(options.adversarial)
+    check_gold(options.gold)
     memory = locomo_memory(options.memory)
-    conversations = load_locomo(options.data_dir)
+    gold = apply_gold(load_locomo(options.data_dir), options.gold, options.data_dir)
+    log_gold(gold.log)
+    conversations = gold.conversations
     items = build_items(
         conversations,
         categories=categories,
@@ -51,7 +57,34 @@ def build(options: LocomoOptions) -> tuple[list[PromptItem], dict[str, Any]]:
         adversarial=options.adversarial,
         seed=options.seed,
     )
-    return annotate_items(items, conversations, memory)
+    out, summary = annotate_items(mark_gold_changes(items, gold.changes), conversations, memory)
+    return out, summary | {"gold": gold.log}
+
+
+def mark_gold_changes(
+    items: Iterable[PromptItem], changes: dict[tuple[str, int], dict[str, Any]]
+) -> list[PromptItem]:
+    """Record on each LoCoMo question whose gold the audit changed the original and audited
+    gold and the error type (`audit.gold_metadata`); other items are returned as they are."""
+    out = []
+    for item in items:
+        md = item.metadata
+        # LoCoMo questions (also LoCoMo-Plus's) carry both; cognitive samples neither
+        if "conversation_id" in md and "qa_index" in md:
+            change = changes.get((str(md["conversation_id"]), int(md["qa_index"])))
+        else:
+            change = None
+        out.append(dataclasses.replace(item, metadata={**md, **change}) if change else item)
+    return out
+
+
+def log_gold(log: dict[str, Any]) -> None:
+    """Every LoCoMo run states the ceilings of the official gold in its log."""
+    logger.info(
+        "LoCoMo gold=%s; ceilings of the official gold (locomo-audit): %s",
+        log["gold"],
+        ", ".join(f"{k} {100 * v:.2f} %" for k, v in log["gold_ceilings"].items()),
+    )
 
 
 def strategy_fields(

@@ -13,10 +13,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memevals.benchmarks.locomo.audit import apply_gold, check_gold
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_memory
 from memevals.benchmarks.locomo.prompts import check_adversarial
-from memevals.benchmarks.locomo.samples import annotate_items, strategy_fields
+from memevals.benchmarks.locomo.samples import (
+    annotate_items,
+    log_gold,
+    mark_gold_changes,
+    strategy_fields,
+)
 from memevals.benchmarks.locomo_plus.data import load_locomo_plus
 from memevals.benchmarks.locomo_plus.memory import cognitive_context, cognitive_full, cue_recall
 from memevals.benchmarks.locomo_plus.prompts import (
@@ -47,6 +53,8 @@ class LocomoPlusOptions:
     seed: int = 0  # of the two-option order
     data_dir: str | os.PathLike[str] | None = None
     memory: MemoryOptions = field(default_factory=MemoryOptions)
+    #: the LoCoMo questions' gold: "original" or "audited" (cognitive samples have none)
+    gold: str = "original"
 
 
 def check_sample_order(sample_order: str) -> None:
@@ -60,10 +68,14 @@ def build(options: LocomoPlusOptions) -> tuple[list[PromptItem], dict[str, Any]]
     wanted = parse_plus_categories(options.categories)
     check_sample_order(options.sample_order)
     check_adversarial(options.adversarial)
+    check_gold(options.gold)
     memory = locomo_memory(options.memory)
     # Checked even before loading: rag over observations or summaries cannot see the cue.
     cognitive = cognitive_context(memory) if COGNITIVE in wanted else cognitive_full
-    conversations = load_locomo(options.data_dir)
+    gold = apply_gold(load_locomo(options.data_dir), options.gold, options.data_dir)
+    log_gold(gold.log)
+    # only qa items differ between the gold variants: the stitched histories are the same
+    conversations = gold.conversations
     stitched = (
         stitch_all(load_locomo_plus(options.data_dir), conversations, gap_fix=options.gap_fix)
         if COGNITIVE in wanted
@@ -82,13 +94,15 @@ def build(options: LocomoPlusOptions) -> tuple[list[PromptItem], dict[str, Any]]
         gap_fix=options.gap_fix,
     )
     locomo_items, summary = annotate_items(
-        [i for i in items if i.metadata["category"] != COGNITIVE], conversations, memory
+        mark_gold_changes([i for i in items if i.metadata["category"] != COGNITIVE], gold.changes),
+        conversations,
+        memory,
     )
     cognitive_items, cognitive_summary = annotate_cognitive_items(
         [i for i in items if i.metadata["category"] == COGNITIVE], stitched, memory
     )
     ordered = order_samples([*locomo_items, *cognitive_items], options.sample_order)
-    return ordered, summary | cognitive_summary
+    return ordered, summary | cognitive_summary | {"gold": gold.log}
 
 
 def annotate_cognitive_items(

@@ -21,6 +21,7 @@ LOCOMO_OPTIONS: dict[str, Any] = {
     "adversarial": "choice",
     "choice_seed": 0,
     "data_dir": None,
+    "gold": "original",
 }
 
 
@@ -31,6 +32,7 @@ def shared_options(task: str, opts: Mapping[str, Any]) -> dict[str, Any]:
         "seed": common.as_int(task, "choice_seed", opts["choice_seed"]),
         "data_dir": opts["data_dir"],
         "memory": MemoryOptions.from_mapping(opts),
+        "gold": str(opts["gold"]),
     }
 
 
