@@ -234,3 +234,20 @@ def test_lm_eval_documents_equal_inspect_samples_when_audited(data_dir: Path) ->
     plus = locomo_plus_docs("temporal", context="none", gold="audited")["test"]
     inspect_plus = list(locomo_plus(categories="temporal", context="none", gold="audited").dataset)
     assert [doc_item(d).metadata for d in plus] == [s.metadata for s in inspect_plus]
+
+
+def test_a_data_folder_without_the_audit_still_runs_the_official_protocol(
+    tmp_path: Path, data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """gold=original needs no audit: without the file the run goes on, warns, and logs why it
+    has no ceilings; gold=audited cannot, and says which file is missing."""
+    (tmp_path / "locomo").mkdir()
+    (tmp_path / "locomo" / "locomo10.json").symlink_to(data_dir / "locomo" / "locomo10.json")
+    with caplog.at_level("WARNING"):
+        task = locomo(categories="temporal", context="none", data_dir=str(tmp_path))
+    assert len(task.dataset) == 321
+    assert task.metadata is not None and task.metadata["gold_ceilings"] is None
+    assert "gold ceilings are unavailable" in caplog.text
+    assert "errors.json" in caplog.text
+    with pytest.raises(DataError, match=r"errors\.json"):
+        locomo(categories="temporal", context="none", data_dir=str(tmp_path), gold="audited")
