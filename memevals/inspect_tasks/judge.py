@@ -202,6 +202,18 @@ async def _judge_once(
     return verdict, replies
 
 
+def _unscored(answer: str, why: str, metadata: dict[str, Any]) -> Score:
+    """A sample the grader left without a readable verdict: unscored (NaN, counted), never
+    wrong, with the raw replies kept for the reader of the log."""
+    return Score(
+        value={"judge": math.nan, "unscored": 1},
+        answer=answer,
+        reason="grader_failed",
+        explanation=f"UNSCORED: {why}",
+        metadata=metadata,
+    )
+
+
 @scorer(
     metrics={
         "judge": [*uncertainty_metrics(wilson=True), repeated_judging()],
@@ -265,8 +277,7 @@ def llm_judge(
         if judge_runs > 1:
             return await _repeated(state, grader, fallback, inp, prompt, config, map_name, mapped)
         verdict, replies = await _judge_once(grader, inp, prompt, config, retries)
-
-        metadata: dict[str, Any] = {
+        metadata = {
             "criterion": inp.criterion,
             "label": verdict.label if verdict else None,
             "grader": str(grader),
@@ -276,16 +287,8 @@ def llm_judge(
             "category": state.metadata.get("category"),
         }
         if verdict is None:
-            return Score(
-                value={"judge": math.nan, "unscored": 1},
-                answer=mapped,
-                reason="grader_failed",
-                explanation=(
-                    f"UNSCORED: no readable verdict from {grader} after {len(replies)} "
-                    f"attempt(s). Raw replies: {replies!r}"
-                ),
-                metadata=metadata,
-            )
+            why = f"after {len(replies)} attempt(s). Raw replies: {replies!r}"
+            return _unscored(mapped, f"no readable verdict from {grader} {why}", metadata)
         return Score(
             value={"judge": verdict.score, "unscored": 0},
             answer=mapped,
@@ -332,16 +335,8 @@ def llm_judge(
             f"run {i + 1}: {v.label if v else 'unreadable'}" for i, v in enumerate(verdicts)
         )
         if not readable:
-            return Score(
-                value={"judge": math.nan, "unscored": 1},
-                answer=mapped,
-                reason="grader_failed",
-                explanation=(
-                    f"UNSCORED: no readable verdict from {grader} in {judge_runs} runs. "
-                    f"Raw replies: {metadata['judge_replies']!r}"
-                ),
-                metadata=metadata,
-            )
+            why = f"in {judge_runs} runs. Raw replies: {metadata['judge_replies']!r}"
+            return _unscored(mapped, f"no readable verdict from {grader} {why}", metadata)
         mean_score = sum(v.score for v in readable) / len(readable)
         return Score(
             value={"judge": mean_score, "unscored": 0},
