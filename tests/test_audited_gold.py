@@ -114,8 +114,10 @@ def test_gold_option_is_checked_before_loading(tmp_path: Path) -> None:
 
 
 def test_audited_samples_take_the_corrections_and_record_both(data_dir: Path) -> None:
-    original, log_o = locomo_samples.build(locomo_samples.LocomoOptions(memory=NONE))
-    audited, log_a = locomo_samples.build(locomo_samples.LocomoOptions(memory=NONE, gold="audited"))
+    original, log_o, _ = locomo_samples.build(locomo_samples.LocomoOptions(memory=NONE))
+    audited, log_a, _ = locomo_samples.build(
+        locomo_samples.LocomoOptions(memory=NONE, gold="audited")
+    )
     assert log_o["gold"]["gold_ceilings"] == log_a["gold"]["gold_ceilings"]
     assert log_o["gold"]["gold"] == "original" and log_a["gold"]["gold"] == "audited"
     records = _by_question_id(load_audit())
@@ -172,7 +174,7 @@ def _scripted(
     conv = load_locomo()[0]
     replies: dict[str, str] = {}
     chosen: dict[str, AuditRecord] = {}
-    items, _ = locomo_samples.build(locomo_samples.LocomoOptions(memory=NONE, gold=gold))
+    items, _, _ = locomo_samples.build(locomo_samples.LocomoOptions(memory=NONE, gold=gold))
     by_id = {i.id: i for i in items}
     for sid in ids:
         j = int(sid.rsplit("-q", 1)[1])

@@ -133,9 +133,9 @@ def _temporal_items() -> tuple[list[PromptItem], list[int]]:
     from memevals.benchmarks.locomo import samples
     from memevals.core.memory_options import MemoryOptions
 
-    items, _ = samples.build(
+    items = samples.build(
         samples.LocomoOptions(categories="temporal", memory=MemoryOptions("none"))
-    )
+    ).items
     indices: list[int] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(items):

@@ -11,6 +11,7 @@ Every import counts, also one inside a function or under TYPE_CHECKING, and a co
     scorers         re-exports of core and benchmarks (the users' plain-function API)
     inspect_tasks   core, benchmarks, itself; lm_eval_tasks the same (frameworks import the
                     defining module, not the scorers facade, and never each other)
+    memory_systems  core and itself (the built-in memory systems, loaded by entry point)
     tools           anything; nothing but tools imports tools
 
 No framework (inspect_ai, lm_eval, datasets) below the framework layers, and neither framework
@@ -46,6 +47,7 @@ ALLOWED_LAYERS = {
     "scorers": frozenset({"core", "benchmarks"}),
     "inspect_tasks": frozenset({"core", "benchmarks", "inspect_tasks"}),
     "lm_eval_tasks": frozenset({"core", "benchmarks", "lm_eval_tasks"}),
+    "memory_systems": frozenset({"core", "memory_systems"}),
 }
 #: Order of the modules of a benchmark folder: a module imports only modules ranked lower.
 #: `scoring` (the benchmark's scoring rules) needs only the data; anything after it may use it.
@@ -223,7 +225,13 @@ def violations(root: Path) -> list[str]:
                         problems.append(f"Inspect internal {imp.module} imported without a guard")
                 elif private:
                     problems.append(f"private name {'.'.join(private)} of {top}")
-                if top in FRAMEWORKS and layer in ("core", "benchmarks", "scorers", "root"):
+                if top in FRAMEWORKS and layer in (
+                    "core",
+                    "benchmarks",
+                    "scorers",
+                    "memory_systems",
+                    "root",
+                ):
                     problems.append(f"{layer} imports the framework {top}")
                 if top in FOREIGN_FRAMEWORKS.get(layer, ()):
                     problems.append(f"{layer} imports the other framework's {top}")

@@ -91,7 +91,7 @@ def test_locomo_scores_match_across_frameworks(
     from memevals.inspect_tasks.locomo import locomo
 
     # The first PER_CATEGORY questions of each category, as lm-eval's --limit takes them.
-    items, _ = samples.build(samples.LocomoOptions(memory=MemoryOptions(**options)))
+    items = samples.build(samples.LocomoOptions(memory=MemoryOptions(**options))).items
     chosen: list[PromptItem] = []
     for name in CATEGORY_NAMES.values():
         chosen += [i for i in items if i.metadata["category"] == name][:PER_CATEGORY]

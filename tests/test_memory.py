@@ -350,7 +350,8 @@ def test_build_checks_the_options_before_reading_any_file(tmp_path: Path) -> Non
 
 def test_build_is_build_items_plus_the_strategy_fields(convs: list[Conversation]) -> None:
     options = LocomoOptions(categories="temporal", seed=2, memory=MemoryOptions("truncated"))
-    items, log = build(options)
+    items, log, subject = build(options)
+    assert subject is None  # no memory system under test
     memory = memory_of("truncated")
     plain = build_items(
         convs, categories="temporal", context=memory, context_mode="truncated", seed=2

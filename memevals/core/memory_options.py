@@ -9,10 +9,12 @@ another mode is an error" exists once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from memevals.core.memory_system import MemorySystem, load_memory_system, parse_memory_args
 from memevals.core.retrievers import (
     Retriever,
     checked_top_k,
@@ -37,6 +39,12 @@ class MemoryOptions:
     retriever: str | None = None
     embedding_model: str | None = None
     token_counter: str = "auto"
+    #: a memory system under test (docs/memory_systems.md): it gives the context instead of
+    #: `context`; its arguments (`memory_args`, read as Inspect reads -M) and the disk cache of
+    #: its ingestions (`memory_cache`, None = on)
+    memory: str | None = None
+    memory_args: Any = None
+    memory_cache: bool | None = None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -53,7 +61,35 @@ class MemoryOptions:
 
     def checked(self, modes: Sequence[str], **truncation_options: object) -> MemoryOptions:
         """Self, after checking `context` is one of `modes` and that no option of another mode
-        was given (`truncation_options`: a benchmark's extra truncation knobs)."""
+        was given (`truncation_options`: a benchmark's extra truncation knobs).
+
+        With `memory` set the context mode becomes `memory` (the system gives the context);
+        only `top_k` (its k) and the token counter apply besides the memory knobs."""
+        if self.memory is not None:
+            if self.context not in ("full", MEMORY_CONTEXT):
+                raise ValueError(
+                    f"memory={self.memory!r} gives the context itself; it cannot be combined "
+                    f"with context={self.context!r} (leave context unset)"
+                )
+            reject_options_outside(
+                "truncated",
+                MEMORY_CONTEXT,
+                max_context_tokens=self.max_context_tokens,
+                **truncation_options,
+            )
+            reject_options_outside(
+                "rag",
+                MEMORY_CONTEXT,
+                retrieval_unit=self.retrieval_unit,
+                retriever=self.retriever,
+                embedding_model=self.embedding_model,
+            )
+            return dataclasses.replace(self, context=MEMORY_CONTEXT)
+        if self.context == MEMORY_CONTEXT:
+            raise ValueError("context=memory needs a memory system: -T memory=<name>")
+        if self.memory_args is not None or self.memory_cache is not None:
+            given = [n for n in ("memory_args", "memory_cache") if getattr(self, n) is not None]
+            raise ValueError(f"{', '.join(given)} applies only with memory=<name>")
         if self.context not in modes:
             raise ValueError(
                 f"context={self.context!r} is not supported; allowed values: {', '.join(modes)}"
@@ -73,6 +109,33 @@ class MemoryOptions:
             embedding_model=self.embedding_model,
         )
         return self
+
+
+#: The context mode of a memory system under test.
+MEMORY_CONTEXT = "memory"
+
+
+@dataclass(frozen=True)
+class SystemChoice:
+    """The validated memory-system settings: the system built with its arguments, its k, and
+    whether its ingestions are kept in the disk cache."""
+
+    system: MemorySystem
+    top_k: int
+    cache: bool
+
+
+def system_choice(options: MemoryOptions, default_top_k: int) -> SystemChoice:
+    """Build the memory system of `options.memory` (ValueError naming the closest registered
+    name or the bad argument) with the benchmark's default k; the system is built here, before
+    any model call, so a missing package or model fails early."""
+    if options.memory is None:
+        raise ValueError("no memory system was asked for (-T memory=<name>)")
+    if options.memory_cache is not None and not isinstance(options.memory_cache, bool):
+        raise ValueError(f"memory_cache must be true or false, got {options.memory_cache!r}")
+    system = load_memory_system(options.memory, parse_memory_args(options.memory_args))
+    k = checked_top_k(options.top_k, default_top_k)
+    return SystemChoice(system, k, options.memory_cache is not False)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Score, Scorer, Target, scorer
-from inspect_ai.solver import TaskState, generate
+from inspect_ai.solver import TaskState
 
 from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.data import CATEGORY_NAMES, LOCOMO_FILE
@@ -20,6 +22,7 @@ from memevals.inspect_tasks.common import (
     uncertainty_metrics,
 )
 from memevals.inspect_tasks.judge import judge_runs_args, llm_judge
+from memevals.inspect_tasks.memory_system import memory_system, solver_chain
 from memevals.inspect_tasks.retrieval import (
     mean_prompt_tokens,
     retrieval_scorers,
@@ -58,8 +61,11 @@ def locomo_f1_scorer() -> Scorer:
     return score
 
 
-def _retrieval_scorers_for(items: list[PromptItem]) -> list[Scorer]:
-    """The retrieval scorers when the strategy retrieves (its samples carry retrieved ids)."""
+def _retrieval_scorers_for(items: list[PromptItem], memory_system_given: bool) -> list[Scorer]:
+    """The retrieval scorers when the strategy retrieves (its samples carry retrieved ids, or
+    a memory system gives them at run time: its cited dia ids, turn level)."""
+    if memory_system_given:
+        return [*retrieval_scorers(True), memory_system()]
     if not items or items[0].metadata["retrieved_ids"] is None:
         return []
     return retrieval_scorers(bool(items[0].metadata["turn_level"]))
@@ -81,6 +87,9 @@ def locomo(
     top_k: int | None = None,
     retriever: str | None = None,
     embedding_model: str | None = None,
+    memory: str | None = None,
+    memory_args: str | dict[str, Any] | None = None,
+    memory_cache: bool | None = None,
 ) -> Task:
     """LoCoMo QA (1,986 questions over 10 long conversations), official F1.
 
@@ -107,31 +116,38 @@ def locomo(
         retriever: context=rag only: bm25 (default) or embedding.
         embedding_model: retriever=embedding only: a local sentence-transformers folder or a
             hub id (default all-MiniLM-L6-v2).
+        memory: a memory system under test (bm25, embedding, observations, summaries, mem0 or
+            any registered in the `memevals.memory_systems` entry-point group); it gives the
+            context instead of `context`, retrieving top_k items (default 5) per question
+            (docs/memory_systems.md).
+        memory_args: the system's arguments, as Inspect reads -M: key=value pairs, a mapping
+            or a .yaml/.json file.
+        memory_cache: keep each history's ingestion in the disk cache (default true).
     """
     # The memory knobs are this task's parameters of the same names.
-    memory = MemoryOptions.from_mapping(locals())
+    memory_options = MemoryOptions.from_mapping(locals())
     runs_args = judge_runs_args(judge_runs)
-    items, memory_log = samples.build(
+    items, memory_log, subject = samples.build(
         samples.LocomoOptions(
             categories=categories,
             adversarial=adversarial,
             seed=seed,
             data_dir=data_dir,
-            memory=memory,
+            memory=memory_options,
             gold=gold,
         )
     )
-    scorers = [locomo_f1_scorer(), *_retrieval_scorers_for(items)]
+    scorers = [locomo_f1_scorer(), *_retrieval_scorers_for(items, subject is not None)]
     if judge:
         scorers.append(llm_judge(**runs_args))
     return Task(
         dataset=to_dataset(items, "locomo"),
-        solver=generate(),
+        solver=solver_chain(subject),
         scorer=scorers,
         config=GenerateConfig(max_tokens=max_tokens),
         metadata={
             "benchmark": "locomo",
-            "context": context,
+            "context": memory_log["context"],
             "adversarial": adversarial,
             "seed": seed,
             "judge": judge,

@@ -20,6 +20,14 @@ from typing import Any, TypeVar
 from datasets import Dataset, DatasetDict
 
 from memevals.core import statistics
+from memevals.core.memory_harness import (
+    INGEST_KEY,
+    LATENCY_KEY,
+    MemorySubject,
+    ingest_totals,
+    latency_percentiles,
+)
+from memevals.core.memory_system import MemorySystemError
 from memevals.core.prompt_item import PromptItem
 from memevals.core.tokens import get_token_counter
 
@@ -88,6 +96,38 @@ def checked(task: str, build: Callable[[], T]) -> T:
         raise
     except ValueError as exc:
         raise OptionError(f"{task}: {exc}") from exc
+
+
+def with_memory(
+    task: str, items: Sequence[PromptItem], subject: MemorySubject | None
+) -> list[PromptItem]:
+    """The items with their memory system's contexts (retrieval happens here, when the
+    documents are built; there is no memory model in lm-eval, so a system that needs one must
+    find its ingestions in the disk cache, e.g. from an Inspect run). A failure names the task
+    and the sample and stops the run: an empty context is never scored."""
+    if subject is None:
+        return list(items)
+    out = []
+    for item in items:
+        try:
+            out.append(subject.fill(item, None))
+        except MemorySystemError as exc:
+            raise MemorySystemError(f"{task}: sample {item.id}: {exc}") from exc
+    totals = ingest_totals([i.metadata[INGEST_KEY] for i in out])
+    latency = latency_percentiles([float(i.metadata[LATENCY_KEY]) for i in out])
+    logger.info(
+        "%s: memory %s over %d histories (%d ingested now, %d from the cache); retrieval "
+        "latency p50 %.4f s, p95 %.4f s, p99 %.4f s",
+        task,
+        subject.run.system.name,
+        totals["histories"],
+        totals["ingestions"],
+        totals["cache_hits"],
+        latency["latency_p50_s"],
+        latency["latency_p95_s"],
+        latency["latency_p99_s"],
+    )
+    return out
 
 
 def to_docs(items: Sequence[PromptItem], task: str) -> DatasetDict:

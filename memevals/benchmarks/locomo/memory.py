@@ -14,6 +14,9 @@ conversation, so provider prompt caches can reuse it.
   summaries; BM25 or embeddings), shown in chronological order as ``<session date>: <text>``.
 - `oracle`: only the gold evidence turns, shown like `rag` dialog turns (the retrieval ceiling).
 - `none`: no context (the floor).
+- `memory`: a memory system under test (`-T memory=<name>`, docs/memory_systems.md) retrieves
+  `top_k` items; they are shown like `rag` excerpts, in chronological order of the turns they
+  cite (`locomo_history`, `memory_context`).
 
 The options arrive as one `MemoryOptions` record (`locomo_memory`); everything here is
 framework-free.
@@ -26,7 +29,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.benchmarks.locomo.data import QA, Conversation, Session, Turn
-from memevals.core.memory_options import MemoryOptions, RagDefaults, rag_choice
+from memevals.core.memory_harness import Rendered, Renderer, Retrieval
+from memevals.core.memory_options import (
+    MEMORY_CONTEXT,
+    MemoryOptions,
+    RagDefaults,
+    SystemChoice,
+    rag_choice,
+    system_choice,
+)
+from memevals.core.memory_system import History, MemoryItem
+from memevals.core.memory_system import Session as HistorySession
+from memevals.core.memory_system import Turn as HistoryTurn
 from memevals.core.retrievers import (
     IndexCache,
     MemoryUnit,
@@ -200,7 +214,7 @@ def render_excerpts(conv: Conversation, units: Sequence[MemoryUnit], *, blank_li
     if not units:
         return ""
     sep = "\n\n" if blank_line else "\n"
-    body = sep.join(f"{u.date}: {u.text}" for u in units)
+    body = sep.join(f"{u.date}: {u.text}" if u.date else u.text for u in units)
     return f"{excerpt_preamble(conv)}\n\n{body}"
 
 
@@ -294,18 +308,20 @@ class LocomoMemory:
     retriever: Retriever | None = None
     embedding_model: str | None = None
     index_cache: IndexCache | None = None
+    system: SystemChoice | None = None  # context=memory: the memory system under test
     _truncated: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     _rankings: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False)
 
     @property
     def retrieves(self) -> bool:
         """True when the strategy selects ids that retrieval metrics can score."""
-        return self.context in ("rag", "oracle")
+        return self.context in ("rag", "oracle", MEMORY_CONTEXT)
 
     @property
     def turn_level(self) -> bool:
-        """True when the selected ids are dia ids (turn-level metrics make sense)."""
-        return self.context == "oracle" or (
+        """True when the selected ids are dia ids (turn-level metrics make sense; a memory
+        system's session ids count as all the session's turns)."""
+        return self.context in ("oracle", MEMORY_CONTEXT) or (
             self.context == "rag" and self.retrieval_unit in ("dialog", "observation")
         )
 
@@ -316,8 +332,8 @@ class LocomoMemory:
     def __call__(self, conv: Conversation, qa: QA) -> LocomoContext:
         if self.context == "full":
             return full_context(conv, qa)
-        if self.context == "none":
-            return no_context(conv, qa)
+        if self.context in ("none", MEMORY_CONTEXT):
+            return no_context(conv, qa)  # memory: the system's context comes at run time
         if self.context == "truncated":
             return LocomoContext(text=self.truncated(conv)[0])
         if self.context == "oracle":
@@ -371,6 +387,96 @@ class LocomoMemory:
         return LocomoContext(text=text, retrieved_ids=retrieved_ids)
 
 
+# --------------------------------------------------------------------------------------------
+# A memory system under test
+
+
+def locomo_history(conv: Conversation) -> History:
+    """The conversation as a memory system ingests it: sessions `S<n>` in order, turns by dia
+    id, each turn's `search_text` the line context=rag indexes (so `memory=bm25` is that rag)."""
+    return History(
+        history_id=conv.sample_id,
+        sessions=tuple(
+            HistorySession(
+                session_id=f"S{s.index}",
+                date=s.date_time,
+                turns=tuple(
+                    HistoryTurn(
+                        turn_id=t.dia_id,
+                        speaker=t.speaker,
+                        text=t.text,
+                        image_caption=t.blip_caption or None,
+                        search_text=turn_line(t),
+                    )
+                    for t in s.turns
+                ),
+            )
+            for s in conv.sessions
+        ),
+        speakers=(conv.speaker_a, conv.speaker_b),
+        default_unit="turn",
+    )
+
+
+def _cited_turns(conv: Conversation, item: MemoryItem) -> list[str]:
+    """The dia ids an item cites; a session id `S<n>` stands for all that session's turns."""
+    sessions = {f"S{s.index}": s for s in conv.sessions}
+    out: list[str] = []
+    for source in item.source_ids:
+        if source in sessions:
+            out.extend(t.dia_id for t in sessions[source].turns)
+        else:
+            out.append(source)
+    return out
+
+
+def memory_context(conv: Conversation, items: Sequence[MemoryItem]) -> LocomoContext:
+    """A memory system's items as the model reads them: `rag`-style excerpts in chronological
+    order of the first turn each cites (items citing nothing last, in rank order). A verbatim
+    item shows its source turns as the conversation renders them; any other item its own text,
+    dated by the item or its first cited turn's session. Retrieved ids: the cited dia ids in
+    rank order, duplicates kept (as observations are flattened in context=rag)."""
+    position = {t.dia_id: i for i, t in enumerate(conv.turns)}
+    dates = _session_dates(conv)
+    shown: list[tuple[float, int, MemoryUnit]] = []
+    retrieved: list[str] = []
+    for rank, item in enumerate(items):
+        cited = _cited_turns(conv, item)
+        retrieved.extend(cited)
+        if item.verbatim and cited:
+            for dia_id in cited:
+                turn = conv.turn(dia_id)
+                assert turn is not None  # the harness checked every cited id
+                unit = MemoryUnit(dia_id, turn_line(turn), dates[turn.session])
+                shown.append((position[dia_id], rank, unit))
+            continue
+        first = min((position[i] for i in cited), default=None)
+        date = item.date
+        if date is None and first is not None:
+            date = dates[conv.turns[first].session]
+        unit = MemoryUnit(f"item{rank}", item.text.strip(), date or "")
+        shown.append((float("inf") if first is None else first, rank, unit))
+    units = [u for _, _, u in sorted(shown, key=lambda row: (row[0], row[1]))]
+    # long notes (summaries) get a blank line between them, as context=rag shows summaries
+    blank_line = any("\n" in i.text for i in items if not i.verbatim)
+    return LocomoContext(
+        text=render_excerpts(conv, units, blank_line=blank_line), retrieved_ids=tuple(retrieved)
+    )
+
+
+def memory_renderer(conversations: Sequence[Conversation]) -> Renderer:
+    """The renderer of a memory subject over these conversations (`MemorySubject.render`)."""
+    by_id = {c.sample_id: c for c in conversations}
+
+    def render(item: Any, history: History, retrieval: Retrieval) -> Rendered:
+        ctx = memory_context(by_id[history.history_id], retrieval.items)
+        return Rendered(
+            ctx.text, {"retrieved_ids": list(ctx.retrieved_ids or ()), "turn_level": True}
+        )
+
+    return render
+
+
 def locomo_memory(options: MemoryOptions) -> LocomoMemory:
     """Validate the memory options and build the strategy (raises ValueError naming the option).
 
@@ -380,6 +486,9 @@ def locomo_memory(options: MemoryOptions) -> LocomoMemory:
     """
     context = options.checked(CONTEXT_MODES).context
     counter = get_token_counter(options.token_counter)
+    if context == MEMORY_CONTEXT:
+        choice = system_choice(options, DEFAULT_TOP_K)
+        return LocomoMemory(context, counter, top_k=choice.top_k, system=choice)
     if context == "truncated":
         budget = positive_tokens(
             "max_context_tokens",

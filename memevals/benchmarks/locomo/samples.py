@@ -10,15 +10,23 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from memevals.benchmarks.locomo.audit import apply_gold, check_gold
-from memevals.benchmarks.locomo.data import Conversation, load_locomo
-from memevals.benchmarks.locomo.memory import LocomoMemory, evidence_turns, locomo_memory
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_locomo
+from memevals.benchmarks.locomo.memory import (
+    LocomoMemory,
+    evidence_turns,
+    locomo_history,
+    locomo_memory,
+    memory_renderer,
+)
 from memevals.benchmarks.locomo.prompts import build_items, check_adversarial, parse_categories
+from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.memory_system import MemoryQuery
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 
@@ -39,9 +47,19 @@ class LocomoOptions:
     gold: str = "original"
 
 
-def build(options: LocomoOptions) -> tuple[list[PromptItem], dict[str, Any]]:
-    """(the samples, the memory log the task records). Options are checked before any file
-    is read or model loaded; a bad one raises ValueError naming it."""
+class LocomoSamples(NamedTuple):
+    """What `build` returns: the samples, the memory log the task records, and with a memory
+    system under test (`memory=<name>`) the subject that gives each sample its context (the
+    Inspect solver and the lm-eval documents call `subject.fill`); None otherwise."""
+
+    items: list[PromptItem]
+    log: dict[str, Any]
+    subject: MemorySubject | None
+
+
+def build(options: LocomoOptions) -> LocomoSamples:
+    """The samples, their log and memory subject. Options are checked before any file is read
+    or model loaded; a bad one raises ValueError naming it."""
     categories = parse_categories(options.categories)
     check_adversarial(options.adversarial)
     check_gold(options.gold)
@@ -58,7 +76,39 @@ def build(options: LocomoOptions) -> tuple[list[PromptItem], dict[str, Any]]:
         seed=options.seed,
     )
     out, summary = annotate_items(mark_gold_changes(items, gold.changes), conversations, memory)
-    return out, summary | {"gold": gold.log}
+    subject = memory_subject(out, conversations, memory)
+    if subject is not None:
+        summary |= subject.settings()
+    return LocomoSamples(out, summary | {"gold": gold.log}, subject)
+
+
+def memory_subject(
+    items: Sequence[PromptItem], conversations: Sequence[Conversation], memory: LocomoMemory
+) -> MemorySubject | None:
+    """The memory system under test bound to these questions (None without one): each sample
+    asks its conversation's history with the raw question (no hint), k = top_k."""
+    if memory.system is None:
+        return None
+    choice = memory.system
+    wanted = {str(i.metadata["conversation_id"]) for i in items}
+    histories = {c.sample_id: locomo_history(c) for c in conversations if c.sample_id in wanted}
+    queries = {
+        i.id: MemoryQuery(
+            text=str(i.metadata["question"]),
+            k=choice.top_k,
+            history_id=str(i.metadata["conversation_id"]),
+        )
+        for i in items
+    }
+    run = MemoryRun(choice.system, data_sha256=LOCOMO_FILE.sha256, cache=choice.cache)
+    return MemorySubject(
+        run=run,
+        histories=histories,
+        queries=queries,
+        render=memory_renderer(conversations),
+        counter=memory.token_counter,
+        k=choice.top_k,
+    )
 
 
 def mark_gold_changes(

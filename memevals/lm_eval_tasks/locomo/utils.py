@@ -43,8 +43,8 @@ def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
         task, metadata, [*LOCOMO_OPTIONS, *MemoryOptions.names()], LOCOMO_OPTIONS
     )
     options = samples.LocomoOptions(categories=categories, **shared_options(task, opts))
-    items, _ = common.checked(task, lambda: samples.build(options))
-    return common.to_docs(items, task)
+    built = common.checked(task, lambda: samples.build(options))
+    return common.to_docs(common.with_memory(task, built.items, built.subject), task)
 
 
 #: Metrics that get a clustered standard error beside them (`<name>_stderr_clustered`).

@@ -1,0 +1,451 @@
+"""Running a memory system fairly: ingest each history once, retrieve with one `k`, measure.
+
+`MemoryRun` wraps one system with its arguments:
+
+- **Ingest once.** One ingestion per key = sha256 of (system name, version, arguments, data
+  sha256, history id, history content digest). Finished stores live in the disk cache
+  (`<MEMEVALS_CACHE_DIR>/memory/<system>/<key>/`, written to a temporary folder and renamed
+  when complete, so an interrupted ingestion is never read), and are reused across reruns,
+  models and tasks. `cache=False` ingests into a folder of this run only. Threads asking for
+  the same history wait for the one ingestion; its failure is their failure.
+- **Measured.** Per history: build seconds, calls and tokens of the memory model, what the
+  system reports (its own LLM calls, items stored), cache hit or not. Per question: latency,
+  items returned, items cut to `depth`.
+- **Honest.** A system that raises, returns something that is not a list of `MemoryItem`, or
+  cites an id that is not in the history raises `MemorySystemError` for that question.
+
+`MemorySubject` binds a run to the benchmark's questions and its renderer: `fill(item)` gives
+the item its context and retrieval record. The Inspect solver and the lm-eval document builder
+both call it, so a context exists once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memevals.core.files import cache_dir
+from memevals.core.memory_system import (
+    History,
+    IngestReport,
+    MemoryIndex,
+    MemoryItem,
+    MemoryQuery,
+    MemorySystem,
+    MemorySystemError,
+    ModelReply,
+    TextModel,
+)
+from memevals.core.prompt_item import PromptItem
+from memevals.core.tokens import TokenCounter
+
+logger = logging.getLogger(__name__)
+
+#: Written last into a finished store: the ingestion record (its presence marks completion).
+RECORD_FILE = "memevals-ingest.json"
+#: Per-sample metadata keys the harness writes (the frameworks' metrics read them).
+LATENCY_KEY = "memory_latency_s"
+ITEMS_KEY = "memory_items"
+CUT_KEY = "memory_cut"
+INGEST_KEY = "memory_ingest"
+CONTEXT_TOKENS_KEY = "memory_context_tokens"
+#: The percentiles of retrieval latency every report gives.
+LATENCY_PERCENTILES: tuple[int, ...] = (50, 95, 99)
+
+__all__ = [
+    "CONTEXT_TOKENS_KEY",
+    "CUT_KEY",
+    "INGEST_KEY",
+    "ITEMS_KEY",
+    "LATENCY_KEY",
+    "LATENCY_PERCENTILES",
+    "IngestRecord",
+    "MemoryRun",
+    "MemorySubject",
+    "Rendered",
+    "Renderer",
+    "Retrieval",
+    "ingest_totals",
+    "latency_percentiles",
+]
+
+
+@dataclass(frozen=True)
+class IngestRecord:
+    """One history's ingestion, as logged once per history (`cached`: read from the disk
+    cache, so `seconds` and the counts are those of the run that built it)."""
+
+    history_id: str
+    key: str
+    cached: bool
+    seconds: float
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    llm_calls: int | None = None
+    items_stored: int | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "extra": dict(self.extra)}
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """One question's retrieval: the items kept (at most `depth`), what was cut, how long."""
+
+    items: tuple[MemoryItem, ...]
+    returned: int
+    cut: int
+    latency_s: float
+    ingest: IngestRecord
+
+
+def latency_percentiles(latencies: Sequence[float]) -> dict[str, float]:
+    """`{"latency_p50_s": ..., "latency_p95_s": ..., "latency_p99_s": ...}` (numpy's linear
+    interpolation); empty input gives NaN."""
+    values = np.asarray(list(latencies), dtype=float)
+    return {
+        f"latency_p{p}_s": float(np.percentile(values, p)) if values.size else float("nan")
+        for p in LATENCY_PERCENTILES
+    }
+
+
+def ingest_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Totals over distinct histories (records are deduplicated by key): how many were built
+    now, how many came from the cache, and the build time, calls and tokens of those built."""
+    by_key = {str(r["key"]): r for r in records}
+    built = [r for r in by_key.values() if not r["cached"]]
+    return {
+        "histories": len(by_key),
+        "ingestions": len(built),
+        "cache_hits": len(by_key) - len(built),
+        "build_seconds": round(sum(float(r["seconds"]) for r in built), 3),
+        "build_model_calls": sum(int(r["model_calls"]) for r in built),
+        "build_input_tokens": sum(int(r["input_tokens"]) for r in built),
+        "build_output_tokens": sum(int(r["output_tokens"]) for r in built),
+        "build_llm_calls": sum(int(r["llm_calls"] or 0) for r in built),
+    }
+
+
+class _CountingModel:
+    """Wraps the memory model to count its calls and tokens for one ingestion."""
+
+    def __init__(self, model: TextModel) -> None:
+        self._model = model
+        self.model_name = getattr(model, "model_name", None)
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, system: str, user: str) -> ModelReply:
+        reply = self._model(system, user)
+        with self._lock:
+            self.calls += 1
+            self.input_tokens += reply.input_tokens or 0
+            self.output_tokens += reply.output_tokens or 0
+        return reply
+
+
+def _canonical(value: Any) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError) as exc:  # pragma: no cover - default=str catches most
+        raise ValueError(f"memory_args {value!r} cannot go into the cache key: {exc}") from exc
+
+
+class MemoryRun:
+    """One memory system with its arguments, over the histories of one data file."""
+
+    def __init__(
+        self,
+        system: MemorySystem,
+        *,
+        data_sha256: str,
+        cache: bool = True,
+        cache_root: Path | None = None,
+    ) -> None:
+        self.system = system
+        self.data_sha256 = data_sha256
+        self.cache = cache
+        if cache:
+            self.root = (cache_root or cache_dir() / "memory") / _safe(system.name)
+        else:
+            self.root = Path(tempfile.mkdtemp(prefix="memevals-memory-"))
+            weakref.finalize(self, shutil.rmtree, str(self.root), True)
+        self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
+        self._indexes: dict[str, tuple[MemoryIndex, IngestRecord]] = {}
+        self._failures: dict[str, tuple[float, MemorySystemError]] = {}
+        self.ingestions = 0  # built by this run
+        self.cache_hits = 0
+
+    # -- keys ------------------------------------------------------------------------------
+
+    @property
+    def uses_model(self) -> bool:
+        """True when the system asks the memory model (the Inspect role `memory`)."""
+        return bool(getattr(self.system, "uses_model", False))
+
+    def settings(self) -> dict[str, Any]:
+        """What the log records of the system: name, version, arguments, cache."""
+        return {
+            "memory": self.system.name,
+            "memory_version": self.system.version,
+            "memory_args": dict(self.system.args),
+            "memory_cache": self.cache,
+        }
+
+    def key(self, history: History, model: TextModel | None = None) -> str:
+        """The cache key of `history`'s store. A system that uses the memory model (its
+        `uses_model` is true) also keys on the model's name, so notes written by one model
+        are never read as another's."""
+        model_name = getattr(model, "model_name", None) if self.uses_model else None
+        body = _canonical(
+            {
+                "system": self.system.name,
+                "version": self.system.version,
+                "args": dict(self.system.args),
+                "data_sha256": self.data_sha256,
+                "history_id": history.history_id,
+                "history_digest": history.digest(),
+                **({"memory_model": model_name} if self.uses_model else {}),
+            }
+        )
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
+
+    # -- ingestion -------------------------------------------------------------------------
+
+    def index(
+        self, history: History, model: TextModel | None = None
+    ) -> tuple[MemoryIndex, IngestRecord]:
+        """The opened index of `history`, ingesting it first unless a store exists."""
+        key = self.key(history, model)
+        hit = self._indexes.get(key)
+        if hit is not None:
+            return hit
+        asked = time.monotonic()
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            hit = self._indexes.get(key)
+            if hit is not None:
+                return hit
+            failed = self._failures.get(key)
+            if failed is not None and failed[0] >= asked:
+                raise failed[1]  # the ingestion this caller waited for failed
+            try:
+                record = self._stored_record(history, key)
+                if record is None:
+                    record = self._ingest(history, key, model)
+                opened = self._open(history, key)
+            except MemorySystemError as exc:
+                self._failures[key] = (time.monotonic(), exc)
+                raise
+            self._indexes[key] = (opened, record)
+            return opened, record
+
+    def _store(self, key: str) -> Path:
+        return self.root / key
+
+    def _stored_record(self, history: History, key: str) -> IngestRecord | None:
+        path = self._store(key) / RECORD_FILE
+        if not path.is_file():
+            return None
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            record = IngestRecord(**{**raw, "cached": True})
+        except (OSError, ValueError, TypeError) as exc:
+            raise MemorySystemError(
+                f"{self.system.name}: the cached store {path.parent} of {history.history_id} "
+                f"is unreadable ({exc}); delete it or run with memory_cache=false"
+            ) from exc
+        with self._lock:
+            self.cache_hits += 1
+        return record
+
+    def _ingest(self, history: History, key: str, model: TextModel | None) -> IngestRecord:
+        final = self._store(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        tmp.mkdir()
+        counting = _CountingModel(model) if model is not None else None
+        start = time.perf_counter()
+        try:
+            report = self.system.ingest(history, tmp, counting)
+        except MemorySystemError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise MemorySystemError(
+                f"{self.system.name}: ingestion of {history.history_id} failed: {exc}"
+            ) from exc
+        except Exception as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise MemorySystemError(
+                f"{self.system.name}: ingestion of {history.history_id} failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        seconds = time.perf_counter() - start
+        if report is not None and not isinstance(report, IngestReport):
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise MemorySystemError(
+                f"{self.system.name}: ingest() returned {type(report).__name__}, not an "
+                "IngestReport or None"
+            )
+        report = report or IngestReport()
+        record = IngestRecord(
+            history_id=history.history_id,
+            key=key,
+            cached=False,
+            seconds=round(seconds, 4),
+            model_calls=counting.calls if counting else 0,
+            input_tokens=counting.input_tokens if counting else 0,
+            output_tokens=counting.output_tokens if counting else 0,
+            llm_calls=report.llm_calls,
+            items_stored=report.items_stored,
+            extra=dict(report.extra),
+        )
+        (tmp / RECORD_FILE).write_text(json.dumps(record.as_dict(), indent=1), encoding="utf-8")
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            # another process finished the same key first: its store is as good as ours
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not (final / RECORD_FILE).is_file():
+                raise MemorySystemError(
+                    f"{self.system.name}: could not move the store of {history.history_id} "
+                    f"into {final}"
+                ) from None
+        with self._lock:
+            self.ingestions += 1
+        logger.info(
+            "memory %s: ingested %s in %.2f s (%d model calls)",
+            self.system.name,
+            history.history_id,
+            seconds,
+            record.model_calls,
+        )
+        return record
+
+    def _open(self, history: History, key: str) -> MemoryIndex:
+        try:
+            opened = self.system.open(self._store(key), history)
+        except Exception as exc:
+            raise MemorySystemError(
+                f"{self.system.name}: opening the store of {history.history_id} failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if not callable(getattr(opened, "retrieve", None)):
+            raise MemorySystemError(f"{self.system.name}: open() returned no retrieve()")
+        return opened
+
+    # -- retrieval -------------------------------------------------------------------------
+
+    def retrieve(
+        self,
+        history: History,
+        query: MemoryQuery,
+        model: TextModel | None = None,
+    ) -> Retrieval:
+        """The items for `query` (at most `query.k`), checked, timed and cut."""
+        index, record = self.index(history, model)
+        start = time.perf_counter()
+        try:
+            raw = index.retrieve(query)
+            items = tuple(raw)
+        except Exception as exc:
+            raise MemorySystemError(
+                f"{self.system.name}: retrieval for {query.text!r} in {history.history_id} "
+                f"failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        latency = time.perf_counter() - start
+        known = set(history.turn_ids()) | {s.session_id for s in history.sessions}
+        for n, item in enumerate(items):
+            if not isinstance(item, MemoryItem):
+                raise MemorySystemError(
+                    f"{self.system.name}: retrieval for {query.text!r} returned "
+                    f"{type(item).__name__} at position {n}, not a MemoryItem"
+                )
+            unknown = [i for i in item.source_ids if i not in known]
+            if unknown:
+                raise MemorySystemError(
+                    f"{self.system.name}: item {n} retrieved for {query.text!r} cites "
+                    f"{', '.join(map(repr, unknown))}, which is no turn or session of "
+                    f"{history.history_id}"
+                )
+        kept = items[: query.k]
+        return Retrieval(kept, len(items), len(items) - len(kept), latency, record)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "system"
+
+
+# --------------------------------------------------------------------------------------------
+# Binding a run to a benchmark's questions
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What a benchmark makes of one retrieval: the context text and its metadata fields."""
+
+    system: str
+    metadata: Mapping[str, Any]
+
+
+#: (item, its history, the retrieval) -> the context and its fields; each benchmark has one.
+Renderer = Callable[[PromptItem, History, Retrieval], Rendered]
+
+
+@dataclass(frozen=True)
+class MemorySubject:
+    """A memory run bound to the questions of one task: which history and query each sample
+    id asks, how the benchmark renders the result, and the counter of its prompt sizes."""
+
+    run: MemoryRun
+    histories: Mapping[str, History]  # history id -> history
+    queries: Mapping[str, MemoryQuery]  # sample id -> query (history_id names its history)
+    render: Renderer
+    counter: TokenCounter
+    k: int
+
+    def settings(self) -> dict[str, Any]:
+        depth = max((q.k for q in self.queries.values()), default=self.k)
+        return {**self.run.settings(), "top_k": self.k, "retrieval_depth": depth}
+
+    def fill(self, item: PromptItem, model: TextModel | None = None) -> PromptItem:
+        """`item` with its context (system text) and the retrieval fields in its metadata;
+        MemorySystemError when the system fails for it."""
+        query = self.queries.get(item.id)
+        if query is None:
+            raise MemorySystemError(f"no memory query was built for sample {item.id!r}")
+        history = self.histories[query.history_id]
+        retrieval = self.run.retrieve(history, query, model)
+        rendered = self.render(item, history, retrieval)
+        context_tokens = self.counter(rendered.system)
+        metadata = {
+            **item.metadata,
+            **rendered.metadata,
+            LATENCY_KEY: round(retrieval.latency_s, 6),
+            ITEMS_KEY: len(retrieval.items),
+            CUT_KEY: retrieval.cut,
+            INGEST_KEY: retrieval.ingest.as_dict(),
+            CONTEXT_TOKENS_KEY: context_tokens,
+            "prompt_tokens": context_tokens + self.counter(item.user),
+        }
+        return dataclasses.replace(item, system=rendered.system, metadata=metadata)

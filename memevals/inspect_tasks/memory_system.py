@@ -1,0 +1,209 @@
+"""Inspect glue of a memory system under test (`-T memory=<name>`, docs/memory_systems.md).
+
+- `memory_context(subject)`: the solver that gives each sample its context. It ingests the
+  sample's history once (the harness's disk cache and per-history lock; other samples of the
+  history wait for it) and retrieves for the question, both in a worker thread so the event
+  loop keeps running other samples. A system that needs a model gets the model role `memory`
+  (falling back to the model under test), called back on the event loop. Any failure raises,
+  so the sample is an error with the system's message (Inspect's retry path applies), never
+  an empty context scored as a wrong answer.
+- `memory_system()`: the scorer that records, per sample, the retrieval latency, the items
+  kept and cut, the context tokens and the history's ingestion record, and reports the latency
+  percentiles, means and the ingestion totals (each history counted once).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model, get_model
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from memevals.core.memory_harness import (
+    CONTEXT_TOKENS_KEY,
+    CUT_KEY,
+    INGEST_KEY,
+    ITEMS_KEY,
+    LATENCY_KEY,
+    MemorySubject,
+    ingest_totals,
+    latency_percentiles,
+)
+from memevals.core.memory_system import ModelReply
+from memevals.core.prompt_item import PromptItem
+
+#: The model role of a memory system's own LLM calls (observations, summaries).
+MEMORY_ROLE = "memory"
+
+
+class InspectTextModel:
+    """An Inspect model as the protocol's `TextModel`, callable from the ingestion thread."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.model_name = str(model)
+
+    def __call__(self, system: str, user: str) -> ModelReply:
+        return anyio.from_thread.run(self._generate, system, user)
+
+    async def _generate(self, system: str, user: str) -> ModelReply:
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=system),
+            ChatMessageUser(content=user),
+        ]
+        output = await self.model.generate(messages)
+        if output.error:
+            raise RuntimeError(f"memory model {self.model_name}: {output.error}")
+        usage = output.usage
+        return ModelReply(
+            output.completion,
+            usage.input_tokens if usage else None,
+            usage.output_tokens if usage else None,
+        )
+
+
+def solver_chain(subject: MemorySubject | None) -> list[Solver]:
+    """`generate()` alone, or after `memory_context` when a memory system gives the context."""
+    from inspect_ai.solver import generate
+
+    return [generate()] if subject is None else [memory_context(subject), generate()]
+
+
+@solver
+def memory_context(subject: MemorySubject) -> Solver:
+    """Give the sample the context its memory system retrieves (see the module docstring)."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        item = PromptItem(
+            id=str(state.sample_id),
+            system="",
+            user=state.user_prompt.text,
+            target="",
+            metadata=dict(state.metadata),
+        )
+        model = InspectTextModel(get_model(role=MEMORY_ROLE)) if subject.run.uses_model else None
+        filled = await anyio.to_thread.run_sync(subject.fill, item, model)
+        if filled.system:
+            state.messages.insert(0, ChatMessageSystem(content=filled.system))
+        state.metadata.update(filled.metadata)
+        return state
+
+    return solve
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics
+
+
+def _recorded(scores: list[SampleScore], key: str) -> list[Any]:
+    return [s.score.metadata[key] for s in scores if s.score.metadata and key in s.score.metadata]
+
+
+def _latency_metric(percentile: int) -> Callable[[], Metric]:
+    name = f"latency_p{percentile}_s"
+
+    def factory() -> Metric:
+        def compute(scores: list[SampleScore]) -> float:
+            return latency_percentiles([float(v) for v in _recorded(scores, LATENCY_KEY)])[name]
+
+        return compute
+
+    factory.__name__ = name
+    factory.__doc__ = f"The {percentile}th percentile of the retrieval latency (seconds)."
+    return metric(name=name)(factory)
+
+
+latency_p50_s = _latency_metric(50)
+latency_p95_s = _latency_metric(95)
+latency_p99_s = _latency_metric(99)
+
+
+@metric
+def mean_items() -> Metric:
+    """Mean number of items given to the model (after the cut to k)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        values = [float(v) for v in _recorded(scores, ITEMS_KEY)]
+        return sum(values) / len(values) if values else float("nan")
+
+    return compute
+
+
+@metric
+def items_cut() -> Metric:
+    """Items returned beyond k and cut, summed (0 for a system that honours k)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return float(sum(int(v) for v in _recorded(scores, CUT_KEY)))
+
+    return compute
+
+
+@metric
+def mean_context_tokens() -> Metric:
+    """Mean size of the rendered context (the token counter of the prompt sizes)."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        values = [float(v) for v in _recorded(scores, CONTEXT_TOKENS_KEY)]
+        return sum(values) / len(values) if values else float("nan")
+
+    return compute
+
+
+def _ingest_metric(field: str) -> Callable[[], Metric]:
+    def factory() -> Metric:
+        def compute(scores: list[SampleScore]) -> float:
+            return float(ingest_totals(_recorded(scores, INGEST_KEY))[field])
+
+        return compute
+
+    factory.__name__ = field
+    factory.__doc__ = f"Ingestion total {field!r} over the distinct histories of the run."
+    return metric(name=field)(factory)
+
+
+ingestions = _ingest_metric("ingestions")
+cache_hits = _ingest_metric("cache_hits")
+build_seconds = _ingest_metric("build_seconds")
+build_model_calls = _ingest_metric("build_model_calls")
+build_input_tokens = _ingest_metric("build_input_tokens")
+build_output_tokens = _ingest_metric("build_output_tokens")
+
+
+@functools.cache
+def _memory_metrics() -> list[Metric]:
+    return [
+        latency_p50_s(),
+        latency_p95_s(),
+        latency_p99_s(),
+        mean_items(),
+        items_cut(),
+        mean_context_tokens(),
+        ingestions(),
+        cache_hits(),
+        build_seconds(),
+        build_model_calls(),
+        build_input_tokens(),
+        build_output_tokens(),
+    ]
+
+
+@scorer(metrics=_memory_metrics())
+def memory_system() -> Scorer:
+    """Per sample: the retrieval latency (the value), items kept and cut, context tokens and
+    the ingestion record of its history (Score.metadata); the metrics aggregate them."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        md = state.metadata
+        if LATENCY_KEY not in md:
+            raise ValueError(
+                f"sample {state.sample_id}: no memory record; the memory_context solver did not run"
+            )
+        keys = (LATENCY_KEY, ITEMS_KEY, CUT_KEY, CONTEXT_TOKENS_KEY, INGEST_KEY)
+        return Score(value=float(md[LATENCY_KEY]), metadata={k: md[k] for k in keys})
+
+    return score

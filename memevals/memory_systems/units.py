@@ -1,0 +1,106 @@
+"""`bm25` and `embedding`: today's retrievers as memory systems over the raw history.
+
+Ingestion stores the history's units (turns or sessions) as JSON; opening builds the index
+(BM25 or sentence-transformers embeddings, memevals.core.retrievers). A unit is what the
+benchmark's own context=rag indexes: each turn's `search_text` (turns without one are not
+indexed, e.g. LongMemEval's assistant turns), or a session's indexed turns joined by spaces.
+Items are verbatim (the benchmark shows the source turns or sessions as its history renders
+them), so `memory=bm25` gives the same contexts and retrieval metrics as `context=rag` with
+BM25 over the same unit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memevals.core.memory_system import History, IngestReport, MemoryItem, MemoryQuery, TextModel
+from memevals.core.retrievers import Index, MemoryUnit, Retriever, make_retriever
+
+UNITS: tuple[str, ...] = ("auto", "turn", "session")
+UNITS_FILE = "units.json"
+
+
+def history_units(history: History, unit: str) -> list[MemoryUnit]:
+    """The units of `history` (`auto`: the benchmark's default unit), in history order."""
+    chosen = history.default_unit if unit == "auto" else unit
+    if chosen == "turn":
+        return [
+            MemoryUnit(id=t.turn_id, text=t.search_text, date=s.date)
+            for s in history.sessions
+            for t in s.turns
+            if t.search_text is not None
+        ]
+    if chosen == "session":
+        return [
+            MemoryUnit(
+                id=s.session_id,
+                text=" ".join(t.search_text for t in s.turns if t.search_text is not None),
+                date=s.date,
+            )
+            for s in history.sessions
+        ]
+    raise ValueError(f"unit={chosen!r} is not one of {', '.join(UNITS)}")
+
+
+@dataclass(frozen=True)
+class UnitIndex:
+    retriever_index: Index
+    units: tuple[MemoryUnit, ...]
+
+    def retrieve(self, query: MemoryQuery) -> Sequence[MemoryItem]:
+        ranking = self.retriever_index.rank(query.text)[: query.k]
+        return [
+            MemoryItem(
+                text=self.units[p].text,
+                source_ids=(self.units[p].id,),
+                date=self.units[p].date,
+                verbatim=True,
+            )
+            for p in ranking
+        ]
+
+
+class UnitSystem:
+    """A retriever over the history's own units (no model)."""
+
+    version = "1"
+
+    def __init__(self, retriever: str, unit: str = "auto", embedding_model: str | None = None):
+        if unit not in UNITS:
+            raise ValueError(f"unit={unit!r} is not one of {', '.join(UNITS)}")
+        self.name = retriever
+        self.unit = unit
+        self.embedding_model = embedding_model
+        self._retriever: Retriever = make_retriever(retriever, embedding_model)
+
+    @property
+    def args(self) -> Mapping[str, Any]:
+        out: dict[str, Any] = {"unit": self.unit}
+        if self.name == "embedding":
+            out["embedding_model"] = getattr(self._retriever, "model_name", self.embedding_model)
+        return out
+
+    def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
+        units = history_units(history, self.unit)
+        rows = [{"id": u.id, "text": u.text, "date": u.date} for u in units]
+        (store / UNITS_FILE).write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+        return IngestReport(items_stored=len(units))
+
+    def open(self, store: Path, history: History) -> UnitIndex:
+        rows = json.loads((store / UNITS_FILE).read_text(encoding="utf-8"))
+        units = tuple(MemoryUnit(id=r["id"], text=r["text"], date=r["date"]) for r in rows)
+        return UnitIndex(self._retriever.index(units), units)
+
+
+def bm25_system(unit: str = "auto") -> UnitSystem:
+    """`-T memory=bm25`: Okapi BM25 over the history's turns or sessions."""
+    return UnitSystem("bm25", unit)
+
+
+def embedding_system(unit: str = "auto", embedding_model: str | None = None) -> UnitSystem:
+    """`-T memory=embedding`: cosine similarity of sentence-transformers embeddings."""
+    return UnitSystem("embedding", unit, embedding_model)
