@@ -1,0 +1,73 @@
+"""mem0 end to end through the real `inspect eval` CLI: mem0ai in its open-source mode with the
+local MiniLM embedder and embedded qdrant, its LLM a loopback OpenAI-compatible server on
+127.0.0.1 started and stopped here (deterministic fact extraction). The log carries the
+retrieval metrics and the retrieval latency."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import run_inspect_cli
+from inspect_ai.log import read_eval_log
+from loopback_openai import LoopbackOpenAI, mem0_facts
+
+from memevals.benchmarks.locomo.data import load_locomo
+
+pytest.importorskip("mem0", reason="needs the [mem0] extra")
+pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
+
+pytestmark = pytest.mark.server
+
+#: Turns per mem0 `add`: one LLM call and a handful of embeddings per chunk keeps conv-26
+#: (419 turns) to ~40 calls; each memory still cites the turns of its chunk.
+TURNS_PER_ADD = 10
+
+
+def _run(tmp_path: Path, server: LoopbackOpenAI, task: str, *args: str) -> Any:
+    memory_args = tmp_path / "mem0.json"
+    memory_args.write_text(
+        json.dumps(
+            {"llm_base_url": server.url, "llm_model": "loopback", "turns_per_add": TURNS_PER_ADD}
+        )
+    )
+    logs = tmp_path / "logs"
+    env = {"MEMEVALS_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": "test-key"}
+    cmd = ["eval", task, "--model", "mockllm/model", "--log-dir", str(logs), "--display", "none"]
+    done = run_inspect_cli(
+        [*cmd, "-T", "memory=mem0", "-T", f"memory_args={memory_args}", *args],
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = sorted(logs.glob("*.eval"))[-1:]
+    return read_eval_log(str(path))
+
+
+def test_mem0_on_locomo_limit_20(tmp_path: Path) -> None:
+    conv = load_locomo()[0]
+    turns = [t for s in conv.sessions for t in s.turns]
+    chunks = sum(math.ceil(len(s.turns) / TURNS_PER_ADD) for s in conv.sessions)
+    with LoopbackOpenAI(mem0_facts) as server:
+        log = _run(tmp_path, server, "memevals/locomo", "--limit", "20")
+        calls = server.count
+    assert log.status == "success"
+    assert calls == chunks  # one extraction call per add, ingested once for 20 questions
+    metrics = {s.name: {k: v.value for k, v in s.metrics.items()} for s in log.results.scores}
+    memory = metrics["memory_system"]
+    assert memory["ingestions"] == 1 and memory["mean_items"] <= 5
+    assert 0 < memory["latency_p50_s"] <= memory["latency_p95_s"] <= memory["latency_p99_s"]
+    assert 0 <= metrics["evidence_recall"]["mean"] <= 1
+    assert metrics["evidence_recall"]["mean"] > 0  # the memories cite their turns
+    turn_ids = {t.dia_id for t in turns}
+    for sample in log.samples:
+        assert sample.error is None
+        assert set(sample.metadata["retrieved_ids"]) <= turn_ids
+        assert sample.metadata["memory_ingest"]["llm_calls"] == chunks
+        assert "said:" in sample.messages[0].text  # the memories, not the raw turns
+    assert log.eval.metadata["memory"]["memory"] == "mem0"
+    assert "test-key" not in json.dumps(log.eval.metadata)
