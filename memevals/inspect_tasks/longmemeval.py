@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
 from inspect_ai import Task
 from inspect_ai.model import (
@@ -47,6 +47,7 @@ from memevals.inspect_tasks.common import (
     to_dataset,
 )
 from memevals.inspect_tasks.judge import judge_runs_args, llm_judge, repeated_judging
+from memevals.inspect_tasks.memory_system import memory_system, solver_chain
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
 # ---------------------------------------------------------------------------------------------
@@ -164,15 +165,18 @@ def longmemeval_judge(max_tokens: int = 256, retries: int = 1, judge_runs: int =
 @scorer(metrics={"*": [mean(), stderr_clustered()]})
 def longmemeval_retrieval() -> Scorer:
     """Official LongMemEval retrieval metrics of the rag context (computed when the context was
-    built, from the whole ranked haystack): recall_any / recall_all / ndcg_any at 5 and 10 at
-    session level, plus recall_all / ndcg_any at 5, 10, 50 for turn units. Every k of 1, 3, 5,
-    10, 30, 50 is in the score metadata. `_abs` questions and questions without a gold unit are
-    skipped (unscored), as in the official runner."""
+    built, from the whole ranked haystack) or of a memory system's items (from its ranking,
+    max(top_k, 50) deep, when its context was retrieved): recall_any / recall_all / ndcg_any at
+    5 and 10 at session level, plus recall_all / ndcg_any at 5, 10, 50 for turn units. Every k
+    of 1, 3, 5, 10, 30, 50 is in the score metadata. `_abs` questions and questions without a
+    gold unit are skipped (unscored), as in the official runner."""
 
     async def score(state: TaskState, target: Target) -> Score:
         md = state.metadata
-        if md.get("context") != "rag":
-            raise ValueError(f"sample {state.sample_id}: retrieval metrics need context=rag")
+        if md.get("context") not in ("rag", "memory"):
+            raise ValueError(
+                f"sample {state.sample_id}: retrieval metrics need context=rag or a memory system"
+            )
         scores = md.get("retrieval_scores")
         if scores is None:
             return Score(
@@ -255,6 +259,10 @@ def longmemeval(
     token_counter: str = "auto",
     data_dir: str | None = None,
     verify_checksum: bool = True,
+    memory: str | None = None,
+    memory_args: str | dict[str, Any] | None = None,
+    memory_cache: bool | None = None,
+    memory_answers: bool | None = None,
 ) -> Task:
     """LongMemEval (500 questions; oracle, S ≈115K-token or M ≈1.5M-token histories), judged
     per question type by the LLM judge (`--model-role grader=...`).
@@ -278,7 +286,7 @@ def longmemeval(
             score and the judges' agreement (docs/judges.md#repeated-judging).
         retrieval_unit: rag only: session (default) or turn (user turns, shown with the
             assistant reply that follows).
-        top_k: rag only: units retrieved per question (default 5).
+        top_k: rag only: units retrieved per question (default 5); with memory, the items shown.
         retriever: rag only: bm25 (default) or embedding.
         embedding_model: rag with retriever=embedding: a local sentence-transformers folder or
             hub id (default all-MiniLM-L6-v2).
@@ -290,6 +298,16 @@ def longmemeval(
         data_dir: folder holding longmemeval/<file> (overrides MEMEVALS_DATA_DIR).
         verify_checksum: check the S file's sha256 (set false for same-schema copies under
             data_dir, such as the test fixture; the log then says the data is unverified).
+        memory: a memory system under test (bm25, embedding, observations, summaries, mem0 or
+            any registered in the `memevals.memory_systems` entry-point group); it ingests each
+            question's haystack and gives the context instead of `context`, showing top_k items
+            (default 5) of the 50 (or top_k) it ranks for the retrieval metrics
+            (docs/memory_systems.md). Not with chain_of_note.
+        memory_args: the system's arguments, as Inspect reads -M: key=value pairs, a mapping
+            or a .yaml/.json file (bm25: unit=session, the default, or unit=turn).
+        memory_cache: keep each haystack's ingestion in the disk cache (default true).
+        memory_answers: the memory system answers by itself (its `answer()`), instead of the
+            model reading its context.
     """
     for name, value in (
         ("max_tokens", max_tokens),
@@ -313,14 +331,16 @@ def longmemeval(
         )
     )
 
-    solvers: list[Solver] = []
     if chain_of_note:
-        solvers.append(take_notes(built.note_blocks, note_max_tokens))
-    solvers.append(generate())
+        solvers: list[Solver] = [take_notes(built.note_blocks, note_max_tokens), generate()]
+    else:
+        solvers = solver_chain(built.subject)
     scorers = [longmemeval_judge(max_tokens=judge_max_tokens, **runs_args)]
     if not chain_of_note:
         scorers.append(prompt_tokens())
-    if context == "rag":
+    if built.subject is not None:
+        scorers += [longmemeval_retrieval(), memory_system()]
+    elif context == "rag":
         scorers.append(longmemeval_retrieval())
     return Task(
         dataset=to_dataset(built.items, f"longmemeval_{variant}"),

@@ -21,6 +21,11 @@ What the model reads: a retrieved session is shown whole (both roles, like the f
 retrieved user turn is shown with the assistant reply that follows it. Both in date order.
 The retrievers themselves (BM25, embeddings) are the shared ones of memevals.core.retrievers.
 
+`memory`: a memory system under test (`-T memory=<name>`, docs/memory_systems.md) ingests the
+haystack (`longmemeval_history`) and retrieves for the question; `memory_context` renders its
+items (verbatim sessions and turns exactly as context=rag shows them, other items as dated
+notes) and scores the ids they cite with the same official metrics.
+
 `truncated` follows the official reader (benchmarks/longmemeval/README.md#protocol): the dated
 history is cut to the
 model's window − the answer length − 1000 tokens, keeping the **beginning** (the oldest
@@ -38,7 +43,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
-from memevals.core.memory_options import MemoryOptions, RagDefaults, rag_choice
+from memevals.core.memory_harness import Rendered, Renderer, Retrieval
+from memevals.core.memory_options import (
+    MEMORY_CONTEXT,
+    MemoryOptions,
+    RagDefaults,
+    SystemChoice,
+    rag_choice,
+    system_choice,
+)
+from memevals.core.memory_system import History, MemoryItem
+from memevals.core.memory_system import Session as HistorySession
+from memevals.core.memory_system import Turn as HistoryTurn
 from memevals.core.retrieval_metrics import (
     ndcg_any_at_k,
     recall_all_at_k,
@@ -246,6 +262,7 @@ class LmeContext:
     system: str | None = None  # the system text when it is not history_text(blocks)
     system_tokens: int | None = None  # its token count, when already known
     history_tokens: int | None = None  # truncated: tokens of the whole history before the cut
+    retrieval_unit: str | None = None  # memory: the level its cited ids are scored at
 
     @property
     def system_text(self) -> str:
@@ -254,10 +271,18 @@ class LmeContext:
 
 def _turn_blocks(chosen: Sequence[RetrievalUnit], history_format: str) -> tuple[SessionBlock, ...]:
     """Retrieved turns grouped by session, sessions in date order, turns in session order."""
+    return _grouped_blocks([(u.session, u.shown) for u in chosen], history_format)
+
+
+def _grouped_blocks(
+    shown: Sequence[tuple[Session, Sequence[Turn]]], history_format: str
+) -> tuple[SessionBlock, ...]:
+    """(session, turns to show) pairs merged per session: sessions in date order (ties in file
+    order), each session's turns once and in session order."""
     by_session: dict[int, tuple[Session, dict[int, Turn]]] = {}
-    for u in chosen:
-        _, turns = by_session.setdefault(u.session.index, (u.session, {}))
-        for t in u.shown:
+    for session, turns_shown in shown:
+        _, turns = by_session.setdefault(session.index, (session, {}))
+        for t in turns_shown:
             turns[t.position] = t
     ordered = sorted(by_session.values(), key=lambda st: (st[0].when, st[0].index))
     return tuple(
@@ -284,6 +309,7 @@ class LongMemEvalMemory:
     embedding_model: str | None = None
     max_context_tokens: int | None = None
     token_counter: TokenCounter = field(default_factory=get_token_counter)
+    system: SystemChoice | None = None  # context=memory: the memory system under test
 
     def settings(self) -> dict[str, Any]:
         """The strategy's parameters, for the log (only those that apply to the mode)."""
@@ -295,6 +321,8 @@ class LongMemEvalMemory:
     def __call__(self, inst: Instance) -> LmeContext:
         if self.context == "truncated":
             return self._truncated(inst)
+        if self.context == MEMORY_CONTEXT:
+            return LmeContext(())  # the system's context is retrieved at run time
         if self.context != "rag":
             return LmeContext(
                 session_blocks(select_sessions(inst, self.context), self.history_format)
@@ -345,7 +373,13 @@ class LongMemEvalMemory:
 
 def warn_if_oversized(variant: str, context: str) -> None:
     """M with the whole history is ~1.5M tokens per question, beyond most readers' windows,
-    and every rendered prompt is held in memory: say so once, before the long load."""
+    and every rendered prompt is held in memory: say so once, before the long load. A memory
+    system under test holds every haystack too (it ingests them), so it gets its own note."""
+    if variant == "m" and context == MEMORY_CONTEXT:
+        logger.warning(
+            "LongMemEval M with a memory system: all 500 haystacks (~1.5M tokens each) are held "
+            "in memory while the system ingests them (several GB)."
+        )
     if variant == "m" and context == "full":
         logger.warning(
             "LongMemEval M with context=full: each history is ~1.5M tokens (longer than most "
@@ -371,9 +405,14 @@ def longmemeval_memory(
     answer_tokens − 1000 is derived.
     """
     _check_history_format(history_format)
-    options.checked(CONTEXT_MODES, context_window=context_window)
+    options = options.checked(CONTEXT_MODES, context_window=context_window)
     counter = get_token_counter(options.token_counter)
     context = options.context
+    if context == MEMORY_CONTEXT:
+        choice = system_choice(options, DEFAULT_TOP_K)
+        return LongMemEvalMemory(
+            context, history_format, top_k=choice.top_k, token_counter=counter, system=choice
+        )
     if context == "truncated":
         budget = truncation_budget(options.max_context_tokens, context_window, answer_tokens)
         return LongMemEvalMemory(
@@ -417,3 +456,260 @@ def truncation_budget(
             "give a larger context_window or set max_context_tokens"
         )
     return budget
+
+
+# ---------------------------------------------------------------------------------------------
+# A memory system under test
+
+#: How deep a memory system is asked to rank: the largest official cut-off, so recall and
+#: nDCG up to @50 are computed on the system's own ranking (context=rag ranks the whole
+#: haystack); the model is shown only the first `top_k` items.
+MEMORY_DEPTH = max(K_VALUES)
+
+MEMORY_NOTES_INTRO = (
+    "You are a chat assistant with a long-term memory of your conversations with this user. "
+    "Below are notes your memory kept from your earlier chat sessions with them, oldest first; "
+    "each note starts with the date of the session it comes from. Use whatever in these notes "
+    "is relevant to answer the user's question. Dates matter: resolve words like 'last week' "
+    "against the note dates and the current date."
+)
+
+
+def memory_depth(top_k: int) -> int:
+    """The number of items a memory system is asked for: max(top_k, 50)."""
+    return max(top_k, MEMORY_DEPTH)
+
+
+def longmemeval_history(inst: Instance) -> History:
+    """The question's haystack as a memory system ingests it (`has_answer` never included).
+
+    Sessions keep the file's order, the order context=rag's units use (it decides BM25 ties,
+    so `memory=bm25` ranks exactly as context=rag). In the S and M files that order is
+    chronological; in the oracle file it is not (its sessions are listed unsorted), so a
+    system that needs time order must sort by the session dates itself. Turn ids are the
+    official `<session_id>_<t>`; only user turns carry `search_text`, since only they are
+    indexed officially."""
+    return History(
+        history_id=inst.question_id,
+        sessions=tuple(
+            HistorySession(
+                session_id=s.session_id,
+                date=s.date,
+                turns=tuple(
+                    HistoryTurn(
+                        turn_id=s.turn_id(t),
+                        speaker=t.role,
+                        text=t.content,
+                        search_text=t.content if t.role == "user" else None,
+                    )
+                    for t in s.turns
+                ),
+            )
+            for s in inst.sessions
+        ),
+        speakers=("user", "assistant"),
+        default_unit="session",
+    )
+
+
+@dataclass(frozen=True)
+class _Haystack:
+    """Lookups of one instance for rendering and scoring a system's items."""
+
+    sessions: dict[str, Session]
+    turns: dict[str, tuple[Session, Turn]]
+
+    @classmethod
+    def of(cls, inst: Instance) -> _Haystack:
+        return cls(
+            sessions={s.session_id: s for s in inst.sessions},
+            turns={s.turn_id(t): (s, t) for s in inst.sessions for t in s.turns},
+        )
+
+    def session_of(self, source: str) -> Session:
+        return self.sessions[source] if source in self.sessions else self.turns[source][0]
+
+
+def _session_metric_id(session: Session) -> str:
+    # the official rename (as session_units): an evidence session without a user evidence
+    # turn no longer counts
+    sid = session.session_id
+    if "answer" in sid and not session.has_user_evidence:
+        return sid.replace("answer", "noans")
+    return sid
+
+
+def _turn_metric_id(session: Session, turn: Turn) -> str:
+    # as turn_units for user turns; an assistant turn is never gold (only user turns are
+    # indexed officially), so one in an evidence session is renamed too
+    tid = session.turn_id(turn)
+    keep = turn.has_answer and turn.role == "user"
+    return tid if keep or "answer" not in tid else tid.replace("answer", "noans")
+
+
+def _shown_turns(session: Session, turn: Turn) -> tuple[Turn, ...]:
+    """A cited turn as context=rag turn mode shows it: a user turn with the reply after it."""
+    nxt = next((t for t in session.turns if t.position == turn.position + 1), None)
+    if turn.role == "user" and nxt is not None and nxt.role == "assistant":
+        return (turn, nxt)
+    return (turn,)
+
+
+def _corpus_ndcg(ranked: Sequence[str], gold: Sequence[str], k: int, relevant: int) -> float:
+    """ndcg_any@k of a ranking that may stop before the haystack does.
+
+    The official ideal DCG is built from every relevant entry of the whole ranked corpus
+    (ndcg_any_at_k); a system's ranking is only `depth` deep, so the relevant entries it did
+    not return (`relevant` in all, as context=rag's full ranking holds them) are added after
+    the first k, where they change the ideal and nothing else. With that, a ranking whose
+    first k agree with context=rag's gets rag's nDCG@k exactly."""
+    head = list(ranked[:k])
+    head += [""] * (k - len(head))  # "" is never gold (gold ids contain "answer")
+    wanted = set(gold)
+    missing = max(0, relevant - sum(1 for i in head if i in wanted))
+    return ndcg_any_at_k(head + [gold[0]] * missing if gold else head, gold, k)
+
+
+def _ranking_scores(
+    ranked: Sequence[str], gold: Sequence[str], relevant: int, prefix: str = ""
+) -> dict[str, float]:
+    """session_scores of a ranking that may be shorter than the haystack (`_corpus_ndcg`)."""
+    out: dict[str, float] = {}
+    for k in K_VALUES:
+        out[f"{prefix}recall_any@{k}"] = recall_any_at_k(ranked, gold, k)
+        out[f"{prefix}recall_all@{k}"] = recall_all_at_k(ranked, gold, k)
+        out[f"{prefix}ndcg_any@{k}"] = _corpus_ndcg(ranked, gold, k, relevant)
+    return out
+
+
+def _turn_ranking_scores(
+    ranked_turns: Sequence[str], gold_turns: Sequence[str]
+) -> dict[str, float]:
+    """turn_scores of a turn ranking that may be shorter than the haystack: turn level, and
+    session level by growing k until the turns cover k sessions, as officially. Where the
+    ranking ends before covering k sessions, the session-level value is that of the turns
+    returned (context=rag would look further down its full ranking)."""
+    out = _ranking_scores(ranked_turns, gold_turns, len(gold_turns), prefix="turn_")
+    for k in K_VALUES:
+        sessions, gold, effective = turn_to_session(ranked_turns, gold_turns, k)
+        out[f"recall_any@{k}"] = recall_any_at_k(sessions, gold, effective)
+        out[f"recall_all@{k}"] = recall_all_at_k(sessions, gold, effective)
+        # every gold turn maps to a gold session entry of the full corpus
+        out[f"ndcg_any@{k}"] = _corpus_ndcg(sessions, gold, effective, len(gold_turns))
+    return out
+
+
+def _memory_scores(
+    inst: Instance, hay: _Haystack, items: Sequence[MemoryItem]
+) -> tuple[str, dict[str, float] | None, str | None]:
+    """(unit level, official scores or None, why skipped) of the ids `items` cite, in rank
+    order with duplicates kept (as the official turn-to-session mapping keeps them).
+
+    Items citing only turns are scored at turn level (and session level from the turns, as
+    officially); otherwise every cited id counts as its session, at session level."""
+    cited = [i for item in items for i in item.source_ids]
+    turn_level = bool(cited) and all(i in hay.turns for i in cited)
+    unit = "turn" if turn_level else "session"
+    if inst.is_abstention:
+        return unit, None, "abstention question"
+    if turn_level:
+        gold = gold_ids(turn_units(inst))
+        ranked = [_turn_metric_id(*hay.turns[i]) for i in cited]
+    else:
+        gold = gold_ids(session_units(inst))
+        ranked = [_session_metric_id(hay.session_of(i)) for i in cited]
+    if not gold:
+        return unit, None, "no user turn is marked has_answer"
+    if turn_level:
+        return unit, _turn_ranking_scores(ranked, gold), None
+    return unit, _ranking_scores(ranked, gold, len(gold)), None
+
+
+def _verbatim_blocks(
+    hay: _Haystack, items: Sequence[MemoryItem], history_format: str
+) -> tuple[SessionBlock, ...]:
+    """Verbatim items as context=rag shows its units: cited sessions whole (session mode:
+    date order, ties in rank order), cited turns with their reply, grouped per session (turn
+    mode: date order, ties in file order); a mix follows turn mode with whole sessions."""
+    sources = [i for item in items for i in item.source_ids]
+    if all(i in hay.sessions for i in sources):
+        ranked = [hay.sessions[i] for i in dict.fromkeys(sources)]
+        return session_blocks(ranked, history_format)
+    shown: list[tuple[Session, Sequence[Turn]]] = []
+    for source in sources:
+        if source in hay.sessions:
+            shown.append((hay.sessions[source], hay.sessions[source].turns))
+        else:
+            session, turn = hay.turns[source]
+            shown.append((session, _shown_turns(session, turn)))
+    return _grouped_blocks(shown, history_format)
+
+
+def _notes_text(hay: _Haystack, items: Sequence[MemoryItem]) -> str:
+    """Items shown by their own text: dated (the item's date, else its first cited session's),
+    oldest first by the sessions they cite; items citing nothing follow in rank order."""
+    rows: list[tuple[tuple[int, Any, int], int, str, str]] = []
+    for rank, item in enumerate(items):
+        sessions = [hay.session_of(i) for i in item.source_ids]
+        first = min(sessions, key=lambda s: (s.when, s.index), default=None)
+        key = (0, first.when, first.index) if first is not None else (1, 0, 0)
+        date = item.date or (first.date if first is not None else "")
+        rows.append((key, rank, date, item.text.strip()))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    sep = "\n\n" if any("\n" in text for *_, text in rows) else "\n"
+    body = sep.join(f"{date}: {text}" if date else text for _, _, date, text in rows)
+    return f"{MEMORY_NOTES_INTRO}\n\n{body}"
+
+
+def memory_context(
+    inst: Instance, items: Sequence[MemoryItem], top_k: int, history_format: str = "json"
+) -> LmeContext:
+    """A memory system's ranked items (up to the depth asked) as the question's context.
+
+    The first `top_k` are shown: verbatim items citing sessions or turns exactly as context=rag
+    shows them (`_verbatim_blocks`, under the history introduction), any other item (a fact,
+    a summary) as a dated note under a short introduction of its own. The retrieval metrics
+    score every item's cited ids (`_memory_scores`); `retrieved_ids` are the official ids the
+    shown items cite, best first."""
+    _check_history_format(history_format)
+    hay = _Haystack.of(inst)
+    shown = list(items[:top_k])
+    verbatim = [i for i in shown if i.verbatim and i.source_ids]
+    notes = [i for i in shown if not (i.verbatim and i.source_ids)]
+    blocks = _verbatim_blocks(hay, verbatim, history_format) if verbatim else ()
+    parts = [history_text(blocks)] if blocks else []
+    if notes:
+        parts.append(_notes_text(hay, notes))
+    unit, scores, skipped = _memory_scores(inst, hay, items)
+    return LmeContext(
+        blocks=blocks,
+        retrieved_ids=tuple(dict.fromkeys(i for item in shown for i in item.source_ids)),
+        retrieval_scores=scores,
+        retrieval_skipped=skipped,
+        system="\n\n".join(parts),
+        retrieval_unit=unit,
+    )
+
+
+def memory_renderer(
+    instances: Sequence[Instance], top_k: int, history_format: str = "json"
+) -> Renderer:
+    """The renderer of a memory subject over these questions (`MemorySubject.render`): the
+    context and the same metadata fields as context=rag, read by the same scorers."""
+    by_id = {i.question_id: i for i in instances}
+
+    def render(item: Any, history: History, retrieval: Retrieval) -> Rendered:
+        ctx = memory_context(by_id[history.history_id], retrieval.items, top_k, history_format)
+        return Rendered(
+            ctx.system_text,
+            {
+                "retrieval_unit": ctx.retrieval_unit,
+                "retrieved_ids": list(ctx.retrieved_ids or ()),
+                "retrieval_scores": ctx.retrieval_scores,
+                "retrieval_skipped": ctx.retrieval_skipped,
+                "n_sessions_shown": len(ctx.blocks),
+                "session_ids_shown": [b.session_id for b in ctx.blocks],
+            },
+        )
+
+    return render

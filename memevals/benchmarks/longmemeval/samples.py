@@ -4,7 +4,9 @@
 categories, gives each its context (memory), renders the prompt (prompts) and returns the items
 with the task log. It returns a small record rather than a bare `(items, log)` pair because
 chain-of-note needs one more thing, the session blocks of each question, which must not go into
-the log (they are the whole histories) nor into the prompt (the notes replace them at run time).
+the log (they are the whole histories) nor into the prompt (the notes replace them at run time),
+and a memory system under test (`memory=<name>`) needs its subject, which gives each sample its
+context at run time (`subject.fill`, called by the Inspect solver and the lm-eval documents).
 """
 
 from __future__ import annotations
@@ -25,11 +27,16 @@ from memevals.benchmarks.longmemeval.memory import (
     LmeContext,
     LongMemEvalMemory,
     SessionBlock,
+    longmemeval_history,
     longmemeval_memory,
+    memory_depth,
+    memory_renderer,
     warn_if_oversized,
 )
 from memevals.benchmarks.longmemeval.prompts import judge_inputs, question_text
+from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.memory_system import MemoryQuery
 from memevals.core.prompt_item import PromptItem, parse_category_list
 from memevals.core.statistics import CLUSTER_KEY
 
@@ -55,12 +62,15 @@ class LongMemEvalOptions:
 
 @dataclass(frozen=True)
 class LongMemEvalSamples:
-    """What `build` returns: the items, the task log, and for chain-of-note the sessions (in
-    date order) that each question's notes are taken on, by sample id (empty otherwise)."""
+    """What `build` returns: the items, the task log, for chain-of-note the sessions (in
+    date order) that each question's notes are taken on, by sample id (empty otherwise), and
+    with a memory system under test the subject that gives each sample its context (None
+    otherwise)."""
 
     items: list[PromptItem]
     log: dict[str, Any]
     note_blocks: Mapping[str, tuple[SessionBlock, ...]]
+    subject: MemorySubject | None = None
 
 
 def parse_categories(categories: Iterable[str] | str | None) -> list[str]:
@@ -159,6 +169,11 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
             "chain_of_note takes notes on each session separately, so there is no single "
             "history to truncate; use chain_of_note with context=full, rag or oracle"
         )
+    if options.chain_of_note and options.memory.memory is not None:
+        raise ValueError(
+            f"chain_of_note takes notes on every haystack session, while memory="
+            f"{options.memory.memory!r} gives the context itself; use one or the other"
+        )
     memory = longmemeval_memory(
         options.memory,
         history_format=options.history_format,
@@ -170,6 +185,7 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
     digest: list[str] = []
     items: list[PromptItem] = []
     note_blocks: dict[str, tuple[SessionBlock, ...]] = {}
+    kept: list[Instance] = []  # only with a memory system: it ingests every haystack
     for inst in iter_longmemeval(
         options.variant,
         options.data_dir,
@@ -186,6 +202,8 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
         )
         if options.chain_of_note:
             note_blocks[inst.question_id] = ctx.blocks
+        if memory.system is not None:
+            kept.append(inst)
     if not items:
         raise ValueError(
             f"no LongMemEval question matches categories={options.categories!r} in variant "
@@ -203,4 +221,36 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
         **memory.settings(),
         "chain_of_note": options.chain_of_note,
     }
-    return LongMemEvalSamples(items, log, note_blocks)
+    data_sha256 = digest[0] if digest else (spec.sha256 or spec.filename)
+    subject = memory_subject(kept, memory, data_sha256)
+    if subject is not None:
+        log |= subject.settings()
+    return LongMemEvalSamples(items, log, note_blocks, subject)
+
+
+def memory_subject(
+    instances: Sequence[Instance], memory: LongMemEvalMemory, data_sha256: str
+) -> MemorySubject | None:
+    """The memory system under test bound to these questions (None without one). Every
+    question has its own haystack, so the history id is the question id; the query is the
+    question with its date, asking for max(top_k, 50) items (the metrics' depth), of which the
+    first top_k are shown."""
+    if memory.system is None:
+        return None
+    choice = memory.system
+    depth = memory_depth(choice.top_k)
+    queries = {
+        inst.question_id: MemoryQuery(
+            text=inst.question, k=depth, date=inst.question_date, history_id=inst.question_id
+        )
+        for inst in instances
+    }
+    return MemorySubject(
+        run=MemoryRun(choice.system, data_sha256=data_sha256, cache=choice.cache),
+        histories={inst.question_id: longmemeval_history(inst) for inst in instances},
+        queries=queries,
+        render=memory_renderer(instances, choice.top_k, memory.history_format),
+        counter=memory.token_counter,
+        k=choice.top_k,
+        answers=choice.answers,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -34,8 +35,18 @@ LONGMEMEVAL_OPTIONS: dict[str, Any] = {
 def _every_category(options: LongMemEvalOptions) -> LongMemEvalSamples:
     """The questions of every category of a variant (`options.categories` is None), built
     once for all the category subtasks of a run: the files are large (S 277 MB, M 2.7 GB) and
-    each subtask would otherwise re-read it (and re-run retrieval)."""
+    each subtask would otherwise re-read it (and re-run retrieval). A memory system's
+    ingestions are made once too: the subject (and its run) is shared by the subtasks."""
     return build(options)
+
+
+def _hashable(opts: Mapping[str, Any]) -> dict[str, Any]:
+    """`memory_args` given as a JSON object in `--metadata` arrives as a dict; as its JSON
+    text (which parse_memory_args reads the same) the options can key the cache above."""
+    args = opts.get("memory_args")
+    if isinstance(args, Mapping):
+        return {**opts, "memory_args": json.dumps(dict(args), sort_keys=True)}
+    return dict(opts)
 
 
 def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetDict:
@@ -53,7 +64,7 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
     wanted = common.checked(task, lambda: parse_categories(categories))
     options = LongMemEvalOptions(
         variant=variant,
-        memory=MemoryOptions.from_mapping(opts),
+        memory=MemoryOptions.from_mapping(_hashable(opts)),
         history_format=opts["history_format"],
         context_window=opts["context_window"],
         answer_tokens=opts["answer_tokens"],
@@ -61,13 +72,14 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
         verify_checksum=common.as_bool(task, "verify_checksum", opts["verify_checksum"]),
     )
     everything = common.checked(task, lambda: _every_category(options))
-    return common.to_docs(of_categories(everything.items, wanted), task)
+    items = of_categories(everything.items, wanted)
+    return common.to_docs(common.with_memory(task, items, everything.subject), task)
 
 
 def longmemeval_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
-    """LongMemEval is judged (`python -m memevals.tools.judge`); natively the prompt size and, with
-    context=rag, the official headline retrieval metrics (absent for the questions the official
-    runner skips: `_abs` ones and those without a gold unit)."""
+    """LongMemEval is judged (`python -m memevals.tools.judge`); natively the prompt size and,
+    with context=rag or a memory system, the official headline retrieval metrics (absent for the
+    questions the official runner skips: `_abs` ones and those without a gold unit)."""
     md = common.doc_item(doc).metadata
     common.only_reply(results)
     out = {"prompt_tokens": common.prompt_tokens_of(doc, md)}
