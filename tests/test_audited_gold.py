@@ -150,7 +150,7 @@ def test_audited_samples_take_the_corrections_and_record_both(data_dir: Path) ->
 
 def test_locomo_plus_follows_gold_and_leaves_cognitive_samples(data_dir: Path) -> None:
     def build(gold: str) -> dict[str, object]:
-        items, _ = plus_samples.build(
+        items, _, _ = plus_samples.build(
             plus_samples.LocomoPlusOptions(categories="temporal,cognitive", memory=NONE, gold=gold)
         )
         return {i.id: i for i in items}

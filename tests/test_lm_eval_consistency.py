@@ -159,7 +159,7 @@ def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_
     from memevals.inspect_tasks.locomo_plus import locomo_plus
 
     factual = list(CATEGORY_NAMES.values())
-    items, _ = samples.build(
+    items, _, _ = samples.build(
         samples.LocomoPlusOptions(
             categories=",".join(factual), memory=MemoryOptions(context="oracle")
         )

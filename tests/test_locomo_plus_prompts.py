@@ -290,7 +290,7 @@ def test_build_annotates_both_kinds_and_logs_both_summaries(
     convs: list[Any], stitched: list[Any]
 ) -> None:
     options = LocomoPlusOptions(categories="temporal,cognitive", memory=MemoryOptions("oracle"))
-    items, log = build(options)
+    items, log, _ = build(options)
     memory = locomo_memory(MemoryOptions("oracle"))
     plain = build_plus_items(
         convs,

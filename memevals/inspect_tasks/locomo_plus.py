@@ -2,12 +2,15 @@
 
 The LoCoMo questions keep their official F1 beside the judge so the two metric families can be
 compared on the same replies; cognitive samples have no reference reply and are judged only.
+With a memory system under test (`-T memory=<name>`) the LoCoMo questions also get LoCoMo's
+retrieval scorers, the cognitive samples `cue_recall`, and every sample the `memory_system`
+record (latency, items, ingestions).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import cast
+from typing import Any, cast
 
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig
@@ -19,10 +22,12 @@ from inspect_ai.scorer import (
     Scorer,
     Target,
     Value,
+    grouped,
+    mean,
     metric,
     scorer,
 )
-from inspect_ai.solver import TaskState, generate
+from inspect_ai.solver import TaskState
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE
 from memevals.benchmarks.locomo_plus import samples
@@ -34,11 +39,19 @@ from memevals.inspect_tasks.common import (
     count,
     fixed_param_task,
     memevals_task,
+    stderr_clustered,
     to_dataset,
     uncertainty_metrics,
 )
 from memevals.inspect_tasks.judge import judge_runs_args, llm_judge, repeated_judging
 from memevals.inspect_tasks.locomo import locomo_f1_scorer
+from memevals.inspect_tasks.memory_system import memory_system, solver_chain
+from memevals.inspect_tasks.retrieval import (
+    evidence_recall,
+    selected_k,
+    turn_precision,
+    turn_recall,
+)
 
 #: Official answering defaults of the LoCoMo-Plus framework
 # (benchmarks/locomo_plus/README.md#protocol).
@@ -94,6 +107,82 @@ def locomo_plus_f1() -> Scorer:
     return score
 
 
+def _locomo_questions_only(inner: Scorer) -> Scorer:
+    """`inner` on the LoCoMo questions; cognitive samples are left unscored (they have no
+    evidence ids, and counting them as zero recall would pull LoCoMo's figures down)."""
+
+    async def score(state: TaskState, target: Target) -> Score | None:
+        if state.metadata.get("category") == COGNITIVE:
+            return None
+        result: Score | None = await inner(state, target)
+        return result
+
+    return score
+
+
+@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
+def locomo_plus_evidence_recall() -> Scorer:
+    """LoCoMo's official evidence recall, LoCoMo questions only (`retrieval.evidence_recall`)."""
+    return _locomo_questions_only(evidence_recall())
+
+
+@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
+def locomo_plus_turn_precision() -> Scorer:
+    """HiGMem turn precision, LoCoMo questions only (`retrieval.turn_precision`)."""
+    return _locomo_questions_only(turn_precision())
+
+
+@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
+def locomo_plus_turn_recall() -> Scorer:
+    """HiGMem turn recall, LoCoMo questions only (`retrieval.turn_recall`)."""
+    return _locomo_questions_only(turn_recall())
+
+
+@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
+def locomo_plus_selected_k() -> Scorer:
+    """HiGMem K (distinct ids selected), LoCoMo questions only (`retrieval.selected_k`)."""
+    return _locomo_questions_only(selected_k())
+
+
+@scorer(metrics=[mean(), stderr_clustered(), relation_type_mean()])
+def cue_recall() -> Scorer:
+    """Cognitive samples: the share of the cue turns among the retrieved ids (the sample's
+    `cue_recall`, from the turn ids its items cite), overall and per relation type; LoCoMo
+    questions are left unscored."""
+
+    async def score(state: TaskState, target: Target) -> Score | None:
+        md = state.metadata
+        if md.get("category") != COGNITIVE:
+            return None
+        if md.get("cue_recall") is None:
+            raise ValueError(
+                f"sample {state.sample_id}: no 'cue_recall' in the metadata; the memory_context "
+                "solver did not run"
+            )
+        return Score(
+            value=float(md["cue_recall"]),
+            explanation=f"retrieved {md.get('retrieved_ids')}",
+            metadata={"retrieved_ids": list(md.get("retrieved_ids") or [])},
+        )
+
+    return score
+
+
+def _memory_scorers(wanted: list[str]) -> list[Scorer]:
+    """The retrieval scorers of a memory system under test and its `memory_system` record."""
+    out: list[Scorer] = []
+    if wanted != [COGNITIVE]:
+        out += [
+            locomo_plus_evidence_recall(),
+            locomo_plus_turn_precision(),
+            locomo_plus_turn_recall(),
+            locomo_plus_selected_k(),
+        ]
+    if COGNITIVE in wanted:
+        out.append(cue_recall())
+    return [*out, memory_system()]
+
+
 @scorer(
     metrics={
         "judge": [
@@ -137,6 +226,10 @@ def locomo_plus(
     sample_order: str = "file",
     data_dir: str | None = None,
     gold: str = "original",
+    memory: str | None = None,
+    memory_args: str | dict[str, Any] | None = None,
+    memory_cache: bool | None = None,
+    memory_answers: bool | None = None,
 ) -> Task:
     """LoCoMo-Plus: LoCoMo's 1,986 questions plus 401 cognitive cue-trigger samples, LLM-judged
     (grader model role), with official F1 beside the judge for the LoCoMo questions.
@@ -172,12 +265,22 @@ def locomo_plus(
             (overrides MEMEVALS_DATA_DIR).
         gold: the LoCoMo questions' gold: original (default) or audited (locomo-audit's
             corrections).
+        memory: a memory system under test (bm25, embedding, observations, summaries, mem0 or
+            any registered in the `memevals.memory_systems` entry-point group); it gives the
+            context instead of `context`, retrieving top_k items (default 5): LoCoMo questions
+            from their conversation (the `locomo` task's stores), cognitive samples from their
+            stitched history with the trigger as the query (docs/memory_systems.md).
+        memory_args: the system's arguments, as Inspect reads -M: key=value pairs, a mapping
+            or a .yaml/.json file.
+        memory_cache: keep each history's ingestion in the disk cache (default true).
+        memory_answers: the memory system answers by itself (its `answer()`), instead of the
+            model reading its context.
     """
     # The memory knobs are this task's parameters of the same names.
-    memory = MemoryOptions.from_mapping(locals())
+    memory_options = MemoryOptions.from_mapping(locals())
     wanted = parse_plus_categories(categories)
     runs_args = judge_runs_args(judge_runs)
-    items, memory_log = samples.build(
+    items, memory_log, subject = samples.build(
         samples.LocomoPlusOptions(
             categories=categories,
             disclose_task=disclose_task,
@@ -186,7 +289,7 @@ def locomo_plus(
             adversarial=adversarial,
             seed=seed,
             data_dir=data_dir,
-            memory=memory,
+            memory=memory_options,
             gold=gold,
         )
     )
@@ -194,9 +297,11 @@ def locomo_plus(
     if wanted != [COGNITIVE]:  # LoCoMo questions get their official F1
         scorers.append(locomo_plus_f1())
     scorers.append(locomo_plus_judge(max_tokens=judge_max_tokens, **runs_args))
+    if subject is not None:
+        scorers += _memory_scorers(wanted)
     return Task(
         dataset=to_dataset(items, "locomo_plus"),
-        solver=generate(),
+        solver=solver_chain(subject),
         scorer=scorers,
         config=GenerateConfig(max_tokens=max_tokens, temperature=DEFAULT_TEMPERATURE),
         metadata={

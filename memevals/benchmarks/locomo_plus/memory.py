@@ -13,6 +13,10 @@ query. The LoCoMo modes carry over with the same options (one `LocomoMemory` con
   shown in dialogue order. Host turns keep their dia ids, cue turns are `cue:<n>`, so
   `retrieved_ids` says whether retrieval found the cue. Observations and session summaries do not
   cover the inserted cue, so those units are refused for cognitive samples.
+- `memory`: a memory system under test (`-T memory=<name>`) ingests the stitched history as a
+  History of its own (`stitched_history`, id `<host>+plus-<i>`, keyed on both data files) and
+  retrieves `top_k` items for the trigger text; `cognitive_memory_context` renders them as `rag`
+  renders its turns. The LoCoMo questions stay on the `locomo` task's stores (LoCoMo's sha256).
 
 The rendering stays that of the official cognitive input (`<speaker> said, "<text>"` lines, no
 dates): the cue has no date of its own, and dating only the host turns would point at it.
@@ -20,11 +24,18 @@ dates): the cue has no date of its own, and dating only the host turns would poi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from memevals.benchmarks.locomo.memory import LocomoMemory
+from memevals.benchmarks.locomo.memory import LocomoMemory, memory_renderer
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance, StitchedTurn
+from memevals.core.memory_harness import Rendered, Renderer, Retrieval
+from memevals.core.memory_options import MEMORY_CONTEXT
+from memevals.core.memory_system import History, MemoryItem, MemoryQuery
+from memevals.core.memory_system import Session as HistorySession
+from memevals.core.memory_system import Turn as HistoryTurn
 from memevals.core.retrievers import MemoryUnit
 from memevals.core.tokens import TokenCounter
 
@@ -83,6 +94,11 @@ def cognitive_full(st: StitchedInstance) -> CognitiveContext:
 
 def cognitive_none(st: StitchedInstance) -> CognitiveContext:
     return CognitiveContext(text="", shown_turns=())
+
+
+def cognitive_pending(st: StitchedInstance) -> CognitiveContext:
+    """context=memory: nothing yet; the memory system's context comes at run time."""
+    return CognitiveContext(text="")
 
 
 def turn_id(st: StitchedInstance, position: int) -> str:
@@ -189,6 +205,8 @@ def cognitive_context(memory: LocomoMemory) -> CognitiveContextFn:
             return _rag(memory, st)
 
         return rag
+    if mode == MEMORY_CONTEXT:
+        return cognitive_pending
     raise ValueError(
         f"context={mode!r} is not supported for LoCoMo-Plus cognitive samples; allowed values: "
         f"{', '.join(COGNITIVE_CONTEXT_MODES)}"
@@ -200,3 +218,132 @@ def cue_recall(retrieved_ids: Sequence[str], st: StitchedInstance) -> float:
     found = set(retrieved_ids)
     cue = cue_ids(st)
     return sum(1 for c in cue if c in found) / len(cue)
+
+
+# --------------------------------------------------------------------------- a memory system
+
+
+#: The session id of the inserted cue block in a stitched history (host sessions keep `S<n>`).
+CUE_SESSION = "cue"
+
+
+def stitched_history_id(st: StitchedInstance) -> str:
+    """`<host>+plus-<i>`: a history of its own, never confused with the host's."""
+    return f"{st.host.sample_id}+{st.instance.sample_id}"
+
+
+def stitched_history(st: StitchedInstance) -> History:
+    """The stitched history (trigger excluded) as a memory system ingests it.
+
+    Sessions are the dialogue's blocks in order: host sessions `S<n>`, the cue block `cue`.
+    Turn ids are those `rag` scores (dia ids, `cue:<n>`), so cue recall works from the cited
+    ids, and each turn's `search_text` is the line `rag` indexes (`memory=bm25` is that rag).
+    Dates are left empty: the official cognitive input has none, and a system given the host
+    dates but no real date of the cue would learn more than the model in context=full does.
+    """
+    blocks: list[tuple[str, list[HistoryTurn]]] = []
+    for position, turn in enumerate(history(st)):
+        session_id = f"S{turn.session}" if turn.source == "session" else CUE_SESSION
+        if not blocks or blocks[-1][0] != session_id:
+            blocks.append((session_id, []))
+        blocks[-1][1].append(
+            HistoryTurn(
+                turn_id=turn_id(st, position),
+                speaker=turn.speaker,
+                text=turn.text,
+                search_text=dialogue_line(turn),
+            )
+        )
+    return History(
+        history_id=stitched_history_id(st),
+        sessions=tuple(HistorySession(sid, "", tuple(turns)) for sid, turns in blocks),
+        speakers=(st.host.speaker_a, st.host.speaker_b),
+        default_unit="turn",
+    )
+
+
+def trigger_query(st: StitchedInstance, k: int) -> MemoryQuery:
+    """What a memory system is asked for a cognitive sample: the trigger text, as `rag` ranks."""
+    return MemoryQuery(
+        text=" ".join(t.text for t in st.trigger_turns), k=k, history_id=stitched_history_id(st)
+    )
+
+
+def stitched_data_sha256(locomo_sha256: str, locomo_plus_sha256: str) -> str:
+    """The data sha256 of a stitched history's key: it is made of both files."""
+    return hashlib.sha256(f"{locomo_sha256}+{locomo_plus_sha256}".encode()).hexdigest()
+
+
+def _cited_positions(
+    item: MemoryItem, position: Mapping[str, int], sessions: Mapping[str, Sequence[int]]
+) -> list[int]:
+    """History positions an item cites; a session id stands for all that session's turns (the
+    harness has checked every id)."""
+    out: list[int] = []
+    for source in item.source_ids:
+        out.extend(sessions[source] if source in sessions else [position[source]])
+    return out
+
+
+def cognitive_memory_context(st: StitchedInstance, items: Sequence[MemoryItem]) -> CognitiveContext:
+    """A memory system's items as the model reads them for a cognitive sample, like `rag`:
+    the cognitive preamble and lines in dialogue order. A verbatim item shows its source turns
+    as the history renders them; any other item its own text, placed at its first cited turn
+    (items citing nothing last, in rank order). Retrieved ids: the cited ids in rank order,
+    duplicates kept; shown turns: the positions shown verbatim."""
+    turns = history(st)
+    position = {turn_id(st, i): i for i in range(len(turns))}
+    sessions = {
+        s.session_id: [position[t.turn_id] for t in s.turns] for s in stitched_history(st).sessions
+    }
+    shown: list[tuple[float, int, str]] = []
+    verbatim: set[int] = set()
+    retrieved: list[str] = []
+    for rank, item in enumerate(items):
+        cited = _cited_positions(item, position, sessions)
+        retrieved.extend(turn_id(st, p) for p in cited)
+        if item.verbatim and cited:
+            shown.extend((p, rank, dialogue_line(turns[p])) for p in cited)
+            verbatim.update(cited)
+            continue
+        first = min(cited, default=None)
+        shown.append((float("inf") if first is None else first, rank, item.text.strip()))
+    if not shown:
+        return CognitiveContext(text="", shown_turns=(), retrieved_ids=())
+    lines = [text for _, _, text in sorted(shown, key=lambda row: (row[0], row[1]))]
+    # long notes (summaries) get a blank line between them
+    sep = "\n\n" if any("\n" in i.text for i in items if not i.verbatim) else "\n"
+    return CognitiveContext(
+        text=f"{cognitive_preamble(st)}\n\n{sep.join(lines)}",
+        shown_turns=tuple(sorted(verbatim)),
+        retrieved_ids=tuple(retrieved),
+    )
+
+
+def plus_memory_renderer(
+    conversations: Sequence[Any], stitched: Sequence[StitchedInstance]
+) -> Renderer:
+    """The renderer of a LoCoMo-Plus memory subject: LoCoMo's for the LoCoMo questions (their
+    fields as in the `locomo` task), `cognitive_memory_context` for stitched histories, with
+    the fields context=rag gives a cognitive sample (`shown_turns`, `retrieved_ids`,
+    `cue_recall`)."""
+    locomo = memory_renderer(conversations)
+    by_history = {stitched_history_id(st): st for st in stitched}
+
+    def render(item: Any, hist: History, retrieval: Retrieval) -> Rendered:
+        st = by_history.get(hist.history_id)
+        if st is None:
+            return locomo(item, hist, retrieval)
+        ctx = cognitive_memory_context(st, retrieval.items)
+        retrieved = list(ctx.retrieved_ids or ())
+        return Rendered(
+            ctx.text,
+            {
+                "shown_turns": list(ctx.shown_turns or ()),
+                "retrieved_ids": retrieved,
+                "cue_recall": cue_recall(retrieved, st),
+                "turn_level": True,
+            },
+        )
+
+    return render

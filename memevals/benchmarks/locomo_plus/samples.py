@@ -2,7 +2,8 @@
 
 `build(options)` loads LoCoMo and LoCoMo-Plus, stitches the cue–trigger pairs into their host
 conversations, builds one memory strategy for both kinds of sample, renders the samples, adds
-the per-sample bookkeeping and puts them in the requested order.
+the per-sample bookkeeping and puts them in the requested order. With a memory system under
+test (`memory=<name>`) it also binds the system to the samples (`memory_subject`).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from memevals.benchmarks.locomo.audit import apply_gold, check_gold
-from memevals.benchmarks.locomo.data import load_locomo
-from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_memory
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_locomo
+from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_history, locomo_memory
 from memevals.benchmarks.locomo.prompts import check_adversarial
 from memevals.benchmarks.locomo.samples import (
     annotate_items,
@@ -23,15 +24,25 @@ from memevals.benchmarks.locomo.samples import (
     mark_gold_changes,
     strategy_fields,
 )
-from memevals.benchmarks.locomo_plus.data import load_locomo_plus
-from memevals.benchmarks.locomo_plus.memory import cognitive_context, cognitive_full, cue_recall
+from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, load_locomo_plus
+from memevals.benchmarks.locomo_plus.memory import (
+    cognitive_context,
+    cognitive_full,
+    cue_recall,
+    plus_memory_renderer,
+    stitched_data_sha256,
+    stitched_history,
+    trigger_query,
+)
 from memevals.benchmarks.locomo_plus.prompts import (
     COGNITIVE,
     build_plus_items,
     parse_plus_categories,
 )
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance, stitch_all
+from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.memory_system import History, MemoryQuery
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 
@@ -62,9 +73,19 @@ def check_sample_order(sample_order: str) -> None:
         raise ValueError(f"sample_order={sample_order!r} is not one of {', '.join(SAMPLE_ORDERS)}")
 
 
-def build(options: LocomoPlusOptions) -> tuple[list[PromptItem], dict[str, Any]]:
-    """(the samples, the memory log the task records: LoCoMo's summary and the cognitive one).
-    Options are checked before any file is read; a bad one raises ValueError naming it."""
+class LocomoPlusSamples(NamedTuple):
+    """What `build` returns: the samples, the memory log the task records (LoCoMo's summary and
+    the cognitive one), and with a memory system under test the subject that gives each sample
+    its context (`subject.fill`, as in `locomo.samples.LocomoSamples`); None otherwise."""
+
+    items: list[PromptItem]
+    log: dict[str, Any]
+    subject: MemorySubject | None
+
+
+def build(options: LocomoPlusOptions) -> LocomoPlusSamples:
+    """The samples, their log and memory subject. Options are checked before any file is read;
+    a bad one raises ValueError naming it."""
     wanted = parse_plus_categories(options.categories)
     check_sample_order(options.sample_order)
     check_adversarial(options.adversarial)
@@ -102,7 +123,60 @@ def build(options: LocomoPlusOptions) -> tuple[list[PromptItem], dict[str, Any]]
         [i for i in items if i.metadata["category"] == COGNITIVE], stitched, memory
     )
     ordered = order_samples([*locomo_items, *cognitive_items], options.sample_order)
-    return ordered, summary | cognitive_summary | {"gold": gold.log}
+    log = summary | cognitive_summary
+    subject = memory_subject(ordered, conversations, stitched, memory)
+    if subject is not None:
+        log |= subject.settings()
+    return LocomoPlusSamples(ordered, log | {"gold": gold.log}, subject)
+
+
+def memory_subject(
+    items: Sequence[PromptItem],
+    conversations: Sequence[Conversation],
+    stitched: Sequence[StitchedInstance],
+    memory: LocomoMemory,
+) -> MemorySubject | None:
+    """The memory system under test bound to these samples (None without one). A LoCoMo
+    question asks its conversation's history (`locomo_history`, keyed as the `locomo` task keys
+    it, so those stores are shared) with the raw question; a cognitive sample asks its stitched
+    history (`stitched_history`) with the trigger text, as context=rag does. k = top_k."""
+    if memory.system is None:
+        return None
+    choice = memory.system
+    by_sample = {st.instance.sample_id: st for st in stitched}
+    histories: dict[str, History] = {}
+    queries: dict[str, MemoryQuery] = {}
+    by_conv = {c.sample_id: c for c in conversations}
+    for item in items:
+        md = item.metadata
+        if md["category"] == COGNITIVE:
+            st = by_sample[item.id]
+            query = trigger_query(st, choice.top_k)
+            if query.history_id not in histories:
+                histories[query.history_id] = stitched_history(st)
+        else:
+            conv_id = str(md["conversation_id"])
+            query = MemoryQuery(text=str(md["question"]), k=choice.top_k, history_id=conv_id)
+            if conv_id not in histories:
+                histories[conv_id] = locomo_history(by_conv[conv_id])
+        queries[item.id] = query
+    # host conversations keep LoCoMo's sha256, so their stores are the `locomo` task's
+    stitched_sha = stitched_data_sha256(LOCOMO_FILE.sha256, LOCOMO_PLUS_FILE.sha256)
+    run = MemoryRun(
+        choice.system,
+        data_sha256=LOCOMO_FILE.sha256,
+        cache=choice.cache,
+        history_data_sha256={h: stitched_sha for h in histories if h not in by_conv},
+    )
+    return MemorySubject(
+        run=run,
+        histories=histories,
+        queries=queries,
+        render=plus_memory_renderer(conversations, stitched),
+        counter=memory.token_counter,
+        k=choice.top_k,
+        answers=choice.answers,
+    )
 
 
 def annotate_cognitive_items(

@@ -22,7 +22,9 @@ LOCOMO_PLUS_OPTIONS: dict[str, Any] = {
 
 
 def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
-    """LoCoMo-Plus documents of one category: a LoCoMo question category or `cognitive`."""
+    """LoCoMo-Plus documents of one category: a LoCoMo question category or `cognitive`; with
+    `--metadata '{"memory": "<name>"}'` each document's context comes from that memory system
+    (`common.with_memory`), as in the Inspect task."""
     task = f"locomo_plus[{categories}]"
     opts = common.checked_options(
         task, metadata, [*LOCOMO_PLUS_OPTIONS, *MemoryOptions.names()], LOCOMO_PLUS_OPTIONS
@@ -34,8 +36,8 @@ def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
         sample_order=str(opts["sample_order"]),
         **shared_options(task, opts),
     )
-    items, _ = common.checked(task, lambda: samples.build(options))
-    return common.to_docs(items, task)
+    built = common.checked(task, lambda: samples.build(options))
+    return common.to_docs(common.with_memory(task, built.items, built.subject), task)
 
 
 def locomo_plus_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
