@@ -20,6 +20,12 @@ every figure comes from the samples. Nothing is rescored.
 A judge run with repeated judging (`-T judge_runs=N`) gets, beside its judge column, N
 (`judge runs`), the share of samples whose N verdicts agree (`judge agreement`) and Fleiss'
 kappa (`judge kappa`); the per-category agreement is in the CSV.
+
+A run whose context came from a memory system under test (`-T memory=<name>`) gets the
+system's columns: its name and version, k, the retrieval latency percentiles, the items kept
+and cut, the context size, and the ingestion totals (each history counted once), all computed
+here from the per-sample memory record (memevals.core.memory_harness); other runs leave them
+blank, and a table without such a run has none of them.
 """
 
 from __future__ import annotations
@@ -41,6 +47,15 @@ from memevals.benchmarks.locomo.data import PAPER_ORDER
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
 from memevals.benchmarks.longmemeval.data import CATEGORIES as LME_CATEGORIES
 from memevals.core import statistics
+from memevals.core.memory_harness import (
+    CONTEXT_TOKENS_KEY,
+    CUT_KEY,
+    INGEST_KEY,
+    ITEMS_KEY,
+    LATENCY_KEY,
+    ingest_totals,
+    latency_percentiles,
+)
 from memevals.core.validation import json_lines
 
 __all__ = [
@@ -51,6 +66,7 @@ __all__ = [
     "load_rows",
     "main",
     "markdown_tables",
+    "memory_figures",
     "plot_benchmark",
     "row_from_log",
     "sample_values",
@@ -74,6 +90,29 @@ PROMPT_TOKEN_METRICS: Mapping[str, str] = {
 }
 #: Scorers left out of the table (retrieval diagnostics; read the log for them).
 SKIPPED_SCORERS = frozenset({"turn_precision", "turn_recall", "selected_k"})
+#: The memory system's scorer (memevals.inspect_tasks.memory_system): its value is a latency,
+#: not a score; its figures become the memory columns, recomputed from the samples.
+MEMORY_SCORERS = frozenset({"memory_system"})
+#: The memory columns: (figure, Markdown title); latencies are seconds in the CSV and shown in
+#: milliseconds in the Markdown table (retrieval from a local index takes well under 1 ms).
+MEMORY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("system", "memory system"),
+    ("k", "k"),
+    ("latency_p50_s", "latency p50 ms"),
+    ("latency_p95_s", "latency p95 ms"),
+    ("latency_p99_s", "latency p99 ms"),
+    ("mean_items", "mean items"),
+    ("items_cut", "items cut"),
+    ("mean_context_tokens", "mean context tokens"),
+    ("histories", "histories"),
+    ("ingestions", "ingestions"),
+    ("cache_hits", "cache hits"),
+    ("build_seconds", "build s"),
+    ("build_model_calls", "build model calls"),
+    ("build_llm_calls", "build llm calls"),
+    ("build_input_tokens", "build input tokens"),
+    ("build_output_tokens", "build output tokens"),
+)
 OVERALL_METRICS = ("mean", "accuracy", "overall_accuracy")
 NO_JUDGE = "-"
 #: Score kinds that are proportions (judge accuracy): their interval is the Wilson interval.
@@ -133,6 +172,8 @@ class Row:
     #: LoCoMo's per-category ceilings under the original gold (share of questions whose gold the
     #: audit does not mark wrong), as the task logged them; empty for other benchmarks
     ceilings: dict[str, float] = field(default_factory=dict)
+    #: the memory system under test and its measurements (`memory_figures`); empty without one
+    memory: dict[str, float | int | str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -212,7 +253,9 @@ def _context_label(benchmark: str, args: Mapping[str, Any], metadata: Mapping[st
         return used.get(name) or args.get(name) or default
 
     context = str(setting("context", "full"))
-    if context == "rag":
+    if context == "memory" and setting("memory", None):
+        context = f"memory({setting('memory', None)}, k={setting('top_k', DEFAULT_TOP_K)})"
+    elif context == "rag":
         unit = setting("retrieval_unit", DEFAULT_RETRIEVAL_UNIT)
         k = setting("top_k", DEFAULT_TOP_K)
         retriever = setting("retriever", DEFAULT_RETRIEVER)
@@ -264,6 +307,8 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
         }
         if score.name == "unscored":
             kinds.setdefault("judge", KindScores()).extras["unscored"] = sum(metrics.values())
+            continue
+        if score.scorer in MEMORY_SCORERS:
             continue
         if score.scorer in AUX_SCORERS:
             if "mean" in metrics:
@@ -318,6 +363,43 @@ def row_from_log(log: EvalLog, path: str) -> Row | None:
     )
 
 
+def _system_label(settings: Mapping[str, Any]) -> str:
+    """`<name> <version>` of the memory system, with its arguments when it was given any."""
+    label = " ".join(str(settings[k]) for k in ("memory", "memory_version") if settings.get(k))
+    args = settings.get("memory_args")
+    if isinstance(args, Mapping) and args:
+        label += " (" + ", ".join(f"{k}={v}" for k, v in sorted(args.items())) + ")"
+    elif args:
+        label += f" ({args})"
+    return label
+
+
+def memory_figures(
+    settings: Mapping[str, Any], sample_metadata: Iterable[Mapping[str, Any]]
+) -> dict[str, float | int | str]:
+    """The memory columns of one run: the system and k from its settings (the `memory` dict
+    an Inspect task logs), the rest from the samples' memory records. Every retrieval counts
+    (each epoch's); the ingestion totals count each history once (`ingest_totals`). Empty for
+    a run without a memory system."""
+    records = [md for md in sample_metadata if LATENCY_KEY in md]
+    if not records and not settings.get("memory"):
+        return {}
+    out: dict[str, float | int | str] = {"system": _system_label(settings)}
+    if settings.get("top_k") is not None:
+        out["k"] = int(settings["top_k"])
+    out |= latency_percentiles([float(md[LATENCY_KEY]) for md in records])
+
+    def mean(key: str) -> float:
+        values = [float(md[key]) for md in records if key in md]
+        return sum(values) / len(values) if values else math.nan
+
+    out["mean_items"] = mean(ITEMS_KEY)
+    out["items_cut"] = sum(int(md.get(CUT_KEY, 0)) for md in records)
+    out["mean_context_tokens"] = mean(CONTEXT_TOKENS_KEY)
+    out |= ingest_totals([md[INGEST_KEY] for md in records if INGEST_KEY in md])
+    return out
+
+
 def _is_lm_eval_samples(path: Path) -> bool:
     return path.name.startswith("samples_") and path.suffix == ".jsonl"
 
@@ -346,6 +428,26 @@ def _input_paths(paths: Iterable[str]) -> tuple[list[str], list[Path]]:
         else:
             raise FileNotFoundError(f"{p}: no such log file or folder")
     return logs, samples
+
+
+def _lm_eval_memory_settings(folder: Path, benchmark: str) -> dict[str, Any]:
+    """The memory settings of an lm-eval run (its `--metadata` memory knobs, recorded per task
+    in results_*.json); lm-eval does not record the system's version, so it is left out. k is
+    LoCoMo's default when not given (the benchmark whose memory option this is)."""
+    from memevals.benchmarks.locomo.memory import DEFAULT_TOP_K
+
+    given: dict[str, Any] = {}
+    for results in sorted(folder.glob("results_*.json")):
+        try:
+            configs = json.loads(results.read_text(encoding="utf-8")).get("configs") or {}
+        except (OSError, json.JSONDecodeError):
+            continue
+        for task_config in configs.values():
+            metadata = task_config.get("metadata") or {}
+            given |= {k: metadata[k] for k in ("memory", "memory_args", "top_k") if k in metadata}
+    if given.get("memory") and "top_k" not in given and benchmark == "locomo":
+        given["top_k"] = DEFAULT_TOP_K
+    return given
 
 
 def _lm_eval_model(folder: Path) -> str:
@@ -421,13 +523,17 @@ def lm_eval_rows(files: Iterable[Path]) -> list[Row]:
                 ks.extras["abstention"] = ks.clustered["abstention"].mean
         model = _lm_eval_model(folder)
         first_md = records[0][2]
+        memory = {}
+        if first_md.get("context") == "memory":
+            memory = _lm_eval_memory_settings(folder, benchmark)
+        by_id = {str(r["doc"].get("id", r.get("doc_id"))): md for _, r, md in records}
         rows.append(
             Row(
                 benchmark=benchmark,
                 task="lm-eval: " + (tasks[0] if len(tasks) == 1 else benchmark),
                 model=model,
                 judge=NO_JUDGE,
-                context=_context_label(benchmark, {}, first_md),
+                context=_context_label(benchmark, memory, first_md),
                 samples=len({str(r["doc"].get("id", r.get("doc_id"))) for _, r, _ in records}),
                 status="success",
                 log=str(folder),
@@ -436,6 +542,8 @@ def lm_eval_rows(files: Iterable[Path]) -> list[Row]:
                 usage={},
                 task_args={},
                 framework="lm-eval",
+                # a document logged by two subtasks (see above) is one retrieval
+                memory=memory_figures(memory, by_id.values()),
             )
         )
     return rows
@@ -492,7 +600,7 @@ def sample_values(samples: Iterable[EvalSample]) -> dict[str, list[SampleValue]]
         md = sample.metadata or {}
         info[sid] = (_groups(md), _cluster_of(md, sid))
         for scorer, score in (sample.scores or {}).items():
-            if scorer in AUX_SCORERS:
+            if scorer in AUX_SCORERS or scorer in MEMORY_SCORERS:
                 continue
             value = score.value
             named = value.items() if isinstance(value, Mapping) else [(scorer, value)]
@@ -539,6 +647,11 @@ def load_rows(paths: Iterable[str]) -> list[Row]:
         row = row_from_log(log, path.removeprefix("file://"))
         if row is not None:
             _add_clustered(row.kinds, sample_values(log.samples or []))
+            used = (log.eval.metadata or {}).get("memory")
+            row.memory = memory_figures(
+                used if isinstance(used, Mapping) else {},
+                [s.metadata or {} for s in log.samples or []],
+            )
             rows.append(row)
     rows += lm_eval_rows(lm_eval_files)
     _disambiguate(rows)
@@ -597,6 +710,8 @@ def _cell(row: Row, key: str) -> float | int | str | None:
         return row.usage[key]
     if key.startswith("aux:"):
         return row.aux.get(key[4:])
+    if key.startswith("memory:"):
+        return row.memory.get(key[7:])
     kind, _, rest = key.partition(":")
     ks = row.kinds.get(kind)
     if ks is None:
@@ -647,6 +762,8 @@ def _columns(rows: Sequence[Row]) -> list[_Column]:
                 cols += [_Column(f"{kind}:{e}:{f}", "", markdown=False) for f in _CLUSTERED_FIELDS]
     for name in sorted({a for r in rows for a in r.aux}):
         cols.append(_Column(f"aux:{name}", name))
+    if any(r.memory for r in rows):
+        cols += [_Column(f"memory:{name}", title) for name, title in MEMORY_COLUMNS]
     return cols
 
 
@@ -705,8 +822,11 @@ def _number(value: float | int | str | None) -> str:
 
 def _markdown_cell(row: Row, key: str) -> str:
     """The cell's text; a mean gets its clustered standard error (`0.512 ± 0.031`), the
-    interval column shows `[lower, upper]`."""
-    text = _fmt(_cell(row, key), key)
+    interval column shows `[lower, upper]`; a memory latency is shown in milliseconds."""
+    value = _cell(row, key)
+    if key.startswith("memory:latency_") and isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{1000 * value:.3f}"
+    text = _fmt(value, key)
     kind, _, rest = key.partition(":")
     if rest == "ci_lower":
         lower, upper = _number(_cell(row, key)), _number(_cell(row, f"{kind}:ci_upper"))

@@ -17,10 +17,12 @@ statistics are memevals.core.paired_statistics; clusters are the conversations a
 from (sample metadata `cluster`, else `conversation_id`, else the question itself).
 
 A comparison is only fair when both runs asked the same questions of the same data under the
-same settings and were judged by the same judge with the same criteria. Every difference is
-named and the command stops (exit status 1) unless `--allow-mismatch` is given; then each
-difference is printed under the table. A sample that errored or was left unscored in either run
-is left out of that score's pair and counted, never treated as wrong.
+same settings and were judged by the same judge with the same criteria. A memory system under
+test (`-T memory=<name>`, with its arguments) is, like the model, what is compared: two runs
+with different systems are fair, but a different k (`top_k`) or context mode is not. Every
+difference is named and the command stops (exit status 1) unless `--allow-mismatch` is given;
+then each difference is printed under the table. A sample that errored or was left unscored in
+either run is left out of that score's pair and counted, never treated as wrong.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ PROG = "memevals-diff"
 OVERALL = "overall"
 
 #: Per-sample values that are not scores of the answer (prompt size, bookkeeping).
-NOT_SCORES = frozenset({"prompt_tokens", "selected_k", "unscored"})
+#: `memory_system`'s value is the retrieval latency, a measurement, not a score to compare
+NOT_SCORES = frozenset({"prompt_tokens", "selected_k", "unscored", "memory_system"})
 
 #: Settings that change which answer counts as right (the gold), with their defaults. lm-eval
 #: records only the options given on its command line, so a missing one is its default.
@@ -83,6 +86,9 @@ PROMPT_SETTINGS: Mapping[str, Any] = {
 LM_EVAL_ALIASES: Mapping[str, str] = {"choice_seed": "seed"}
 #: Keys of the memory settings a task logs that are outcomes, not settings.
 _MEMORY_OUTCOME = re.compile(r".*_total$|^prompt_tokens")
+#: Context settings that name the memory system under test (the subject, as the model is) or
+#: only say whether its ingestions were cached: never a reason to refuse a comparison.
+SUBJECT_SETTINGS = frozenset({"memory", "memory_args", "memory_cache"})
 
 _SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 _LM_EVAL_KEYS = frozenset({"version", "config_source", "_metadata"})
@@ -291,7 +297,7 @@ def read_inspect_run(path: str) -> Run:
     used_context = {k: v for k, v in used_context.items() if not _MEMORY_OUTCOME.match(k)}
     task = header.eval.task.rsplit("/", 1)[-1]
     return Run(
-        label=f"{header.eval.model} ({Path(path).name})",
+        label=f"{header.eval.model}{_subject(used)} ({Path(path).name})",
         path=path,
         framework="inspect",
         benchmark=str(metadata.get("benchmark") or task),
@@ -392,13 +398,21 @@ def read_lm_eval_run(files: Sequence[Path]) -> Run:
     label, options = _lm_eval_config(results)
     where = str(files[0].parent if len(files) > 1 else files[0])
     return Run(
-        label=f"{label} ({files[0].parent.name})",
+        label=f"{label}{_subject(options)} ({files[0].parent.name})",
         path=where,
         framework="lm-eval",
         benchmark=benchmark or (m.group("task") if m else "lm-eval"),
         samples=by_id,
         settings=_settings(options),
     )
+
+
+def _subject(settings: Mapping[str, Any]) -> str:
+    """` + memory <system> [version]` for a run whose context a memory system gave, else ""."""
+    if not settings.get("memory"):
+        return ""
+    version = settings.get("memory_version")
+    return f" + memory {settings['memory']}" + (f" {version}" if version else "")
 
 
 def _lm_eval_groups(folder: Path) -> list[list[Path]]:
@@ -495,11 +509,14 @@ def find_mismatches(a: Run, b: Run, scores: Sequence[str]) -> list[Mismatch]:
             )
         )
     if a.used_context is not None and b.used_context is not None:
-        out += _dict_diff("context settings", a.used_context, b.used_context)
+        context_a, context_b = a.used_context, b.used_context
     else:
-        out += _dict_diff(
-            "context settings", a.settings["context settings"], b.settings["context settings"]
-        )
+        context_a, context_b = a.settings["context settings"], b.settings["context settings"]
+    out += _dict_diff(
+        "context settings",
+        {k: v for k, v in context_a.items() if k not in SUBJECT_SETTINGS},
+        {k: v for k, v in context_b.items() if k not in SUBJECT_SETTINGS},
+    )
     for group in ("gold variant", "prompt settings"):
         out += _dict_diff(group, a.settings[group], b.settings[group])
     return out
