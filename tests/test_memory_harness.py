@@ -284,6 +284,7 @@ def test_latency_percentiles_and_ingest_totals() -> None:
         "build_input_tokens": 10,
         "build_output_tokens": 5,
         "build_llm_calls": 0,
+        "open_seconds": 0.0,
     }
 
 

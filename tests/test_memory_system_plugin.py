@@ -56,6 +56,10 @@ class KeywordIndex:
             for s, _, r in scored[: query.k]
         ]
 
+    def answer(self, query):
+        best = self.retrieve(query)[0]
+        return best.text.split(": ", 1)[1]
+
 
 class KeywordSystem:
     version = VERSION
@@ -196,3 +200,38 @@ def test_a_system_failing_on_chosen_questions_errors_exactly_those_samples(
                     continue  # latency differs from run to run
                 left, right = score.value, other.scores[name].value
                 assert left == right or (left != left and right != right), name
+
+
+def test_a_system_that_answers_by_itself(plugin: None, tmp_path: Path) -> None:
+    log = _run(
+        tmp_path,
+        "answers",
+        "-T",
+        "memory=keyword_overlap",
+        "-T",
+        "memory_answers=true",
+        "--limit",
+        "4",
+    )
+    assert log.eval.metadata["memory"]["memory_answers"] is True
+    for sample in log.samples:
+        assert sample.output.model == "memory/keyword_overlap"  # the model under test is idle
+        assert sample.output.completion  # the best item's text, which the context shows too
+        assert sample.output.completion in sample.messages[0].text
+        assert sample.scores["locomo_f1_scorer"].answer == sample.output.completion
+
+
+def test_a_system_without_answer_errors_each_sample(tmp_path: Path) -> None:
+    log = _run(
+        tmp_path,
+        "no-answers",
+        "-T",
+        "memory=bm25",
+        "-T",
+        "memory_answers=true",
+        "--limit",
+        "2",
+        "--no-fail-on-error",
+    )
+    assert [s.error is not None for s in log.samples] == [True, True]
+    assert "bm25 does not answer by itself" in log.samples[0].error.message

@@ -100,6 +100,9 @@ class IngestRecord:
     llm_calls: int | None = None
     items_stored: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: opening the store in this process (loading vectors, building an index), which every
+    #: run pays, cached or not
+    open_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "extra": dict(self.extra)}
@@ -128,7 +131,8 @@ def latency_percentiles(latencies: Sequence[float]) -> dict[str, float]:
 
 def ingest_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Totals over distinct histories (records are deduplicated by key): how many were built
-    now, how many came from the cache, and the build time, calls and tokens of those built."""
+    now, how many came from the cache, the build time, calls and tokens of those built, and the
+    time to open every store (paid by each run)."""
     by_key = {str(r["key"]): r for r in records}
     built = [r for r in by_key.values() if not r["cached"]]
     return {
@@ -140,6 +144,7 @@ def ingest_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "build_input_tokens": sum(int(r["input_tokens"]) for r in built),
         "build_output_tokens": sum(int(r["output_tokens"]) for r in built),
         "build_llm_calls": sum(int(r["llm_calls"] or 0) for r in built),
+        "open_seconds": round(sum(float(r.get("open_seconds", 0.0)) for r in by_key.values()), 3),
     }
 
 
@@ -180,9 +185,14 @@ class MemoryRun:
         data_sha256: str,
         cache: bool = True,
         cache_root: Path | None = None,
+        history_data_sha256: Mapping[str, str] | None = None,
     ) -> None:
         self.system = system
         self.data_sha256 = data_sha256
+        #: histories built from more than the one data file (LoCoMo-Plus stitched histories
+        #: come from LoCoMo and LoCoMo-Plus): their data sha256 by history id
+        self.history_data_sha256 = dict(history_data_sha256 or {})
+        self._keys: dict[tuple[int, str | None], tuple[History, str]] = {}
         self.cache = cache
         if cache:
             self.root = (cache_root or cache_dir() / "memory") / _safe(system.name)
@@ -217,18 +227,26 @@ class MemoryRun:
         `uses_model` is true) also keys on the model's name, so notes written by one model
         are never read as another's."""
         model_name = getattr(model, "model_name", None) if self.uses_model else None
+        # the digest hashes the whole history: remember it per history object (a question
+        # asks this once per retrieval); the history is kept so its id is never reused
+        memo = self._keys.get((id(history), model_name))
+        if memo is not None and memo[0] is history:
+            return memo[1]
         body = _canonical(
             {
                 "system": self.system.name,
                 "version": self.system.version,
                 "args": dict(self.system.args),
-                "data_sha256": self.data_sha256,
+                "data_sha256": self.history_data_sha256.get(history.history_id, self.data_sha256),
                 "history_id": history.history_id,
                 "history_digest": history.digest(),
                 **({"memory_model": model_name} if self.uses_model else {}),
             }
         )
-        return hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
+        key = hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
+        with self._lock:
+            self._keys[(id(history), model_name)] = (history, key)
+        return key
 
     # -- ingestion -------------------------------------------------------------------------
 
@@ -254,7 +272,11 @@ class MemoryRun:
                 record = self._stored_record(history, key)
                 if record is None:
                     record = self._ingest(history, key, model)
+                start = time.perf_counter()
                 opened = self._open(history, key)
+                record = dataclasses.replace(
+                    record, open_seconds=round(time.perf_counter() - start, 4)
+                )
             except MemorySystemError as exc:
                 self._failures[key] = (time.monotonic(), exc)
                 raise
@@ -270,7 +292,7 @@ class MemoryRun:
             return None
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-            record = IngestRecord(**{**raw, "cached": True})
+            record = IngestRecord(**{**raw, "cached": True, "open_seconds": 0.0})
         except (OSError, ValueError, TypeError) as exc:
             raise MemorySystemError(
                 f"{self.system.name}: the cached store {path.parent} of {history.history_id} "
@@ -423,10 +445,40 @@ class MemorySubject:
     render: Renderer
     counter: TokenCounter
     k: int
+    answers: bool = False  # the system answers by itself (`answer()`), not the model
 
     def settings(self) -> dict[str, Any]:
         depth = max((q.k for q in self.queries.values()), default=self.k)
-        return {**self.run.settings(), "top_k": self.k, "retrieval_depth": depth}
+        return {
+            **self.run.settings(),
+            "top_k": self.k,
+            "retrieval_depth": depth,
+            "memory_answers": self.answers,
+        }
+
+    def answer(self, item: PromptItem, model: TextModel | None = None) -> str:
+        """The system's own answer to `item`'s question (its index's `answer()`);
+        MemorySystemError when it has none or fails."""
+        query = self.queries.get(item.id)
+        if query is None:
+            raise MemorySystemError(f"no memory query was built for sample {item.id!r}")
+        name = self.run.system.name
+        index, _ = self.run.index(self.histories[query.history_id], model)
+        answer = getattr(index, "answer", None)
+        if not callable(answer):
+            raise MemorySystemError(
+                f"{name} does not answer by itself (its index has no answer()); drop "
+                "memory_answers to let the model read its context"
+            )
+        try:
+            text = answer(query)
+        except Exception as exc:
+            raise MemorySystemError(
+                f"{name}: answering {query.text!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(text, str):
+            raise MemorySystemError(f"{name}: answer() returned {type(text).__name__}, not str")
+        return text
 
     def fill(self, item: PromptItem, model: TextModel | None = None) -> PromptItem:
         """`item` with its context (system text) and the retrieval fields in its metadata;

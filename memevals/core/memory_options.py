@@ -45,6 +45,8 @@ class MemoryOptions:
     memory: str | None = None
     memory_args: Any = None
     memory_cache: bool | None = None
+    #: the system answers by itself (`answer()`), instead of the model reading its context
+    memory_answers: bool | None = None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -123,6 +125,7 @@ class SystemChoice:
     system: MemorySystem
     top_k: int
     cache: bool
+    answers: bool = False
 
 
 def system_choice(options: MemoryOptions, default_top_k: int) -> SystemChoice:
@@ -131,11 +134,13 @@ def system_choice(options: MemoryOptions, default_top_k: int) -> SystemChoice:
     any model call, so a missing package or model fails early."""
     if options.memory is None:
         raise ValueError("no memory system was asked for (-T memory=<name>)")
-    if options.memory_cache is not None and not isinstance(options.memory_cache, bool):
-        raise ValueError(f"memory_cache must be true or false, got {options.memory_cache!r}")
+    for name in ("memory_cache", "memory_answers"):
+        value = getattr(options, name)
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
     system = load_memory_system(options.memory, parse_memory_args(options.memory_args))
     k = checked_top_k(options.top_k, default_top_k)
-    return SystemChoice(system, k, options.memory_cache is not False)
+    return SystemChoice(system, k, options.memory_cache is not False, bool(options.memory_answers))
 
 
 @dataclass(frozen=True)

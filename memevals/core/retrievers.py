@@ -258,17 +258,24 @@ class EmbeddingRetriever:
         self.model = load_embedding_model(self.model_name)
 
     def index(self, units: Sequence[MemoryUnit]) -> _EmbeddingIndex:
-        texts = [u.text for u in units]
-        if texts:
-            vectors = self.model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        else:
-            vectors = np.zeros((0, 1), dtype=np.float32)
+        return self.index_vectors(self.encode([u.text for u in units]))
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Normalised vectors of `texts` (rows; a 0 x 1 array for none), as `index` makes them:
+        a memory system stores them at ingestion so a cached store is not encoded again."""
+        if not texts:
+            return np.zeros((0, 1), dtype=np.float32)
+        vectors: np.ndarray = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return vectors
+
+    def index_vectors(self, vectors: np.ndarray) -> _EmbeddingIndex:
+        """An index over vectors `encode` made (unit order = row order)."""
         return _EmbeddingIndex(model=self.model, vectors=vectors, batch_size=self.batch_size)
 
 

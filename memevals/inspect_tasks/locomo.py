@@ -90,6 +90,7 @@ def locomo(
     memory: str | None = None,
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = None,
+    memory_answers: bool | None = None,
 ) -> Task:
     """LoCoMo QA (1,986 questions over 10 long conversations), official F1.
 
@@ -123,6 +124,8 @@ def locomo(
         memory_args: the system's arguments, as Inspect reads -M: key=value pairs, a mapping
             or a .yaml/.json file.
         memory_cache: keep each history's ingestion in the disk cache (default true).
+        memory_answers: the memory system answers by itself (its `answer()`), instead of the
+            model reading its context.
     """
     # The memory knobs are this task's parameters of the same names.
     memory_options = MemoryOptions.from_mapping(locals())

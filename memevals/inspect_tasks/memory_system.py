@@ -19,7 +19,15 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model, get_model
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    Model,
+    ModelOutput,
+    get_model,
+)
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
@@ -67,10 +75,44 @@ class InspectTextModel:
 
 
 def solver_chain(subject: MemorySubject | None) -> list[Solver]:
-    """`generate()` alone, or after `memory_context` when a memory system gives the context."""
+    """`generate()` alone, or after `memory_context` when a memory system gives the context;
+    with `memory_answers` the system's own `answer()` replaces the model's reply."""
     from inspect_ai.solver import generate
 
-    return [generate()] if subject is None else [memory_context(subject), generate()]
+    if subject is None:
+        return [generate()]
+    if subject.answers:
+        return [memory_context(subject), memory_answer(subject)]
+    return [memory_context(subject), generate()]
+
+
+def _memory_model(subject: MemorySubject) -> InspectTextModel | None:
+    return InspectTextModel(get_model(role=MEMORY_ROLE)) if subject.run.uses_model else None
+
+
+def _item(state: TaskState) -> PromptItem:
+    return PromptItem(
+        id=str(state.sample_id),
+        system="",
+        user=state.user_prompt.text,
+        target="",
+        metadata=dict(state.metadata),
+    )
+
+
+@solver
+def memory_answer(subject: MemorySubject) -> Solver:
+    """The system answers the question by itself; its answer is the sample's output (model
+    `memory/<system>`), scored like any reply."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        text = await anyio.to_thread.run_sync(subject.answer, _item(state), _memory_model(subject))
+        name = f"memory/{subject.run.system.name}"
+        state.output = ModelOutput.from_content(model=name, content=text)
+        state.messages.append(ChatMessageAssistant(content=text, model=name))
+        return state
+
+    return solve
 
 
 @solver
@@ -78,15 +120,7 @@ def memory_context(subject: MemorySubject) -> Solver:
     """Give the sample the context its memory system retrieves (see the module docstring)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        item = PromptItem(
-            id=str(state.sample_id),
-            system="",
-            user=state.user_prompt.text,
-            target="",
-            metadata=dict(state.metadata),
-        )
-        model = InspectTextModel(get_model(role=MEMORY_ROLE)) if subject.run.uses_model else None
-        filled = await anyio.to_thread.run_sync(subject.fill, item, model)
+        filled = await anyio.to_thread.run_sync(subject.fill, _item(state), _memory_model(subject))
         if filled.system:
             state.messages.insert(0, ChatMessageSystem(content=filled.system))
         state.metadata.update(filled.metadata)
@@ -172,6 +206,7 @@ build_seconds = _ingest_metric("build_seconds")
 build_model_calls = _ingest_metric("build_model_calls")
 build_input_tokens = _ingest_metric("build_input_tokens")
 build_output_tokens = _ingest_metric("build_output_tokens")
+open_seconds = _ingest_metric("open_seconds")
 
 
 @functools.cache
@@ -189,6 +224,7 @@ def _memory_metrics() -> list[Metric]:
         build_model_calls(),
         build_input_tokens(),
         build_output_tokens(),
+        open_seconds(),
     ]
 
 

@@ -107,6 +107,11 @@ def with_memory(
     and the sample and stops the run: an empty context is never scored."""
     if subject is None:
         return list(items)
+    if subject.answers:
+        raise OptionError(
+            f"{task}: memory_answers: lm-eval generates the answers itself; run the system's "
+            "own answers through Inspect"
+        )
     out = []
     for item in items:
         try:

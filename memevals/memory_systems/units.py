@@ -1,7 +1,8 @@
 """`bm25` and `embedding`: today's retrievers as memory systems over the raw history.
 
-Ingestion stores the history's units (turns or sessions) as JSON; opening builds the index
-(BM25 or sentence-transformers embeddings, memevals.core.retrievers). A unit is what the
+Ingestion stores the history's units (turns or sessions) as JSON, and for `embedding` their
+vectors (so a cached store is never encoded again); opening builds the index (BM25 or the
+stored vectors, memevals.core.retrievers). A unit is what the
 benchmark's own context=rag indexes: each turn's `search_text` (turns without one are not
 indexed, e.g. LongMemEval's assistant turns), or a session's indexed turns joined by spaces.
 Items are verbatim (the benchmark shows the source turns or sessions as its history renders
@@ -17,11 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memevals.core.memory_system import History, IngestReport, MemoryItem, MemoryQuery, TextModel
-from memevals.core.retrievers import Index, MemoryUnit, Retriever, make_retriever
+from memevals.core.retrievers import (
+    EmbeddingRetriever,
+    Index,
+    MemoryUnit,
+    Retriever,
+    make_retriever,
+)
 
 UNITS: tuple[str, ...] = ("auto", "turn", "session")
 UNITS_FILE = "units.json"
+VECTORS_FILE = "vectors.npy"
 
 
 def history_units(history: History, unit: str) -> list[MemoryUnit]:
@@ -67,7 +77,7 @@ class UnitIndex:
 class UnitSystem:
     """A retriever over the history's own units (no model)."""
 
-    version = "1"
+    version = "2"  # 2: embedding stores keep their vectors
 
     def __init__(self, retriever: str, unit: str = "auto", embedding_model: str | None = None):
         if unit not in UNITS:
@@ -88,11 +98,20 @@ class UnitSystem:
         units = history_units(history, self.unit)
         rows = [{"id": u.id, "text": u.text, "date": u.date} for u in units]
         (store / UNITS_FILE).write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+        if isinstance(self._retriever, EmbeddingRetriever):
+            np.save(store / VECTORS_FILE, self._retriever.encode([u.text for u in units]))
         return IngestReport(items_stored=len(units))
 
     def open(self, store: Path, history: History) -> UnitIndex:
         rows = json.loads((store / UNITS_FILE).read_text(encoding="utf-8"))
         units = tuple(MemoryUnit(id=r["id"], text=r["text"], date=r["date"]) for r in rows)
+        if isinstance(self._retriever, EmbeddingRetriever):
+            vectors = np.load(store / VECTORS_FILE)
+            if vectors.shape[0] != len(units) and units:
+                raise ValueError(
+                    f"{store / VECTORS_FILE}: {vectors.shape[0]} vectors for {len(units)} units"
+                )
+            return UnitIndex(self._retriever.index_vectors(vectors), units)
         return UnitIndex(self._retriever.index(units), units)
 
 

@@ -108,6 +108,7 @@ def memory_subject(
         render=memory_renderer(conversations),
         counter=memory.token_counter,
         k=choice.top_k,
+        answers=choice.answers,
     )
 
 
