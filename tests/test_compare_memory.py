@@ -76,7 +76,7 @@ def test_memory_columns_equal_the_figures_of_the_samples(logs: dict[str, Path]) 
     assert row.context == "memory(bm25, k=5)"
     # the memory scorer's value is a latency, not a score: no "memory_system" kind
     assert sorted(row.kinds) == ["f1"]
-    assert row.memory == {"system": "bm25 1 (unit=auto)", "k": 5, **_expected(built)}
+    assert row.memory == {"system": "bm25 2 (unit=auto)", "k": 5, **_expected(built)}
     # --limit 10: the ten questions all come from conv-26, ingested once, then reused
     counts = (row.memory["histories"], row.memory["ingestions"], row.memory["cache_hits"])
     assert counts == (1, 1, 0)
@@ -86,7 +86,7 @@ def test_memory_columns_equal_the_figures_of_the_samples(logs: dict[str, Path]) 
     p50, p99 = float(row.memory["latency_p50_s"]), float(row.memory["latency_p99_s"])
     assert latencies[0] <= p50 <= p99 <= latencies[-1]
     rerun = _row(logs["bm25_again"])
-    assert rerun.memory == {"system": "bm25 1 (unit=auto)", "k": 5, **_expected(again)}
+    assert rerun.memory == {"system": "bm25 2 (unit=auto)", "k": 5, **_expected(again)}
     assert (rerun.memory["ingestions"], rerun.memory["cache_hits"]) == (0, 1)
     assert rerun.memory["build_seconds"] == 0
     assert _row(logs["bm25_k3"]).memory["k"] == 3
@@ -123,7 +123,7 @@ def test_markdown_and_csv_carry_them_and_other_runs_stay_blank(
     )}  # fmt: skip
     m = memory_row.memory
     assert cells["memory"][-len(titles) :] == [
-        "bm25 1 (unit=auto)", "5", f"{1000 * float(m['latency_p50_s']):.3f}",
+        "bm25 2 (unit=auto)", "5", f"{1000 * float(m['latency_p50_s']):.3f}",
         f"{1000 * float(m['latency_p95_s']):.3f}", f"{1000 * float(m['latency_p99_s']):.3f}",
         "5.000", "0", f"{float(m['mean_context_tokens']):.3f}", "1", "1", "0",
         f"{float(m['build_seconds']):.3f}", "0", "0", "0", "0",
@@ -139,7 +139,7 @@ def test_markdown_and_csv_carry_them_and_other_runs_stay_blank(
     write_csv(rows, out)
     with out.open(encoding="utf-8") as fh:
         table = list(csv.DictReader(fh))
-    assert table[0]["memory_system"] == "bm25 1 (unit=auto)"
+    assert table[0]["memory_system"] == "bm25 2 (unit=auto)"
     assert float(table[0]["memory_latency_p95_s"]) == m["latency_p95_s"]
     assert (table[0]["memory_ingestions"], table[0]["memory_histories"]) == ("1", "1")
     assert all(table[1][k] == "" for k in table[1] if k.startswith("memory_"))
@@ -177,8 +177,8 @@ def test_paired_comparison_of_memory_systems(logs: dict[str, Path]) -> None:
     bm25, embedding, k3, rag = load_runs(
         [str(logs["bm25"]), str(logs["embedding"]), str(logs["bm25_k3"]), str(logs["rag"])]
     )
-    assert bm25.label.startswith("mockllm/model + memory bm25 1 (")
-    assert embedding.label.startswith("mockllm/model + memory embedding 1 (")
+    assert bm25.label.startswith("mockllm/model + memory bm25 2 (")
+    assert embedding.label.startswith("mockllm/model + memory embedding 2 (")
     assert rag.label.startswith("mockllm/model (")
     assert find_mismatches(bm25, embedding, ["f1"]) == []
     assert [str(m) for m in find_mismatches(bm25, k3, ["f1"])] == [

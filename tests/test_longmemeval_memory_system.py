@@ -123,7 +123,8 @@ def test_shown_items_are_top_k_but_metrics_use_the_depth() -> None:
     item = _filled(built)["fx09e9f0"]
     md = item.metadata
     assert len(md["retrieved_ids"]) == 1 and item.system.count("### Session") == 1
-    assert md["memory_items"] == 6  # all six sessions of the haystack (< depth 50)
+    assert md["memory_items"] == 1  # shown: top_k
+    assert md["memory_returned"] == 6  # all six sessions of the haystack (< depth 50)
     assert md["memory_cut"] == 0
     # both gold sessions are within the six ranked, so recall_all@10 is 1 though one is shown
     assert md["retrieval_scores"]["recall_all@10"] == 1.0

@@ -27,11 +27,17 @@ pytestmark = pytest.mark.server
 TURNS_PER_ADD = 10
 
 
-def _run(tmp_path: Path, server: LoopbackOpenAI, task: str, *args: str) -> Any:
+def _run(
+    tmp_path: Path,
+    server: LoopbackOpenAI,
+    task: str,
+    *args: str,
+    turns_per_add: int = TURNS_PER_ADD,
+) -> Any:
     memory_args = tmp_path / "mem0.json"
     memory_args.write_text(
         json.dumps(
-            {"llm_base_url": server.url, "llm_model": "loopback", "turns_per_add": TURNS_PER_ADD}
+            {"llm_base_url": server.url, "llm_model": "loopback", "turns_per_add": turns_per_add}
         )
     )
     logs = tmp_path / "logs"
@@ -71,3 +77,46 @@ def test_mem0_on_locomo_limit_20(tmp_path: Path) -> None:
         assert "said:" in sample.messages[0].text  # the memories, not the raw turns
     assert log.eval.metadata["memory"]["memory"] == "mem0"
     assert "test-key" not in json.dumps(log.eval.metadata)
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_mem0_on_the_longmemeval_fixture(tmp_path: Path) -> None:
+    from memevals.benchmarks.longmemeval.data import load_longmemeval
+
+    haystacks = load_longmemeval("s", FIXTURES, verify_checksum=False)
+    adds = sum(math.ceil(len(s.turns) / 4) for h in haystacks for s in h.sessions)
+    with LoopbackOpenAI(mem0_facts) as server:
+        log = _run(
+            tmp_path,
+            server,
+            "memevals/longmemeval_s",
+            "-T",
+            f"data_dir={FIXTURES}",
+            "-T",
+            "verify_checksum=false",
+            turns_per_add=4,
+        )
+        calls = server.count
+    assert log.status == "success"
+    assert calls == adds  # every haystack ingested once
+    metrics = {s.name: {k: v.value for k, v in s.metrics.items()} for s in log.results.scores}
+    memory = metrics["memory_system"]
+    assert memory["ingestions"] == len(haystacks) == 16
+    assert 0 < memory["latency_p50_s"] <= memory["latency_p95_s"] <= memory["latency_p99_s"]
+    assert log.eval.metadata["memory"] == "mem0"  # LongMemEval logs its settings flat
+    assert log.eval.metadata["retrieval_depth"] == 50 and log.eval.metadata["top_k"] == 5
+    # the official retrieval metrics of the ids mem0's memories cite (10 questions have gold)
+    for name in ("recall_any@5", "recall_all@10", "ndcg_any@10"):
+        assert 0 < metrics[name]["mean"] <= 1, name
+    scored = [s for s in log.samples if s.metadata["retrieval_scores"] is not None]
+    assert len(scored) == 10
+    for sample in log.samples:
+        assert sample.error is None
+        assert sample.metadata["memory_items"] <= 5  # shown: top_k of the depth-50 ranking
+        assert sample.metadata["memory_returned"] <= 50
+    from memevals.tools.compare import load_rows
+
+    (row,) = load_rows([str(tmp_path / "logs")])
+    assert row.memory is not None and row.memory["ingestions"] == 16

@@ -60,7 +60,8 @@ logger = logging.getLogger(__name__)
 RECORD_FILE = "memevals-ingest.json"
 #: Per-sample metadata keys the harness writes (the frameworks' metrics read them).
 LATENCY_KEY = "memory_latency_s"
-ITEMS_KEY = "memory_items"
+ITEMS_KEY = "memory_items"  # items the model is shown
+RETURNED_KEY = "memory_returned"  # items the system returned (before the cut)
 CUT_KEY = "memory_cut"
 INGEST_KEY = "memory_ingest"
 CONTEXT_TOKENS_KEY = "memory_context_tokens"
@@ -74,6 +75,7 @@ __all__ = [
     "ITEMS_KEY",
     "LATENCY_KEY",
     "LATENCY_PERCENTILES",
+    "RETURNED_KEY",
     "IngestRecord",
     "MemoryRun",
     "MemorySubject",
@@ -428,6 +430,9 @@ class Rendered:
 
     system: str
     metadata: Mapping[str, Any]
+    #: items the context shows, when fewer than those retrieved (LongMemEval retrieves to a
+    #: metric depth and shows top_k); None = all retrieved items are shown
+    shown: int | None = None
 
 
 #: (item, its history, the retrieval) -> the context and its fields; each benchmark has one.
@@ -494,7 +499,8 @@ class MemorySubject:
             **item.metadata,
             **rendered.metadata,
             LATENCY_KEY: round(retrieval.latency_s, 6),
-            ITEMS_KEY: len(retrieval.items),
+            ITEMS_KEY: len(retrieval.items) if rendered.shown is None else rendered.shown,
+            RETURNED_KEY: retrieval.returned,
             CUT_KEY: retrieval.cut,
             INGEST_KEY: retrieval.ingest.as_dict(),
             CONTEXT_TOKENS_KEY: context_tokens,

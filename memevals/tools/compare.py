@@ -647,9 +647,11 @@ def load_rows(paths: Iterable[str]) -> list[Row]:
         row = row_from_log(log, path.removeprefix("file://"))
         if row is not None:
             _add_clustered(row.kinds, sample_values(log.samples or []))
-            used = (log.eval.metadata or {}).get("memory")
+            metadata = log.eval.metadata or {}
+            used = metadata.get("memory")
             row.memory = memory_figures(
-                used if isinstance(used, Mapping) else {},
+                # LoCoMo logs its memory settings as one record, LongMemEval at the top level
+                used if isinstance(used, Mapping) else metadata,
                 [s.metadata or {} for s in log.samples or []],
             )
             rows.append(row)

@@ -710,6 +710,7 @@ def memory_renderer(
                 "n_sessions_shown": len(ctx.blocks),
                 "session_ids_shown": [b.session_id for b in ctx.blocks],
             },
+            shown=min(top_k, len(retrieval.items)),
         )
 
     return render
