@@ -102,9 +102,9 @@ def with_memory(
     task: str, items: Sequence[PromptItem], subject: MemorySubject | None
 ) -> list[PromptItem]:
     """The items with their memory system's contexts (retrieval happens here, when the
-    documents are built; there is no memory model in lm-eval, so a system that needs one must
-    find its ingestions in the disk cache, e.g. from an Inspect run). A failure names the task
-    and the sample and stops the run: an empty context is never scored."""
+    documents are built; there is no memory model in lm-eval, so a system that needs one
+    fails, saying so). A failure names the task and the sample and stops the run: an empty
+    context is never scored."""
     if subject is None:
         return list(items)
     if subject.answers:
