@@ -30,6 +30,7 @@ PLUGIN = '''
 """A tiny third-party memory system: keyword overlap over the turns (no memevals internals)."""
 
 import json
+import time
 from pathlib import Path
 
 from memevals.core.memory_system import IngestReport, MemoryItem
@@ -89,6 +90,23 @@ def keyword_system():
     return KeywordSystem("keyword_overlap")
 
 
+class FailsOnce(KeywordSystem):
+    """Its first ingestion in a process fails (a backend that was still starting)."""
+
+    failed = False
+
+    def ingest(self, history, store, model):
+        if not FailsOnce.failed:
+            FailsOnce.failed = True
+            time.sleep(0.5)  # the other samples of the history are waiting by now
+            raise ConnectionError("backend not ready yet")
+        return super().ingest(history, store, model)
+
+
+def fails_once_system():
+    return FailsOnce("fails_once")
+
+
 def flaky_system(fail_on=()):
     return KeywordSystem("flaky", fail_on)
 '''
@@ -108,6 +126,7 @@ py-modules = ["memevals_test_plugin"]
 [project.entry-points."memevals.memory_systems"]
 keyword_overlap = "memevals_test_plugin:keyword_system"
 flaky = "memevals_test_plugin:flaky_system"
+fails_once = "memevals_test_plugin:fails_once_system"
 """
 
 
@@ -235,3 +254,22 @@ def test_a_system_without_answer_errors_each_sample(tmp_path: Path) -> None:
     )
     assert [s.error is not None for s in log.samples] == [True, True]
     assert "bm25 does not answer by itself" in log.samples[0].error.message
+
+
+def test_a_failed_ingestion_is_retried_by_inspect(plugin: None, tmp_path: Path) -> None:
+    """The samples waiting on the failed ingestion error with its message; Inspect's retry
+    (`--retry-on-error`) asks again, the history is ingested, and every sample is scored."""
+    failing = _run(
+        tmp_path, "once", "-T", "memory=fails_once", "--limit", "3", "--no-fail-on-error"
+    )
+    assert all(s.error is not None for s in failing.samples)
+    assert "ingestion of conv-26 failed: ConnectionError: backend not ready yet" in (
+        failing.samples[0].error.message
+    )
+    retried = _run(
+        tmp_path, "retried", "-T", "memory=fails_once", "--limit", "3", "--retry-on-error=1"
+    )
+    assert retried.status == "success"
+    assert all(s.error is None for s in retried.samples)
+    assert any(s.error_retries for s in retried.samples)  # the first attempts failed
+    assert all(s.scores["evidence_recall"] is not None for s in retried.samples)
