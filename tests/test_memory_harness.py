@@ -299,6 +299,11 @@ def test_latency_percentiles_and_ingest_totals() -> None:
         ("unit=session,k=3", {"unit": "session", "k": 3}),
         ('{"ids": [1, 2], "on": true}', {"ids": [1, 2], "on": True}),
         ({"a": 1}, {"a": 1}),
+        # what the Inspect CLI makes of -T memory_args=llm_base_url=http://h:1/v1,turns_per_add=2
+        (
+            ["llm_base_url=http://h:1/v1", "turns_per_add=2"],
+            {"llm_base_url": "http://h:1/v1", "turns_per_add": 2},
+        ),
     ],
 )
 def test_memory_args_are_read_as_inspect_reads_model_args(value: Any, expected: Any) -> None:

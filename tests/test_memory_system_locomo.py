@@ -164,3 +164,40 @@ def test_lm_eval_documents_carry_the_inspect_contexts(fresh_cache: Path) -> None
         assert right.metadata["memory_items"] == 3
     with pytest.raises(Exception, match="needs a memory model"):
         locomo_docs("temporal", memory="observations")  # lm-eval has no memory model
+
+
+def test_comma_separated_memory_args_through_the_real_cli(tmp_path: Path) -> None:
+    """Inspect's CLI splits `-T a=x,y` at the comma; the pairs still reach the system."""
+    pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
+    from cli_support import run_inspect_cli
+    from inspect_ai.log import read_eval_log
+
+    logs = tmp_path / "logs"
+    done = run_inspect_cli(
+        [
+            "eval",
+            "memevals/locomo",
+            "--model",
+            "mockllm/model",
+            "--limit",
+            "2",
+            "--log-dir",
+            str(logs),
+            "--display",
+            "none",
+            "-T",
+            "memory=embedding",
+            "-T",
+            "memory_args=unit=turn,embedding_model=all-MiniLM-L6-v2",
+        ],
+        cwd=tmp_path,
+        env={"MEMEVALS_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = logs.glob("*.eval")
+    log = read_eval_log(str(path))
+    assert log.status == "success"
+    assert log.eval.metadata["memory"]["memory_args"] == {
+        "unit": "turn",
+        "embedding_model": "all-MiniLM-L6-v2",
+    }

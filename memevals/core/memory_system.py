@@ -261,11 +261,15 @@ def load_memory_system(name: str, args: Mapping[str, Any] | None = None) -> Memo
 def parse_memory_args(value: object) -> dict[str, Any]:
     """`-T memory_args=...` read as Inspect reads `-M`: a mapping (YAML `-T` values arrive as
     one), a path to a .json / .yaml file, or `key=value` pairs separated by commas whose values
-    are parsed as YAML (`top=3,unit=session`). None or "" is no arguments."""
+    are parsed as YAML (`top=3,unit=session`; the Inspect CLI hands these over as a list,
+    split at the commas). None or "" is no arguments."""
     if value is None or value == "":
         return {}
     if isinstance(value, Mapping):
         return {str(k): v for k, v in value.items()}
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        # the Inspect CLI splits `-T memory_args=a=1,b=2` at the comma into a list
+        return parse_memory_args(",".join(value))
     if not isinstance(value, str):
         raise ValueError(f"memory_args must be a mapping or key=value pairs, not {value!r}")
     text = value.strip()
