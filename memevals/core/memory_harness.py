@@ -194,7 +194,6 @@ class MemoryRun:
         #: histories built from more than the one data file (LoCoMo-Plus stitched histories
         #: come from LoCoMo and LoCoMo-Plus): their data sha256 by history id
         self.history_data_sha256 = dict(history_data_sha256 or {})
-        self._keys: dict[tuple[int, str | None], tuple[History, str]] = {}
         self.cache = cache
         if cache:
             self.root = (cache_root or cache_dir() / "memory") / _safe(system.name)
@@ -229,11 +228,6 @@ class MemoryRun:
         `uses_model` is true) also keys on the model's name, so notes written by one model
         are never read as another's."""
         model_name = getattr(model, "model_name", None) if self.uses_model else None
-        # the digest hashes the whole history: remember it per history object (a question
-        # asks this once per retrieval); the history is kept so its id is never reused
-        memo = self._keys.get((id(history), model_name))
-        if memo is not None and memo[0] is history:
-            return memo[1]
         body = _canonical(
             {
                 "system": self.system.name,
@@ -245,10 +239,7 @@ class MemoryRun:
                 **({"memory_model": model_name} if self.uses_model else {}),
             }
         )
-        key = hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
-        with self._lock:
-            self._keys[(id(history), model_name)] = (history, key)
-        return key
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()[:32]
 
     # -- ingestion -------------------------------------------------------------------------
 
@@ -398,7 +389,7 @@ class MemoryRun:
                 f"failed: {type(exc).__name__}: {exc}"
             ) from exc
         latency = time.perf_counter() - start
-        known = set(history.turn_ids()) | {s.session_id for s in history.sessions}
+        known = history.source_ids
         for n, item in enumerate(items):
             if not isinstance(item, MemoryItem):
                 raise MemorySystemError(

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -109,16 +111,21 @@ class History:
 
     def digest(self) -> str:
         """sha256 of the content (ids, dates, turns), independent of Python's hashing."""
-        import hashlib
+        return self._digest
 
+    @functools.cached_property
+    def _digest(self) -> str:
+        # computed once per history object: the harness keys every retrieval on it
         body = json.dumps(dataclasses.asdict(self), ensure_ascii=False, sort_keys=True)
         return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
-    def turn_ids(self) -> dict[str, tuple[int, int]]:
-        """turn id -> (session position, turn position), for ordering and checking sources."""
-        return {
-            t.turn_id: (i, j) for i, s in enumerate(self.sessions) for j, t in enumerate(s.turns)
-        }
+    @functools.cached_property
+    def source_ids(self) -> frozenset[str]:
+        """Every id an item may cite: the turn ids and the session ids."""
+        return frozenset(
+            [t.turn_id for s in self.sessions for t in s.turns]
+            + [s.session_id for s in self.sessions]
+        )
 
 
 @dataclass(frozen=True)
