@@ -285,17 +285,19 @@ def _cited_positions(
     return out
 
 
-def cognitive_memory_context(st: StitchedInstance, items: Sequence[MemoryItem]) -> CognitiveContext:
+def cognitive_memory_context(
+    st: StitchedInstance, items: Sequence[MemoryItem], hist: History | None = None
+) -> CognitiveContext:
     """A memory system's items as the model reads them for a cognitive sample, like `rag`:
     the cognitive preamble and lines in dialogue order. A verbatim item shows its source turns
     as the history renders them; any other item its own text, placed at its first cited turn
     (items citing nothing last, in rank order). Retrieved ids: the cited ids in rank order,
-    duplicates kept; shown turns: the positions shown verbatim."""
+    duplicates kept; shown turns: the positions shown verbatim. `hist` is `st`'s stitched
+    history when the caller has it (the renderer does), so it is not built again."""
     turns = history(st)
     position = {turn_id(st, i): i for i in range(len(turns))}
-    sessions = {
-        s.session_id: [position[t.turn_id] for t in s.turns] for s in stitched_history(st).sessions
-    }
+    hist = stitched_history(st) if hist is None else hist
+    sessions = {s.session_id: [position[t.turn_id] for t in s.turns] for s in hist.sessions}
     shown: list[tuple[float, int, str]] = []
     verbatim: set[int] = set()
     retrieved: list[str] = []
@@ -334,7 +336,7 @@ def plus_memory_renderer(
         st = by_history.get(hist.history_id)
         if st is None:
             return locomo(item, hist, retrieval)
-        ctx = cognitive_memory_context(st, retrieval.items)
+        ctx = cognitive_memory_context(st, retrieval.items, hist)
         retrieved = list(ctx.retrieved_ids or ())
         return Rendered(
             ctx.text,
