@@ -186,14 +186,37 @@ def _user_text(turns: Sequence[Turn]) -> str:
     return " ".join(t.content for t in turns if t.role == "user")
 
 
+def _session_metric_id(session: Session) -> str:
+    # the official rename: an evidence session without a user evidence turn no longer counts
+    sid = session.session_id
+    if "answer" in sid and not session.has_user_evidence:
+        return sid.replace("answer", "noans")
+    return sid
+
+
+def _turn_metric_id(session: Session, turn: Turn) -> str:
+    # the official rename of user turns; an assistant turn (a memory system may cite one) is
+    # never gold, since only user turns are indexed officially, so it is renamed too
+    tid = session.turn_id(turn)
+    keep = turn.has_answer and turn.role == "user"
+    return tid if keep or "answer" not in tid else tid.replace("answer", "noans")
+
+
+def _shown_turns(session: Session, turn: Turn) -> tuple[Turn, ...]:
+    """A turn as context=rag turn mode shows it: a user turn with the assistant reply after it."""
+    # positions are 1-based, so the turn after `turn` is at index `turn.position`
+    nxt = session.turns[turn.position] if turn.position < len(session.turns) else None
+    if turn.role == "user" and nxt is not None and nxt.role == "assistant":
+        return (turn, nxt)
+    return (turn,)
+
+
 def session_units(inst: Instance) -> list[RetrievalUnit]:
     """One unit per haystack session (file order): its user turns, joined."""
     out = []
     for s in inst.sessions:
-        metric_id = s.session_id
-        if "answer" in metric_id and not s.has_user_evidence:
-            metric_id = metric_id.replace("answer", "noans")
-        unit = MemoryUnit(id=s.session_id, text=_user_text(s.turns), date=s.date, ids=(metric_id,))
+        ids = (_session_metric_id(s),)
+        unit = MemoryUnit(id=s.session_id, text=_user_text(s.turns), date=s.date, ids=ids)
         out.append(RetrievalUnit(unit, s, s.turns))
     return out
 
@@ -202,17 +225,12 @@ def turn_units(inst: Instance) -> list[RetrievalUnit]:
     """One unit per user turn (file order); shown with the assistant turn right after it."""
     out = []
     for s in inst.sessions:
-        for i, t in enumerate(s.turns):
+        for t in s.turns:
             if t.role != "user":
                 continue
-            tid = s.turn_id(t)
-            metric_id = (
-                tid if t.has_answer or "answer" not in tid else tid.replace("answer", "noans")
-            )
-            nxt = s.turns[i + 1] if i + 1 < len(s.turns) else None
-            shown = (t, nxt) if nxt is not None and nxt.role == "assistant" else (t,)
-            unit = MemoryUnit(id=tid, text=t.content, date=s.date, ids=(metric_id,))
-            out.append(RetrievalUnit(unit, s, shown))
+            ids = (_turn_metric_id(s, t),)
+            unit = MemoryUnit(id=s.turn_id(t), text=t.content, date=s.date, ids=ids)
+            out.append(RetrievalUnit(unit, s, _shown_turns(s, t)))
     return out
 
 
@@ -221,26 +239,58 @@ def gold_ids(units: Sequence[RetrievalUnit]) -> list[str]:
     return list(dict.fromkeys(i for u in units for i in u.unit.metric_ids if "answer" in i))
 
 
+def _corpus_ndcg(ranked: Sequence[str], gold: Sequence[str], k: int, relevant: int) -> float:
+    """ndcg_any@k of a ranking that may stop before the haystack does.
+
+    The official ideal DCG is built from every relevant entry of the whole ranked corpus
+    (ndcg_any_at_k); a system's ranking is only `depth` deep, so the relevant entries it did
+    not return (`relevant` in all, as context=rag's full ranking holds them) are added after
+    the first k, where they change the ideal and nothing else. With that, a ranking whose
+    first k agree with context=rag's gets rag's nDCG@k exactly."""
+    head = list(ranked[:k])
+    head += [""] * (k - len(head))  # "" is never gold (gold ids contain "answer")
+    wanted = set(gold)
+    missing = max(0, relevant - sum(1 for i in head if i in wanted))
+    return ndcg_any_at_k(head + [gold[0]] * missing if gold else head, gold, k)
+
+
+def _ndcg(ranked: Sequence[str], gold: Sequence[str], k: int, relevant: int | None) -> float:
+    """ndcg_any@k of a full ranking (`relevant` None) or of one that may stop early."""
+    if relevant is None:
+        return ndcg_any_at_k(ranked, gold, k)
+    return _corpus_ndcg(ranked, gold, k, relevant)
+
+
 def session_scores(
-    ranked: Sequence[str], gold: Sequence[str], prefix: str = ""
+    ranked: Sequence[str], gold: Sequence[str], prefix: str = "", *, partial: bool = False
 ) -> dict[str, float]:
+    """The official recall_any / recall_all / ndcg_any at every cut-off. `partial`: the ranking
+    may stop before the haystack does (a memory system's is `depth` deep), so nDCG's ideal
+    counts the gold entries it did not return (`_corpus_ndcg`)."""
+    relevant = len(gold) if partial else None
     out: dict[str, float] = {}
     for k in K_VALUES:
         out[f"{prefix}recall_any@{k}"] = recall_any_at_k(ranked, gold, k)
         out[f"{prefix}recall_all@{k}"] = recall_all_at_k(ranked, gold, k)
-        out[f"{prefix}ndcg_any@{k}"] = ndcg_any_at_k(ranked, gold, k)
+        out[f"{prefix}ndcg_any@{k}"] = _ndcg(ranked, gold, k, relevant)
     return out
 
 
-def turn_scores(ranked_turns: Sequence[str], gold_turns: Sequence[str]) -> dict[str, float]:
+def turn_scores(
+    ranked_turns: Sequence[str], gold_turns: Sequence[str], *, partial: bool = False
+) -> dict[str, float]:
     """Turn-level metrics (prefix `turn_`) and, as officially, the same run scored at session
-    level by growing k until the top turns cover k sessions."""
-    out = session_scores(ranked_turns, gold_turns, prefix="turn_")
+    level by growing k until the top turns cover k sessions. `partial` as in `session_scores`;
+    where such a ranking ends before covering k sessions, the session-level value is that of
+    the turns returned (context=rag would look further down its full ranking)."""
+    # every gold turn maps to a gold session entry of the full corpus
+    relevant = len(gold_turns) if partial else None
+    out = session_scores(ranked_turns, gold_turns, prefix="turn_", partial=partial)
     for k in K_VALUES:
         sessions, gold, effective = turn_to_session(ranked_turns, gold_turns, k)
         out[f"recall_any@{k}"] = recall_any_at_k(sessions, gold, effective)
         out[f"recall_all@{k}"] = recall_all_at_k(sessions, gold, effective)
-        out[f"ndcg_any@{k}"] = ndcg_any_at_k(sessions, gold, effective)
+        out[f"ndcg_any@{k}"] = _ndcg(sessions, gold, effective, relevant)
     return out
 
 
@@ -530,75 +580,6 @@ class _Haystack:
         return self.sessions[source] if source in self.sessions else self.turns[source][0]
 
 
-def _session_metric_id(session: Session) -> str:
-    # the official rename (as session_units): an evidence session without a user evidence
-    # turn no longer counts
-    sid = session.session_id
-    if "answer" in sid and not session.has_user_evidence:
-        return sid.replace("answer", "noans")
-    return sid
-
-
-def _turn_metric_id(session: Session, turn: Turn) -> str:
-    # as turn_units for user turns; an assistant turn is never gold (only user turns are
-    # indexed officially), so one in an evidence session is renamed too
-    tid = session.turn_id(turn)
-    keep = turn.has_answer and turn.role == "user"
-    return tid if keep or "answer" not in tid else tid.replace("answer", "noans")
-
-
-def _shown_turns(session: Session, turn: Turn) -> tuple[Turn, ...]:
-    """A cited turn as context=rag turn mode shows it: a user turn with the reply after it."""
-    nxt = next((t for t in session.turns if t.position == turn.position + 1), None)
-    if turn.role == "user" and nxt is not None and nxt.role == "assistant":
-        return (turn, nxt)
-    return (turn,)
-
-
-def _corpus_ndcg(ranked: Sequence[str], gold: Sequence[str], k: int, relevant: int) -> float:
-    """ndcg_any@k of a ranking that may stop before the haystack does.
-
-    The official ideal DCG is built from every relevant entry of the whole ranked corpus
-    (ndcg_any_at_k); a system's ranking is only `depth` deep, so the relevant entries it did
-    not return (`relevant` in all, as context=rag's full ranking holds them) are added after
-    the first k, where they change the ideal and nothing else. With that, a ranking whose
-    first k agree with context=rag's gets rag's nDCG@k exactly."""
-    head = list(ranked[:k])
-    head += [""] * (k - len(head))  # "" is never gold (gold ids contain "answer")
-    wanted = set(gold)
-    missing = max(0, relevant - sum(1 for i in head if i in wanted))
-    return ndcg_any_at_k(head + [gold[0]] * missing if gold else head, gold, k)
-
-
-def _ranking_scores(
-    ranked: Sequence[str], gold: Sequence[str], relevant: int, prefix: str = ""
-) -> dict[str, float]:
-    """session_scores of a ranking that may be shorter than the haystack (`_corpus_ndcg`)."""
-    out: dict[str, float] = {}
-    for k in K_VALUES:
-        out[f"{prefix}recall_any@{k}"] = recall_any_at_k(ranked, gold, k)
-        out[f"{prefix}recall_all@{k}"] = recall_all_at_k(ranked, gold, k)
-        out[f"{prefix}ndcg_any@{k}"] = _corpus_ndcg(ranked, gold, k, relevant)
-    return out
-
-
-def _turn_ranking_scores(
-    ranked_turns: Sequence[str], gold_turns: Sequence[str]
-) -> dict[str, float]:
-    """turn_scores of a turn ranking that may be shorter than the haystack: turn level, and
-    session level by growing k until the turns cover k sessions, as officially. Where the
-    ranking ends before covering k sessions, the session-level value is that of the turns
-    returned (context=rag would look further down its full ranking)."""
-    out = _ranking_scores(ranked_turns, gold_turns, len(gold_turns), prefix="turn_")
-    for k in K_VALUES:
-        sessions, gold, effective = turn_to_session(ranked_turns, gold_turns, k)
-        out[f"recall_any@{k}"] = recall_any_at_k(sessions, gold, effective)
-        out[f"recall_all@{k}"] = recall_all_at_k(sessions, gold, effective)
-        # every gold turn maps to a gold session entry of the full corpus
-        out[f"ndcg_any@{k}"] = _corpus_ndcg(sessions, gold, effective, len(gold_turns))
-    return out
-
-
 def _memory_scores(
     inst: Instance, hay: _Haystack, items: Sequence[MemoryItem]
 ) -> tuple[str, dict[str, float] | None, str | None]:
@@ -621,8 +602,8 @@ def _memory_scores(
     if not gold:
         return unit, None, "no user turn is marked has_answer"
     if turn_level:
-        return unit, _turn_ranking_scores(ranked, gold), None
-    return unit, _ranking_scores(ranked, gold, len(gold)), None
+        return unit, turn_scores(ranked, gold, partial=True), None
+    return unit, session_scores(ranked, gold, partial=True), None
 
 
 def _verbatim_blocks(
