@@ -8,6 +8,8 @@ them for a question with a retriever of memevals.core.retrievers. This module ho
 - `ask`: one model call, strict parsing, one repair call saying what was wrong, then
   MemorySystemError naming the history, the session and the problem;
 - the note store (`notes.json`) and the index that ranks notes into `MemoryItem`s;
+- `NoteSystem`: the ingestion loop and retrieval both systems run (they differ in their
+  prompts and in how a reply becomes notes);
 - `prompt_version`: a version string that changes whenever a prompt or the session rendering
   changes, so the disk cache never mixes stores built from different prompts.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -367,3 +369,53 @@ class NoteRetrieval:
             for n, note in enumerate(notes)
         ]
         return NoteIndex(self._retriever.index(units), notes)
+
+
+# --------------------------------------------------------------------------------------------
+# The system both share
+
+
+class NoteSystem:
+    """A system whose memory model writes notes per session, ranked by a retriever.
+
+    A subclass gives `name`, `version` (`prompt_version` of its prompts), `session_notes` (one
+    session's call and parse) and `no_notes` (why a history gave nothing). A session without
+    turns costs no call; a history that yields no note at all is an error, since an empty store
+    would be scored as a memory that forgot everything when the model most likely failed.
+    """
+
+    name: str
+    version: str
+    uses_model = True  # the memory model writes the notes: it is part of the cache key
+
+    def __init__(self, retriever: str = "bm25", embedding_model: str | None = None) -> None:
+        self._retrieval = NoteRetrieval(retriever, embedding_model)
+
+    @property
+    def args(self) -> Mapping[str, Any]:
+        return self._retrieval.args()
+
+    def session_notes(
+        self, model: TextModel, history: History, session: Session, asked: Asked
+    ) -> list[Note]:
+        """The notes of one session (a session with turns)."""
+        raise NotImplementedError
+
+    def no_notes(self, history: History) -> str:
+        """The message of the error for a history that yielded no note."""
+        raise NotImplementedError
+
+    def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
+        model = require_model(self.name, model)
+        asked = Asked()
+        notes: list[Note] = []
+        for session in history.sessions:
+            if session.turns:  # nothing to read, nothing to cite: no call
+                notes += self.session_notes(model, history, session, asked)
+        if not notes:
+            raise MemorySystemError(f"{self.name}: {self.no_notes(history)}")
+        write_notes(store, notes)
+        return notes_report(notes, history, asked)
+
+    def open(self, store: Path, history: History) -> NoteIndex:
+        return self._retrieval.open(store)

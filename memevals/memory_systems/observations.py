@@ -11,24 +11,17 @@ them as non-verbatim items, so the benchmark shows the facts and scores the cite
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import partial
-from pathlib import Path
-from typing import Any
 
-from memevals.core.memory_system import History, IngestReport, MemorySystemError, Session, TextModel
+from memevals.core.memory_system import History, Session, TextModel
 from memevals.memory_systems.model_notes import (
     Asked,
     Note,
-    NoteIndex,
-    NoteRetrieval,
+    NoteSystem,
     ask,
-    notes_report,
     parse_facts,
     prompt_version,
     render_session,
-    require_model,
-    write_notes,
 )
 
 SYSTEM_PROMPT = """\
@@ -65,54 +58,34 @@ def session_prompt(session: Session) -> str:
     return USER_PROMPT.format(session=render_session(session, with_ids=True))
 
 
-class ObservationsSystem:
-    """Facts extracted by the memory model per session, ranked by a retriever."""
+class ObservationsSystem(NoteSystem):
+    """Facts extracted by the memory model per session (one call, two when the first reply is
+    unusable), ranked by a retriever. A session may yield no fact: small talk holds nothing
+    worth keeping."""
 
     name = "observations"
-    uses_model = True  # the memory model writes the facts: it is part of the cache key
     version = prompt_version(GENERATION, SYSTEM_PROMPT, USER_PROMPT)
 
-    def __init__(self, retriever: str = "bm25", embedding_model: str | None = None) -> None:
-        self._retrieval = NoteRetrieval(retriever, embedding_model)
+    def session_notes(
+        self, model: TextModel, history: History, session: Session, asked: Asked
+    ) -> list[Note]:
+        facts = ask(
+            model,
+            SYSTEM_PROMPT,
+            session_prompt(session),
+            partial(parse_facts, session=session),
+            name=self.name,
+            history=history,
+            session=session,
+            asked=asked,
+        )
+        return [Note(fact, ids, session.date, session.session_id) for fact, ids in facts]
 
-    @property
-    def args(self) -> Mapping[str, Any]:
-        return self._retrieval.args()
-
-    def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
-        """One model call per session (two when the first reply is unusable).
-
-        A session may yield no fact (small talk holds nothing worth keeping), but a history
-        that yields none at all is an error: an empty store would be scored as a memory
-        that forgot everything, when the model most likely failed at the task.
-        """
-        model = require_model(self.name, model)
-        asked = Asked()
-        notes: list[Note] = []
-        for session in history.sessions:
-            if not session.turns:
-                continue  # nothing to read, nothing to cite: no call
-            facts = ask(
-                model,
-                SYSTEM_PROMPT,
-                session_prompt(session),
-                partial(parse_facts, session=session),
-                name=self.name,
-                history=history,
-                session=session,
-                asked=asked,
-            )
-            notes += [Note(fact, ids, session.date, session.session_id) for fact, ids in facts]
-        if not notes:
-            raise MemorySystemError(
-                f"{self.name}: the memory model kept no fact from any of the "
-                f"{len(history.sessions)} sessions of history {history.history_id!r}"
-            )
-        write_notes(store, notes)
-        return notes_report(notes, history, asked)
-
-    def open(self, store: Path, history: History) -> NoteIndex:
-        return self._retrieval.open(store)
+    def no_notes(self, history: History) -> str:
+        return (
+            f"the memory model kept no fact from any of the {len(history.sessions)} sessions "
+            f"of history {history.history_id!r}"
+        )
 
 
 def observations_system(

@@ -9,23 +9,15 @@ benchmark shows the summary and scores the session.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
-
-from memevals.core.memory_system import History, IngestReport, MemorySystemError, Session, TextModel
+from memevals.core.memory_system import History, Session, TextModel
 from memevals.memory_systems.model_notes import (
     Asked,
     Note,
-    NoteIndex,
-    NoteRetrieval,
+    NoteSystem,
     ask,
-    notes_report,
     parse_summary,
     prompt_version,
     render_session,
-    require_model,
-    write_notes,
 )
 
 SYSTEM_PROMPT = """\
@@ -55,49 +47,30 @@ def session_prompt(session: Session) -> str:
     return USER_PROMPT.format(session=render_session(session, with_ids=False))
 
 
-class SummariesSystem:
-    """One model-written summary per session, ranked by a retriever."""
+class SummariesSystem(NoteSystem):
+    """One model-written summary per session with turns (one call, two when the first reply
+    is empty), ranked by a retriever."""
 
     name = "summaries"
-    uses_model = True  # the memory model writes the summaries: it is part of the cache key
     version = prompt_version(GENERATION, SYSTEM_PROMPT, USER_PROMPT)
 
-    def __init__(self, retriever: str = "bm25", embedding_model: str | None = None) -> None:
-        self._retrieval = NoteRetrieval(retriever, embedding_model)
+    def session_notes(
+        self, model: TextModel, history: History, session: Session, asked: Asked
+    ) -> list[Note]:
+        summary = ask(
+            model,
+            SYSTEM_PROMPT,
+            session_prompt(session),
+            parse_summary,
+            name=self.name,
+            history=history,
+            session=session,
+            asked=asked,
+        )
+        return [Note(summary, (session.session_id,), session.date, session.session_id)]
 
-    @property
-    def args(self) -> Mapping[str, Any]:
-        return self._retrieval.args()
-
-    def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
-        """One model call per session with turns (two when the first reply is empty)."""
-        model = require_model(self.name, model)
-        asked = Asked()
-        notes: list[Note] = []
-        for session in history.sessions:
-            if not session.turns:
-                continue  # nothing to summarise: no call
-            summary = ask(
-                model,
-                SYSTEM_PROMPT,
-                session_prompt(session),
-                parse_summary,
-                name=self.name,
-                history=history,
-                session=session,
-                asked=asked,
-            )
-            notes.append(Note(summary, (session.session_id,), session.date, session.session_id))
-        if not notes:
-            raise MemorySystemError(
-                f"{self.name}: history {history.history_id!r} has no session with turns to "
-                "summarise"
-            )
-        write_notes(store, notes)
-        return notes_report(notes, history, asked)
-
-    def open(self, store: Path, history: History) -> NoteIndex:
-        return self._retrieval.open(store)
+    def no_notes(self, history: History) -> str:
+        return f"history {history.history_id!r} has no session with turns to summarise"
 
 
 def summaries_system(
