@@ -243,9 +243,9 @@ def test_args_and_version() -> None:
     system = observations_system()
     assert dict(system.args) == {"retriever": "bm25"}
     assert system.version == prompt_version(
-        "1", observations.SYSTEM_PROMPT, observations.USER_PROMPT
+        "2", observations.SYSTEM_PROMPT, observations.USER_PROMPT
     )
-    assert re.fullmatch(r"1-[0-9a-f]{10}", system.version)
+    assert re.fullmatch(r"2-[0-9a-f]{10}", system.version)
     assert prompt_version("1", "a", "b") != prompt_version("1", "a", "c")
     assert prompt_version("1", "a", "b") != prompt_version("2", "a", "b")
     assert summaries_system().version != system.version

@@ -35,6 +35,7 @@ from memevals.core.memory_system import (
     Turn,
 )
 from memevals.core.retrievers import Index, MemoryUnit, Retriever, make_retriever
+from memevals.memory_systems.units import save_vectors, stored_index
 
 NOTES_FILE = "notes.json"
 #: The layout of notes.json; a store of another layout is refused, never half-read.
@@ -362,13 +363,17 @@ class NoteRetrieval:
             out["embedding_model"] = getattr(self._retriever, "model_name", self._embedding_model)
         return out
 
+    def save(self, store: Path, notes: Sequence[Note]) -> None:
+        """What the retriever keeps of the notes (the embedding vectors, `save_vectors`)."""
+        save_vectors(self._retriever, [note.text for note in notes], store)
+
     def open(self, store: Path) -> NoteIndex:
         notes = tuple(read_notes(store))
         units = [
             MemoryUnit(id=str(n), text=note.text, date=note.date, ids=note.source_ids)
             for n, note in enumerate(notes)
         ]
-        return NoteIndex(self._retriever.index(units), notes)
+        return NoteIndex(stored_index(self._retriever, units, store), notes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -415,6 +420,7 @@ class NoteSystem:
         if not notes:
             raise MemorySystemError(f"{self.name}: {self.no_notes(history)}")
         write_notes(store, notes)
+        self._retrieval.save(store, notes)
         return notes_report(notes, history, asked)
 
     def open(self, store: Path, history: History) -> NoteIndex:

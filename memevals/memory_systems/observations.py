@@ -51,7 +51,7 @@ USER_PROMPT = """\
 Write the facts worth remembering from this session, as the JSON array described."""
 
 #: Bump when parsing or the stored notes change (prompt edits change the hash by themselves).
-GENERATION = "1"
+GENERATION = "2"  # 2: embedding stores keep the notes' vectors
 
 
 def session_prompt(session: Session) -> str:

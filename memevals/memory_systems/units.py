@@ -56,6 +56,25 @@ def history_units(history: History, unit: str) -> list[MemoryUnit]:
     raise ValueError(f"unit={chosen!r} is not one of {', '.join(UNITS)}")
 
 
+def save_vectors(retriever: Retriever, texts: Sequence[str], store: Path) -> None:
+    """For an embedding retriever, store the vectors of `texts` (so a cached store is never
+    encoded again, in any later process); nothing for BM25, whose index is cheap to build."""
+    if isinstance(retriever, EmbeddingRetriever):
+        np.save(store / VECTORS_FILE, retriever.encode(list(texts)))
+
+
+def stored_index(retriever: Retriever, units: Sequence[MemoryUnit], store: Path) -> Index:
+    """The index over `units`: from the vectors `save_vectors` stored, for embeddings, else
+    built from the texts."""
+    if isinstance(retriever, EmbeddingRetriever):
+        path = store / VECTORS_FILE
+        vectors = np.load(path)
+        if vectors.shape[0] != len(units) and units:
+            raise ValueError(f"{path}: {vectors.shape[0]} vectors for {len(units)} units")
+        return retriever.index_vectors(vectors)
+    return retriever.index(units)
+
+
 @dataclass(frozen=True)
 class UnitIndex:
     retriever_index: Index
@@ -98,21 +117,13 @@ class UnitSystem:
         units = history_units(history, self.unit)
         rows = [{"id": u.id, "text": u.text, "date": u.date} for u in units]
         (store / UNITS_FILE).write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
-        if isinstance(self._retriever, EmbeddingRetriever):
-            np.save(store / VECTORS_FILE, self._retriever.encode([u.text for u in units]))
+        save_vectors(self._retriever, [u.text for u in units], store)
         return IngestReport(items_stored=len(units))
 
     def open(self, store: Path, history: History) -> UnitIndex:
         rows = json.loads((store / UNITS_FILE).read_text(encoding="utf-8"))
         units = tuple(MemoryUnit(id=r["id"], text=r["text"], date=r["date"]) for r in rows)
-        if isinstance(self._retriever, EmbeddingRetriever):
-            vectors = np.load(store / VECTORS_FILE)
-            if vectors.shape[0] != len(units) and units:
-                raise ValueError(
-                    f"{store / VECTORS_FILE}: {vectors.shape[0]} vectors for {len(units)} units"
-                )
-            return UnitIndex(self._retriever.index_vectors(vectors), units)
-        return UnitIndex(self._retriever.index(units), units)
+        return UnitIndex(stored_index(self._retriever, units, store), units)
 
 
 def bm25_system(unit: str = "auto") -> UnitSystem:
