@@ -137,6 +137,11 @@ def _recorded(scores: list[SampleScore], key: str) -> list[Any]:
     return [s.score.metadata[key] for s in scores if s.score.metadata and key in s.score.metadata]
 
 
+def _mean_recorded(scores: list[SampleScore], key: str) -> float:
+    values = [float(v) for v in _recorded(scores, key)]
+    return sum(values) / len(values) if values else float("nan")
+
+
 def _latency_metric(percentile: int) -> Callable[[], Metric]:
     name = f"latency_p{percentile}_s"
 
@@ -161,8 +166,7 @@ def mean_items() -> Metric:
     """Mean number of items given to the model (after the cut to k)."""
 
     def compute(scores: list[SampleScore]) -> float:
-        values = [float(v) for v in _recorded(scores, ITEMS_KEY)]
-        return sum(values) / len(values) if values else float("nan")
+        return _mean_recorded(scores, ITEMS_KEY)
 
     return compute
 
@@ -182,8 +186,7 @@ def mean_context_tokens() -> Metric:
     """Mean size of the rendered context (the token counter of the prompt sizes)."""
 
     def compute(scores: list[SampleScore]) -> float:
-        values = [float(v) for v in _recorded(scores, CONTEXT_TOKENS_KEY)]
-        return sum(values) / len(values) if values else float("nan")
+        return _mean_recorded(scores, CONTEXT_TOKENS_KEY)
 
     return compute
 
