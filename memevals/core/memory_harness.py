@@ -452,14 +452,19 @@ class MemorySubject:
             "memory_answers": self.answers,
         }
 
-    def answer(self, item: PromptItem, model: TextModel | None = None) -> str:
-        """The system's own answer to `item`'s question (its index's `answer()`);
-        MemorySystemError when it has none or fails."""
+    def asked(self, item: PromptItem) -> tuple[MemoryQuery, History]:
+        """The query `item` asks and the history it asks it of."""
         query = self.queries.get(item.id)
         if query is None:
             raise MemorySystemError(f"no memory query was built for sample {item.id!r}")
+        return query, self.histories[query.history_id]
+
+    def answer(self, item: PromptItem, model: TextModel | None = None) -> str:
+        """The system's own answer to `item`'s question (its index's `answer()`);
+        MemorySystemError when it has none or fails."""
+        query, history = self.asked(item)
         name = self.run.system.name
-        index, _ = self.run.index(self.histories[query.history_id], model)
+        index, _ = self.run.index(history, model)
         answer = getattr(index, "answer", None)
         if not callable(answer):
             raise MemorySystemError(
@@ -479,10 +484,7 @@ class MemorySubject:
     def fill(self, item: PromptItem, model: TextModel | None = None) -> PromptItem:
         """`item` with its context (system text) and the retrieval fields in its metadata;
         MemorySystemError when the system fails for it."""
-        query = self.queries.get(item.id)
-        if query is None:
-            raise MemorySystemError(f"no memory query was built for sample {item.id!r}")
-        history = self.histories[query.history_id]
+        query, history = self.asked(item)
         retrieval = self.run.retrieve(history, query, model)
         rendered = self.render(item, history, retrieval)
         context_tokens = self.counter(rendered.system)
