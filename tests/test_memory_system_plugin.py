@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -24,7 +25,12 @@ from memevals.core.memory_system import available_memory_systems, load_memory_sy
 
 pytest.importorskip("bm25s", reason="needs the [rag] extra")
 
-DIST = "memevals-test-plugin"
+#: One distribution per pytest-xdist worker: the module's tests may run on two workers at once,
+#: and one worker uninstalling a shared distribution would pull it from under the other.
+#: Their entry points carry the same names and code, so whichever is found first serves.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+DIST = f"memevals-test-plugin-{WORKER}"
+MODULE = f"memevals_test_plugin_{WORKER}"
 
 PLUGIN = '''
 """A tiny third-party memory system: keyword overlap over the turns (no memevals internals)."""
@@ -121,12 +127,12 @@ name = "{DIST}"
 version = "0.1"
 
 [tool.setuptools]
-py-modules = ["memevals_test_plugin"]
+py-modules = ["{MODULE}"]
 
 [project.entry-points."memevals.memory_systems"]
-keyword_overlap = "memevals_test_plugin:keyword_system"
-flaky = "memevals_test_plugin:flaky_system"
-fails_once = "memevals_test_plugin:fails_once_system"
+keyword_overlap = "{MODULE}:keyword_system"
+flaky = "{MODULE}:flaky_system"
+fails_once = "{MODULE}:fails_once_system"
 """
 
 
@@ -140,7 +146,7 @@ def _pip(*args: str) -> subprocess.CompletedProcess[str]:
 def plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     src = tmp_path_factory.mktemp("plugin")
     (src / "pyproject.toml").write_text(textwrap.dedent(PYPROJECT))
-    (src / "memevals_test_plugin.py").write_text(PLUGIN)
+    (src / f"{MODULE}.py").write_text(PLUGIN)
     done = _pip("install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(src))
     assert done.returncode == 0, done.stderr
     importlib.invalidate_caches()
