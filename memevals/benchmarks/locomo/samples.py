@@ -82,6 +82,13 @@ def build(options: LocomoOptions) -> LocomoSamples:
     return LocomoSamples(out, summary | {"gold": gold.log}, subject)
 
 
+def question_query(item: PromptItem, k: int) -> MemoryQuery:
+    """What a memory system is asked for a LoCoMo question: the raw question (no category
+    hint), of its conversation's history."""
+    md = item.metadata
+    return MemoryQuery(text=str(md["question"]), k=k, history_id=str(md["conversation_id"]))
+
+
 def memory_subject(
     items: Sequence[PromptItem], conversations: Sequence[Conversation], memory: LocomoMemory
 ) -> MemorySubject | None:
@@ -92,14 +99,7 @@ def memory_subject(
     choice = memory.system
     wanted = {str(i.metadata["conversation_id"]) for i in items}
     histories = {c.sample_id: locomo_history(c) for c in conversations if c.sample_id in wanted}
-    queries = {
-        i.id: MemoryQuery(
-            text=str(i.metadata["question"]),
-            k=choice.top_k,
-            history_id=str(i.metadata["conversation_id"]),
-        )
-        for i in items
-    }
+    queries = {i.id: question_query(i, choice.top_k) for i in items}
     run = MemoryRun(choice.system, data_sha256=LOCOMO_FILE.sha256, cache=choice.cache)
     return MemorySubject(
         run=run,

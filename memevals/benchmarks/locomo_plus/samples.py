@@ -22,6 +22,7 @@ from memevals.benchmarks.locomo.samples import (
     annotate_items,
     log_gold,
     mark_gold_changes,
+    question_query,
     strategy_fields,
 )
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, load_locomo_plus
@@ -155,10 +156,9 @@ def memory_subject(
             if query.history_id not in histories:
                 histories[query.history_id] = stitched_history(st)
         else:
-            conv_id = str(md["conversation_id"])
-            query = MemoryQuery(text=str(md["question"]), k=choice.top_k, history_id=conv_id)
-            if conv_id not in histories:
-                histories[conv_id] = locomo_history(by_conv[conv_id])
+            query = question_query(item, choice.top_k)
+            if query.history_id not in histories:
+                histories[query.history_id] = locomo_history(by_conv[query.history_id])
         queries[item.id] = query
     # host conversations keep LoCoMo's sha256, so their stores are the `locomo` task's
     stitched_sha = stitched_data_sha256(LOCOMO_FILE.sha256, LOCOMO_PLUS_FILE.sha256)
