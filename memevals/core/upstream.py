@@ -191,16 +191,14 @@ def _assigned(module: ast.Module, scopes: list[str], name: str) -> list[ast.expr
         body = inner[0].body
     out: list[ast.expr] = []
     for node in _scope_nodes(body):
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-        ) or (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and node.target.id == name
-            and node.value is not None
-        ):
-            out.append(node.value)
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            out.append(value)
     return out
 
 
