@@ -60,6 +60,7 @@ BENCHMARK_RANK = {
     "memory": 3.0,
     "prompts": 4.0,
     "samples": 5.0,
+    "record": 98.0,  # the declared record reads the modules above
     "__init__": 99.0,
 }
 #: The benchmark others may build on.

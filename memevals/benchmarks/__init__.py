@@ -1,0 +1,71 @@
+"""The benchmarks, one folder each; `records()` finds their declared records.
+
+A folder `memevals/benchmarks/<b>/` with a `record.py` defining `RECORD` is a benchmark; so is a
+`Benchmark` another package registers in the `memevals.benchmarks` entry-point group. Nothing
+lists them by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from importlib.metadata import entry_points
+
+from memevals.core.benchmark import Benchmark
+
+__all__ = ["ENTRY_POINT_GROUP", "record_for_task", "records"]
+
+#: The entry-point group through which another package adds a benchmark record.
+ENTRY_POINT_GROUP = "memevals.benchmarks"
+
+
+@functools.cache
+def records() -> dict[str, Benchmark]:
+    """Every benchmark's record, by name: the folders here, then the registered ones.
+
+    Returns:
+        Benchmark name -> record, folders in name order.
+    """
+    found: dict[str, Benchmark] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if not info.ispkg:
+            continue
+        module_name = f"{__name__}.{info.name}.record"
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # a folder without a record is not a benchmark (yet)
+            raise
+        _add(found, module.RECORD, module_name)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        _add(found, ep.load(), f"entry point {ep.name} = {ep.value}")
+    return found
+
+
+def _add(found: dict[str, Benchmark], record: object, source: str) -> None:
+    if not isinstance(record, Benchmark):
+        raise TypeError(f"{source}: RECORD is a {type(record).__name__}, not a Benchmark")
+    if record.name in found:
+        raise ValueError(f"{source}: a benchmark named {record.name!r} is already declared")
+    found[record.name] = record
+
+
+def record_for_task(task: str) -> Benchmark | None:
+    """The record declaring an Inspect task or lm-eval task/group name.
+
+    Args:
+        task: a task name, with or without a `memevals/` prefix.
+
+    Returns:
+        Its record, or None when no record declares it.
+    """
+    bare = task.rsplit("/", 1)[-1]
+    for record in records().values():
+        for spec in record.tasks:
+            if bare in (spec.name, spec.lm_eval):
+                return record
+        if bare == record.lm_eval_group:
+            return record
+    return None

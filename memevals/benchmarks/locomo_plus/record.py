@@ -1,0 +1,44 @@
+"""LoCoMo-Plus's record: what the shared layers read about it (memevals.core.benchmark)."""
+
+from __future__ import annotations
+
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, PAPER_ORDER
+from memevals.benchmarks.locomo.memory import (
+    DEFAULT_MAX_CONTEXT_TOKENS,
+    DEFAULT_RETRIEVAL_UNIT,
+    DEFAULT_RETRIEVER,
+    DEFAULT_TOP_K,
+)
+from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
+from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
+from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
+
+RECORD = declare(
+    __file__,
+    name="locomo_plus",
+    fixed={"locomo_plus_cognitive": {"categories": COGNITIVE}},
+    categories=(*PAPER_ORDER, COGNITIVE),
+    cluster="conversation",
+    # cognitive samples are clustered on the LoCoMo conversation that hosts their cue
+    legacy_cluster_key="host",
+    context_defaults={
+        "context": "full",
+        "top_k": DEFAULT_TOP_K,
+        "retrieval_unit": DEFAULT_RETRIEVAL_UNIT,
+        "retriever": DEFAULT_RETRIEVER,
+        "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
+    },
+    label_options={"disclose_task": False, "gap_fix": False, "adversarial": "choice"},
+    scores=(
+        ScoreSpec("locomo_plus_f1", "answer", "f1"),
+        ScoreSpec("locomo_plus_judge", "judge", "judge"),
+        ScoreSpec("locomo_plus_evidence_recall", "retrieval", "evidence_recall"),
+        ScoreSpec("cue_recall", "retrieval", "cue_recall"),
+        ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
+        ScoreSpec("memory_system", "memory", "memory"),
+    ),
+    judge=JudgeSpec(inputs=("judge", "category"), criterion=lambda md: str(md["judge"])),
+    data=(LOCOMO_FILE, LOCOMO_PLUS_FILE),
+    lm_eval_group="locomo_plus",
+    inspect_module="memevals.inspect_tasks.locomo_plus",
+)

@@ -1,0 +1,227 @@
+"""The benchmark record: what a benchmark declares once and every shared layer reads.
+
+Each folder `memevals/benchmarks/<b>/` holds a `record.py` whose `RECORD` is a `Benchmark`:
+its tasks and their lm-eval names, its categories in display order, what a cluster is, its
+context defaults, its scores, its judge inputs and criteria, its data files and its version.
+The Inspect registry, the lm-eval YAML, `memevals-compare`, `memevals-diff`, the post-hoc judge
+and the `memevals.scorers` API read the records (found by `memevals.benchmarks.records()`), so
+a new benchmark is a new folder, not an edit of the shared layers. This module names no
+benchmark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from memevals.core.files import PinnedFile
+
+__all__ = [
+    "SCORE_KINDS",
+    "Benchmark",
+    "JudgeSpec",
+    "ScoreSpec",
+    "TaskSpec",
+    "declare",
+    "read_eval_yaml",
+]
+
+#: What a score is: the answer score (F1, accuracy), an LLM judge's, a retrieval metric, a
+#: memory system's figures, or a prompt-size figure.
+SCORE_KINDS = ("answer", "judge", "retrieval", "memory", "tokens")
+
+
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One task of a benchmark, in both frameworks."""
+
+    #: the Inspect task name (also its bare alias), e.g. "locomo_temporal"
+    name: str
+    #: the options the task fixes, e.g. {"categories": "temporal"}
+    fixed: Mapping[str, Any] = field(default_factory=_empty)
+    #: its lm-eval task or group name; None when it is not an lm-eval task
+    lm_eval: str | None = None
+    #: its dataset size on the pinned data (eval.yaml `dataset_samples`)
+    samples: int | None = None
+    #: the one category it asks, if it is a per-category task
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class ScoreSpec:
+    """One score a benchmark's tasks log."""
+
+    #: the Inspect scorer's registered name as the log shows it (without a package prefix)
+    scorer: str
+    #: one of SCORE_KINDS
+    kind: str
+    #: the short name tables use for it
+    label: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCORE_KINDS:
+            raise ValueError(
+                f"score {self.scorer!r}: kind {self.kind!r} is not one of {SCORE_KINDS}"
+            )
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """What a post-hoc judge needs from a logged sample, and the criterion it applies."""
+
+    #: sample-metadata keys the judge reads (a log without them cannot be judged)
+    inputs: tuple[str, ...]
+    #: the judge criterion of a sample, from its metadata
+    criterion: Callable[[Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark's declared record."""
+
+    #: the `benchmark` its tasks write into Task(metadata=)
+    name: str
+    title: str
+    #: eval.yaml's `version`; every task's Task(version=)
+    version: str
+    #: the folder holding README.md and eval.yaml
+    folder: Path
+    tasks: tuple[TaskSpec, ...]
+    #: category names in display order
+    categories: tuple[str, ...] = ()
+    #: the sample-metadata key holding a sample's category
+    category_key: str = "category"
+    #: what a sample's `metadata["cluster"]` names (a conversation, a question, ...)
+    cluster: str = "conversation"
+    #: for logs written before `cluster` existed: the metadata key that identified the cluster
+    legacy_cluster_key: str | None = None
+    #: the context settings a run uses when not given (context, top_k, retrieval_unit, ...)
+    context_defaults: Mapping[str, Any] = field(default_factory=_empty)
+    #: options that change what the model sees besides the context, with their defaults; a run
+    #: that sets one to another value is labelled with it (e.g. {"history_format": "json"})
+    label_options: Mapping[str, Any] = field(default_factory=_empty)
+    scores: tuple[ScoreSpec, ...] = ()
+    judge: JudgeSpec | None = None
+    data: tuple[PinnedFile, ...] = ()
+    #: the lm-eval group of all its lm-eval tasks, if it has one
+    lm_eval_group: str | None = None
+    #: the dotted name of its thin Inspect module (named, never imported, by core)
+    inspect_module: str | None = None
+    #: anything else a shared layer may read by name
+    extra: Mapping[str, Any] = field(default_factory=_empty)
+
+    def task(self, name: str) -> TaskSpec:
+        """The task of that name.
+
+        Args:
+            name: an Inspect task name of this benchmark.
+
+        Returns:
+            Its TaskSpec.
+        """
+        for spec in self.tasks:
+            if spec.name == name:
+                return spec
+        raise KeyError(f"benchmark {self.name!r} has no task {name!r}")
+
+    def score(self, scorer: str) -> ScoreSpec | None:
+        """The declared score logged under that scorer name, if any.
+
+        Args:
+            scorer: a scorer name as logged (a `package/` prefix is ignored).
+
+        Returns:
+            Its ScoreSpec, or None.
+        """
+        bare = scorer.rsplit("/", 1)[-1]
+        return next((s for s in self.scores if s.scorer == bare), None)
+
+    def category_rank(self, category: str) -> tuple[int, str]:
+        """Sort key putting categories in the declared order, then any others by name.
+
+        Args:
+            category: a category name.
+
+        Returns:
+            A key for `sorted`.
+        """
+        try:
+            return (self.categories.index(category), "")
+        except ValueError:
+            return (len(self.categories), category)
+
+
+def read_eval_yaml(folder: Path) -> dict[str, Any]:
+    """A benchmark folder's eval.yaml.
+
+    Args:
+        folder: the benchmark's folder.
+
+    Returns:
+        The parsed mapping.
+    """
+    path = folder / "eval.yaml"
+    with path.open(encoding="utf-8") as fh:
+        loaded = yaml.safe_load(fh)
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{path}: not a mapping")
+    return loaded
+
+
+def declare(
+    module_file: str,
+    *,
+    name: str,
+    fixed: Mapping[str, Mapping[str, Any]] | None = None,
+    **fields: Any,
+) -> Benchmark:
+    """A record whose title, version and tasks come from the folder's eval.yaml.
+
+    eval.yaml lists each task with `name`, `dataset_samples` and `lm_eval`; `fixed` adds the
+    options a task fixes (a `categories` value that is one name makes it that category's task).
+
+    Args:
+        module_file: the `__file__` of the benchmark's record module.
+        name: the benchmark's name.
+        fixed: task name -> the options it fixes.
+        **fields: the other Benchmark fields.
+
+    Returns:
+        The record.
+    """
+    folder = Path(module_file).resolve().parent
+    meta = read_eval_yaml(folder)
+    fixed = fixed or {}
+    tasks = []
+    for entry in meta.get("tasks", []):
+        options = MappingProxyType(dict(fixed.get(entry["name"], {})))
+        category = options.get("categories")
+        tasks.append(
+            TaskSpec(
+                name=entry["name"],
+                fixed=options,
+                lm_eval=entry.get("lm_eval"),
+                samples=entry.get("dataset_samples"),
+                category=category if isinstance(category, str) and "," not in category else None,
+            )
+        )
+    unknown = set(fixed) - {t.name for t in tasks}
+    if unknown:
+        raise ValueError(f"{folder / 'eval.yaml'}: no task {sorted(unknown)[0]!r}")
+    return Benchmark(
+        name=name,
+        title=str(meta.get("title", name)),
+        version=str(meta["version"]),
+        folder=folder,
+        tasks=tuple(tasks),
+        **fields,
+    )
