@@ -13,13 +13,19 @@ from typing import Any
 
 @dataclass(frozen=True)
 class PromptItem:
-    """One evaluation sample as plain text: context (system), question (user), gold and metadata."""
+    """One evaluation sample as plain text: context (system), question (user), gold and metadata.
+
+    `messages` is a chat replayed before the question, as (role, content) pairs with role
+    "user" or "assistant" (a long-context input): the model gets the system message, these
+    messages, then the user message. Empty for single-turn samples (`as_text` ignores it).
+    """
 
     id: str
     system: str
     user: str
     target: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    messages: tuple[tuple[str, str], ...] = ()
 
     def as_text(self) -> str:
         """System and user text joined, for single-message chat templates and plain LMs."""
