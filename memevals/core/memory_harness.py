@@ -424,6 +424,10 @@ class Rendered:
     #: items the context shows, when fewer than those retrieved (LongMemEval retrieves to a
     #: metric depth and shows top_k); None = all retrieved items are shown
     shown: int | None = None
+    #: the whole user message, when the benchmark puts context and question in one message
+    #: (`system` is then only counted as the context, never sent); None = `system` is sent as
+    #: the system text and the sample's user text stays
+    user: str | None = None
 
 
 #: (item, its history, the retrieval) -> the context and its fields; each benchmark has one.
@@ -482,12 +486,19 @@ class MemorySubject:
         return text
 
     def fill(self, item: PromptItem, model: TextModel | None = None) -> PromptItem:
-        """`item` with its context (system text) and the retrieval fields in its metadata;
-        MemorySystemError when the system fails for it."""
+        """`item` with its context (system text, or the whole user message when the renderer
+        gives one) and the retrieval fields in its metadata; MemorySystemError when the system
+        fails for it."""
         query, history = self.asked(item)
         retrieval = self.run.retrieve(history, query, model)
         rendered = self.render(item, history, retrieval)
         context_tokens = self.counter(rendered.system)
+        if rendered.user is None:
+            system, user = rendered.system, item.user
+            prompt_tokens = context_tokens + self.counter(item.user)
+        else:
+            system, user = "", rendered.user
+            prompt_tokens = self.counter(user)
         metadata = {
             **item.metadata,
             **rendered.metadata,
@@ -497,6 +508,6 @@ class MemorySubject:
             CUT_KEY: retrieval.cut,
             INGEST_KEY: retrieval.ingest.as_dict(),
             CONTEXT_TOKENS_KEY: context_tokens,
-            "prompt_tokens": context_tokens + self.counter(item.user),
+            "prompt_tokens": prompt_tokens,
         }
-        return dataclasses.replace(item, system=rendered.system, metadata=metadata)
+        return dataclasses.replace(item, system=system, user=user, metadata=metadata)

@@ -120,7 +120,10 @@ def memory_context(subject: MemorySubject) -> Solver:
     """Give the sample the context its memory system retrieves (see the module docstring)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        filled = await anyio.to_thread.run_sync(subject.fill, _item(state), _memory_model(subject))
+        item = _item(state)
+        filled = await anyio.to_thread.run_sync(subject.fill, item, _memory_model(subject))
+        if filled.user != item.user:  # the benchmark sends context and question as one message
+            state.user_prompt.text = filled.user
         if filled.system:
             state.messages.insert(0, ChatMessageSystem(content=filled.system))
         state.metadata.update(filled.metadata)
