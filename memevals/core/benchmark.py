@@ -109,6 +109,13 @@ class Benchmark:
     #: options that change what the model sees besides the context, with their defaults; a run
     #: that sets one to another value is labelled with it (e.g. {"history_format": "json"})
     label_options: Mapping[str, Any] = field(default_factory=_empty)
+    #: groups of samples beside the categories, each shown with its own mean and clustered
+    #: error: sample-metadata key -> group name. A sample whose value is true is in the group
+    #: `<name>`; one whose value is a text v, in `<name>_<v>` (e.g. {"relation_type": "relation"})
+    subgroups: Mapping[str, str] = field(default_factory=_empty)
+    #: the name under which tables show the unweighted mean of the per-category means, when
+    #: the benchmark reports that figure (None: it does not)
+    macro_average: str | None = None
     scores: tuple[ScoreSpec, ...] = ()
     judge: JudgeSpec | None = None
     data: tuple[PinnedFile, ...] = ()

@@ -25,7 +25,7 @@ RECORD = declare(
         "retriever": DEFAULT_RETRIEVER,
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
     },
-    label_options={"adversarial": "choice"},
+    label_options={"adversarial": "choice", "seed": 0, "gold": "original"},
     scores=(
         ScoreSpec("locomo_f1_scorer", "answer", "f1"),
         ScoreSpec("llm_judge", "judge", "judge"),

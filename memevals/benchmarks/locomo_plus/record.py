@@ -28,7 +28,14 @@ RECORD = declare(
         "retriever": DEFAULT_RETRIEVER,
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
     },
-    label_options={"disclose_task": False, "gap_fix": False, "adversarial": "choice"},
+    label_options={
+        "disclose_task": False,
+        "gap_fix": False,
+        "adversarial": "choice",
+        "seed": 0,
+        "gold": "original",
+    },
+    subgroups={"relation_type": "relation"},
     scores=(
         ScoreSpec("locomo_plus_f1", "answer", "f1"),
         ScoreSpec("locomo_plus_judge", "judge", "judge"),
