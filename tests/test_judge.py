@@ -9,19 +9,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memevals.benchmarks import judge_criteria
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.prompts import build_items, judge_inputs
+from memevals.benchmarks.locomo.scoring import criterion_for_locomo
+from memevals.benchmarks.locomo_plus.scoring import criterion_for_locomo_plus
+from memevals.benchmarks.longmemeval.scoring import criterion_for_longmemeval
 from memevals.core.agreement import agreement_by_group, cohen_kappa
 from memevals.core.judge import (
-    JUDGE_CRITERIA,
     JudgeInput,
     candidate_tag,
-    criterion_for_locomo,
-    criterion_for_longmemeval,
     judge_prompt,
     parse_verdict,
     repair_message,
 )
+
+JUDGE_CRITERIA = judge_criteria()
 
 FIXTURES = Path(__file__).parent / "fixtures"
 INJECTIONS = json.loads((FIXTURES / "judge_injections.json").read_text(encoding="utf-8"))
@@ -80,7 +83,9 @@ def test_contract_criteria_and_label_scores() -> None:
     ],
 )
 def test_criterion_for_locomo(category: str, criterion: str) -> None:
-    assert criterion_for_locomo(category) == criterion
+    assert criterion_for_locomo_plus(category) == criterion
+    if criterion != "cognitive" and "common" not in category:
+        assert criterion_for_locomo(category) == criterion
 
 
 def test_criterion_for_locomo_unknown() -> None:

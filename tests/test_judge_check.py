@@ -21,14 +21,10 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score
 from scripted_judge import norm, quoted_candidate, section
 
+from memevals.benchmarks import judge_criteria
 from memevals.benchmarks.judge_check.samples import KINDS, JudgeCheckOptions, build
-from memevals.core.judge import (
-    COMPARISON_CRITERIA,
-    JUDGE_CRITERIA,
-    criterion_for_locomo,
-    criterion_spec,
-    criterion_under,
-)
+from memevals.benchmarks.locomo.scoring import criterion_for_locomo
+from memevals.core.judge import COMPARISON_CRITERIA, criterion_spec, criterion_under
 from memevals.inspect_tasks.judge_check import judge_check, judge_check_metrics
 
 TESTS = Path(__file__).parent
@@ -199,6 +195,7 @@ def test_scripted_grader_metrics_equal_a_second_computation(
 
 def test_lenient_criterion_is_separate_and_chosen_by_name(data_dir: Path) -> None:
     lenient = criterion_spec("lenient")
+    JUDGE_CRITERIA = judge_criteria()
     assert "lenient" not in JUDGE_CRITERIA and COMPARISON_CRITERIA["lenient"] is lenient
     assert lenient.rule not in (JUDGE_CRITERIA["factual"].rule, JUDGE_CRITERIA["temporal"].rule)
     for category in CATEGORY_SIZES:

@@ -20,11 +20,14 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import generate
 from scripted_judge import quoted_candidate
 
+from memevals.benchmarks import judge_criteria
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.prompts import NOT_MENTIONED, build_items
-from memevals.core.judge import JUDGE_CRITERIA, repair_message
+from memevals.core.judge import repair_message
 from memevals.inspect_tasks.judge import llm_judge
 from memevals.inspect_tasks.locomo import locomo
+
+JUDGE_CRITERIA = judge_criteria()
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent

@@ -14,7 +14,7 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.model import GenerateConfig, get_model
 
-from memevals.core.judge import JUDGE_CRITERIA
+from memevals.benchmarks import judge_criteria
 from memevals.inspect_tasks.locomo import locomo
 
 IDS = ["conv-26-q82", "conv-26-q152"]  # one single-hop question, one adversarial
@@ -62,7 +62,7 @@ def test_smollm2_answers_and_judges(smollm2_dir: Path, data_dir: Path, tmp_path:
             assert math.isnan(score.value["judge"]) and score.value["unscored"] == 1
             assert score.explanation is not None and repr(replies[-1]) in score.explanation
         else:
-            spec = JUDGE_CRITERIA[md["criterion"]]
+            spec = judge_criteria()[md["criterion"]]
             assert score.value["judge"] == spec.scores[md["label"]]
     criteria = {str(s.id): s.scores["llm_judge"].metadata["criterion"] for s in log.samples}  # type: ignore[index]
     assert criteria == {"conv-26-q82": "factual", "conv-26-q152": "adversarial"}

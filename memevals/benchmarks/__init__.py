@@ -13,8 +13,9 @@ import pkgutil
 from importlib.metadata import entry_points
 
 from memevals.core.benchmark import Benchmark
+from memevals.core.judge import CriterionSpec
 
-__all__ = ["ENTRY_POINT_GROUP", "record_for_task", "records"]
+__all__ = ["ENTRY_POINT_GROUP", "judge_criteria", "record_for_task", "records"]
 
 #: The entry-point group through which another package adds a benchmark record.
 ENTRY_POINT_GROUP = "memevals.benchmarks"
@@ -69,3 +70,20 @@ def record_for_task(task: str) -> Benchmark | None:
         if bare == record.lm_eval_group:
             return record
     return None
+
+
+def judge_criteria() -> dict[str, CriterionSpec]:
+    """Every judge criterion the benchmarks declare, by name, in record order.
+
+    Returns:
+        Criterion name -> spec (a criterion two records share is listed once).
+    """
+    found: dict[str, CriterionSpec] = {}
+    for record in records().values():
+        for spec in record.judge.criteria if record.judge else ():
+            if found.setdefault(spec.name, spec) != spec:
+                raise ValueError(
+                    f"benchmark {record.name!r} declares judge criterion {spec.name!r} "
+                    "differently from another benchmark"
+                )
+    return found

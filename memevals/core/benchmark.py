@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from memevals.core.files import PinnedFile
+from memevals.core.judge import CriterionSpec
 
 __all__ = [
     "SCORE_KINDS",
@@ -82,6 +83,8 @@ class JudgeSpec:
     inputs: tuple[str, ...]
     #: the judge criterion of a sample, from its metadata
     criterion: Callable[[Mapping[str, Any]], str]
+    #: the criteria its samples may name (its scoring module declares and registers them)
+    criteria: tuple[CriterionSpec, ...] = ()
 
 
 @dataclass(frozen=True)

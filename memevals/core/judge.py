@@ -1,7 +1,10 @@
 """LLM-judge criteria, prompts and strict verdict parsing (framework-free).
 
-One criterion per kind of judgement the benchmarks make (the "Scoring" sections of
-memevals/benchmarks/locomo_plus/README.md and memevals/benchmarks/longmemeval/README.md).
+The machinery every benchmark's judge shares: a criterion is data (`CriterionSpec`: its
+labels and their scores, its rule, the inputs it needs and shows), declared by the benchmark
+whose questions it judges (in that benchmark's `scoring` module, which registers it with
+`register_criteria`) and looked up here by name (`criterion_spec`). This module names no
+benchmark; it holds only the comparison criteria a run may choose by name (`lenient`).
 Every prompt is our own wording of the official criteria. Three choices make the judge hard to
 game:
 
@@ -22,28 +25,34 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = [
     "COMPARISON_CRITERIA",
-    "JUDGE_CRITERIA",
-    "LOCOMO_JUDGE_CRITERIA",
+    "CRITERIA_SETS",
+    "RIGHT_WRONG",
+    "THREE_WAY",
+    "YES_NO",
     "CriterionSpec",
     "JudgeInput",
     "Verdict",
-    "criterion_for_locomo",
-    "criterion_for_longmemeval",
+    "candidate_tag",
+    "criterion",
     "criterion_spec",
     "criterion_under",
+    "json_object_reply",
     "judge_prompt",
+    "known_criteria",
     "parse_verdict",
+    "register_criteria",
     "repair_message",
 ]
 
-_THREE_WAY = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
-_RIGHT_WRONG = {"correct": 1.0, "wrong": 0.0}
-_YES_NO = {"yes": 1.0, "no": 0.0}
+#: Label sets (label -> score) a criterion may use.
+THREE_WAY: Mapping[str, float] = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
+RIGHT_WRONG: Mapping[str, float] = {"correct": 1.0, "wrong": 0.0}
+YES_NO: Mapping[str, float] = {"yes": 1.0, "no": 0.0}
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,8 @@ class CriterionSpec:
     required: tuple[str, ...]  # JudgeInput fields that must be present
     shown: tuple[str, ...]  # JudgeInput fields rendered into the prompt when present
     headings: Mapping[str, str]  # field -> heading in the prompt
+    #: named set of criteria (CRITERIA_SETS) -> the criterion judging in its place under it
+    alternatives: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -70,92 +81,9 @@ _HEADINGS = {
     "reference": "Reference answer (ground truth)",
 }
 
-_FACTUAL_RULE = """\
-Compare the candidate reply with the reference answer.
-- "correct": the reply gives the same answer as the reference. Names, places, numbers and times \
-must agree; wording may differ, and extra detail is fine if it does not contradict the \
-reference. For a question that calls for inference, the reply is correct when it reaches the \
-reference's conclusion by sound reasoning.
-- "partial": the reply gets the key item of the reference right but leaves part of it out \
-(for example some items of a list) or gets a minor detail slightly wrong.
-- "wrong": the reply contradicts the reference, adds invented facts that matter, misses the key \
-item, declines to answer, or hedges between several alternatives. Listing the reference among \
-other, wrong options earns no credit."""
-
-_TEMPORAL_RULE = """\
-The question is about time: a date, a period, a duration or the order of events. Compare the \
-time given in the candidate reply with the reference answer. Relative phrases (such as "last \
-week" or "the Friday before the third session") are resolved against the session dates, when \
-they are listed.
-- "correct": the reply denotes the same date, period, duration or order as the reference. \
-Other formats and equivalent phrasings of the same time count (for example "7 May 2023" and \
-"the day before 8 May 2023"). When the reference names a period, a reply naming that period or \
-a date inside it is correct.
-- "wrong": any other time, even one day off; faulty date arithmetic; a reversed order; a time \
-too vague to contain what the reference states (for example only the year when the reference \
-gives the month); or no time at all."""
-
-_ADVERSARIAL_RULE = """\
-This question asks about something the conversation does not contain: it may attribute an \
-event to the wrong person or ask about a detail that was never mentioned. The right reply says, \
-in any wording, that the conversation does not provide this information.
-- "correct": the reply states or clearly implies that the conversation does not contain or \
-support an answer (for example "not mentioned", "no information available", "they never said").
-- "wrong": the reply commits to a concrete answer, including one offered after a disclaimer."""
-
-_COGNITIVE_RULE = """\
-Earlier in a long conversation a speaker revealed something about themselves, shown below as \
-the earlier cue: a cause, a physical or emotional state, a goal, or a value. Much later a new \
-message arrived, and the candidate reply responds to it. There is no reference answer: decide \
-whether the reply is consistent with the cue, i.e. whether it takes that remembered information \
-into account.
-- "correct": the reply draws on the cue, openly or implicitly (for example it adapts a \
-suggestion to the earlier constraint, asks about the earlier situation, or refers to it), and \
-does not contradict it.
-- "wrong": the reply shows no connection to the cue (a generic reply that would fit anyone), \
-or it contradicts the cue."""
-
-_LME_STANDARD_RULE = """\
-Compare the candidate response with the reference answer.
-- "yes": the response contains the reference answer, states something equivalent to it, or \
-works through the steps that lead to it.
-- "no": the response gives a different answer, gives only part of the information the \
-reference requires, or gives no answer."""
-
-_LME_TEMPORAL_RULE = (
-    _LME_STANDARD_RULE
-    + """
-When the answer is a count of days, weeks or months, a response that is off by one from the \
-reference (for example 18 days instead of 19) still earns "yes"."""
-)
-
-_LME_UPDATE_RULE = """\
-The user's information changed during the chat history; the reference answer is the most \
-recent, updated information.
-- "yes": the response gives the updated answer. It may also mention older information, as long \
-as the updated answer is what it gives as the answer.
-- "no": the response gives only the outdated information, a different answer, or no answer."""
-
-_LME_PREFERENCE_RULE = """\
-The question asks for a personalised response. The reference is a rubric describing what a \
-response tailored to this user should do.
-- "yes": the response satisfies the rubric: it recalls and correctly uses the user's personal \
-information (preferences, circumstances, earlier statements). It need not cover every point of \
-the rubric.
-- "no": the response ignores the user's personal information, misuses it, or contradicts the \
-rubric."""
-
-_LME_ABSTENTION_RULE = """\
-This question cannot be answered from the chat history; the reference, when given, explains \
-why (for example the user never mentioned the thing asked about).
-- "yes": the response recognises that it cannot answer, for example by saying the information \
-was never provided, or that it only knows related but different information.
-- "no": the response commits to an answer as if the information were known."""
-
-
 # The lenient rule of the judge prompt used across the mem0 lineage, in our own words, kept only
-# for comparison (judge_check's `judge_criteria=lenient`): it credits a reply that is merely
-# about the same thing as the reference, which is how vague answers earn credit. Never a default.
+# for comparison (a run's `criteria=lenient`): it credits a reply that is merely about the same
+# thing as the reference, which is how vague answers earn credit. Never a default.
 _LENIENT_RULE = """\
 Compare the candidate reply with the reference answer, generously.
 - "correct": the reply is about the same thing as the reference: it touches on the same topic \
@@ -165,101 +93,95 @@ is correct when it refers to the same date or period as the reference, whatever 
 - "wrong": the reply is about something else, or gives a clearly different item or time."""
 
 
-def _spec(
+def criterion(
     name: str,
     scores: Mapping[str, float],
     rule: str,
     required: tuple[str, ...],
     shown: tuple[str, ...],
+    *,
+    alternatives: Mapping[str, str] | None = None,
     **headings: str,
 ) -> CriterionSpec:
-    return CriterionSpec(name, dict(scores), rule, required, shown, {**_HEADINGS, **headings})
+    """A criterion with the standard prompt headings (overridden per field by `headings`).
 
+    Args:
+        name: its name, as samples name it in ``metadata["judge"]["criterion"]``.
+        scores: label -> score (THREE_WAY, RIGHT_WRONG, YES_NO or another set).
+        rule: the grading rule shown to the judge.
+        required: JudgeInput fields that must be present.
+        shown: JudgeInput fields rendered into the prompt, in order, when present.
+        alternatives: named set of criteria -> the criterion judging in its place under it.
+        **headings: field -> its heading in the prompt.
 
-JUDGE_CRITERIA: dict[str, CriterionSpec] = {
-    spec.name: spec
-    for spec in (
-        _spec(
-            "factual",
-            _THREE_WAY,
-            _FACTUAL_RULE,
-            ("reference",),
-            ("question", "evidence", "reference"),
-        ),
-        _spec(
-            "temporal",
-            _RIGHT_WRONG,
-            _TEMPORAL_RULE,
-            ("reference",),
-            ("session_dates", "question_date", "question", "evidence", "reference"),
-        ),
-        # The reference is never shown: for these questions it is a refusal or a distractor.
-        _spec("adversarial", _RIGHT_WRONG, _ADVERSARIAL_RULE, (), ("question",)),
-        _spec(
-            "cognitive",
-            _RIGHT_WRONG,
-            _COGNITIVE_RULE,
-            ("evidence",),
-            ("evidence", "question"),
-            evidence="Earlier cue",
-            question="New message that the candidate reply responds to",
-        ),
-        _spec(
-            "lme_standard",
-            _YES_NO,
-            _LME_STANDARD_RULE,
-            ("question", "reference"),
-            ("question_date", "question", "reference"),
-        ),
-        _spec(
-            "lme_temporal",
-            _YES_NO,
-            _LME_TEMPORAL_RULE,
-            ("question", "reference"),
-            ("question_date", "question", "reference"),
-        ),
-        _spec(
-            "lme_knowledge_update",
-            _YES_NO,
-            _LME_UPDATE_RULE,
-            ("question", "reference"),
-            ("question_date", "question", "reference"),
-            reference="Reference answer (the updated information)",
-        ),
-        _spec(
-            "lme_preference",
-            _YES_NO,
-            _LME_PREFERENCE_RULE,
-            ("question", "reference"),
-            ("question_date", "question", "reference"),
-            reference="Rubric for a good personalised response",
-        ),
-        _spec(
-            "lme_abstention",
-            _YES_NO,
-            _LME_ABSTENTION_RULE,
-            ("question",),
-            ("question_date", "question", "reference"),
-            reference="Why the question cannot be answered",
-        ),
+    Returns:
+        The spec.
+    """
+    all_headings = {**_HEADINGS, **headings}
+    return CriterionSpec(
+        name, dict(scores), rule, required, shown, all_headings, dict(alternatives or {})
     )
-}
 
 
-#: Criteria kept for comparison only, apart from the benchmarks' own: chosen by name (see
-#: LOCOMO_JUDGE_CRITERIA), never by a benchmark's default.
+#: Criteria kept for comparison only, apart from the benchmarks' own: chosen by name through
+#: a named set of CRITERIA_SETS, never by a benchmark's default.
 COMPARISON_CRITERIA: dict[str, CriterionSpec] = {
-    "lenient": _spec(
-        "lenient", _RIGHT_WRONG, _LENIENT_RULE, ("reference",), ("question", "reference")
+    "lenient": criterion(
+        "lenient", RIGHT_WRONG, _LENIENT_RULE, ("reference",), ("question", "reference")
     )
 }
+
+#: Named sets of criteria a run may judge under: "default" (each sample's own criterion) or a
+#: comparison criterion's name (it replaces the criteria that declare it as their alternative).
+CRITERIA_SETS: tuple[str, ...] = ("default", *COMPARISON_CRITERIA)
+
+#: The benchmarks' criteria, by name, as their scoring modules register them.
+_REGISTERED: dict[str, CriterionSpec] = {}
+
+
+def register_criteria(*specs: CriterionSpec) -> None:
+    """Make criteria known by name (a benchmark's scoring module calls this when imported).
+
+    Registering the same spec again is a no-op; another spec under a taken name is an error.
+
+    Args:
+        *specs: the criteria.
+    """
+    for spec in specs:
+        taken = _REGISTERED.get(spec.name) or COMPARISON_CRITERIA.get(spec.name)
+        if taken is not None and taken != spec:
+            raise ValueError(f"judge criterion {spec.name!r} is already declared differently")
+        unknown = sorted(set(spec.alternatives) - set(CRITERIA_SETS))
+        if unknown:
+            raise ValueError(f"judge criterion {spec.name!r}: no set of criteria {unknown[0]!r}")
+        _REGISTERED[spec.name] = spec
+
+
+def known_criteria() -> dict[str, CriterionSpec]:
+    """Every criterion known now: the registered ones, then the comparison ones.
+
+    Returns:
+        Name -> spec.
+    """
+    return {**_REGISTERED, **COMPARISON_CRITERIA}
 
 
 def criterion_spec(criterion: str) -> CriterionSpec:
-    spec = JUDGE_CRITERIA.get(criterion) or COMPARISON_CRITERIA.get(criterion)
+    """The criterion of that name.
+
+    Args:
+        criterion: a registered or comparison criterion's name.
+
+    Returns:
+        Its spec.
+    """
+    spec = _REGISTERED.get(criterion) or COMPARISON_CRITERIA.get(criterion)
     if spec is None:
-        known = ", ".join([*JUDGE_CRITERIA, *COMPARISON_CRITERIA])
-        raise ValueError(f"unknown judge criterion {criterion!r}; choose from {known}")
+        known = ", ".join(known_criteria())
+        raise ValueError(
+            f"unknown judge criterion {criterion!r}; choose from {known} (a benchmark's criteria "
+            "are known once its scoring module is imported)"
+        )
     return spec
 
 
@@ -282,7 +204,7 @@ class JudgeInput:
     criterion: str
     prediction: str
     question: str | None = None
-    reference: str | int | float | None = None  # LoCoMo has a few integer golds
+    reference: str | int | float | None = None  # some golds are numbers
     evidence: str | Sequence[str] | None = None
     question_date: str | None = None
     session_dates: str | Sequence[str] | None = None
@@ -466,72 +388,28 @@ def parse_verdict(reply: str, criterion: str) -> Verdict | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Which criterion a benchmark item gets
-
-_LOCOMO_CRITERION = {
-    "single_hop": "factual",
-    "multi_hop": "factual",
-    "open_domain": "factual",
-    "common_sense": "factual",  # LoCoMo-Plus's name for open-domain
-    "temporal": "temporal",
-    "adversarial": "adversarial",
-    "cognitive": "cognitive",
-}
-
-_LME_CRITERION = {
-    "single_session_user": "lme_standard",
-    "single_session_assistant": "lme_standard",
-    "multi_session": "lme_standard",
-    "temporal_reasoning": "lme_temporal",
-    "knowledge_update": "lme_knowledge_update",
-    "single_session_preference": "lme_preference",
-}
-
-
-#: Named sets of LoCoMo criteria: "default" (the per-category criteria above) or "lenient"
-#: (the mem0-lineage rule for every question with a reference answer, for comparison only).
-LOCOMO_JUDGE_CRITERIA = ("default", "lenient")
-_LENIENT_REPLACES = frozenset({"factual", "temporal"})
-
-
-def criterion_for_locomo(category_name: str, criteria: str = "default") -> str:
-    """Judge criterion of a LoCoMo / LoCoMo-Plus category (memevals or LoCoMo-Plus spelling)
-    under the named set of criteria (LOCOMO_JUDGE_CRITERIA): "lenient" replaces the factual
-    and temporal criteria; refusal and cognitive items keep theirs (they have no reference)."""
-    key = category_name.strip().lower().replace("-", "_")
-    try:
-        criterion = _LOCOMO_CRITERION[key]
-    except KeyError:
-        raise ValueError(
-            f"no judge criterion for LoCoMo category {category_name!r}; known: "
-            + ", ".join(_LOCOMO_CRITERION)
-        ) from None
-    return criterion_under(criterion, criteria)
+# Named sets of criteria
 
 
 def criterion_under(criterion: str, criteria: str) -> str:
-    """`criterion` (a LoCoMo one, e.g. from a logged ``metadata["judge"]``) under the named set
-    of criteria: "lenient" turns factual and temporal into the lenient criterion (a re-judging
-    scorer option can use this); anything else is returned unchanged."""
-    if criteria not in LOCOMO_JUDGE_CRITERIA:
+    """The criterion that judges in place of `criterion` under a named set of criteria.
+
+    "default" keeps every criterion; a comparison set (e.g. "lenient") replaces the criteria
+    that name it among their `alternatives` (a re-judging scorer option can use this) and keeps
+    the others.
+
+    Args:
+        criterion: a criterion's name, e.g. from a logged ``metadata["judge"]``.
+        criteria: one of CRITERIA_SETS.
+
+    Returns:
+        The criterion's name under that set.
+    """
+    if criteria not in CRITERIA_SETS:
         raise ValueError(
-            f"unknown judge criteria {criteria!r}; choose from {', '.join(LOCOMO_JUDGE_CRITERIA)}"
+            f"unknown judge criteria {criteria!r}; choose from {', '.join(CRITERIA_SETS)}"
         )
-    if criteria == "lenient" and criterion in _LENIENT_REPLACES:
-        return "lenient"
-    return criterion
-
-
-def criterion_for_longmemeval(question_type: str, question_id: str) -> str:
-    """Judge criterion of a LongMemEval question: any id containing `_abs` is abstention,
-    whatever its type (the official rule); otherwise by question type."""
-    if "_abs" in question_id:
-        return "lme_abstention"
-    key = question_type.strip().lower().replace("-", "_")
-    try:
-        return _LME_CRITERION[key]
-    except KeyError:
-        raise ValueError(
-            f"{question_id}: no judge criterion for LongMemEval question type "
-            f"{question_type!r}; known: {', '.join(_LME_CRITERION)}"
-        ) from None
+    spec = known_criteria().get(criterion)
+    if spec is None or criteria == "default":
+        return criterion  # an unknown name fails where the criterion is used
+    return spec.alternatives.get(criteria, criterion)

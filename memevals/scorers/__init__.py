@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from memevals.benchmarks.locomo.scoring import ABSTENTION_PHRASES as ABSTENTION_PHRASES
     from memevals.benchmarks.locomo.scoring import abstained as abstained
     from memevals.benchmarks.locomo.scoring import answer_tokens as answer_tokens
+    from memevals.benchmarks.locomo.scoring import criterion_for_locomo as criterion_for_locomo
     from memevals.benchmarks.locomo.scoring import locomo_f1 as locomo_f1
     from memevals.benchmarks.locomo.scoring import normalize_answer as normalize_answer
     from memevals.benchmarks.locomo.scoring import token_f1 as token_f1
@@ -25,12 +26,16 @@ if TYPE_CHECKING:
     from memevals.benchmarks.locomo_dialogue.scoring import rouge_l as rouge_l
     from memevals.benchmarks.locomo_event_summary.scoring import fact_score as fact_score
     from memevals.benchmarks.locomo_event_summary.scoring import factscore as factscore
+    from memevals.benchmarks.longmemeval.scoring import (
+        criterion_for_longmemeval as criterion_for_longmemeval,
+    )
+
+    #: every judge criterion the benchmarks declare (memevals.benchmarks.judge_criteria())
+    JUDGE_CRITERIA: dict[str, CriterionSpec]
     from memevals.core.agreement import cohen_kappa as cohen_kappa
-    from memevals.core.judge import JUDGE_CRITERIA as JUDGE_CRITERIA
+    from memevals.core.judge import CriterionSpec as CriterionSpec
     from memevals.core.judge import JudgeInput as JudgeInput
     from memevals.core.judge import Verdict as Verdict
-    from memevals.core.judge import criterion_for_locomo as criterion_for_locomo
-    from memevals.core.judge import criterion_for_longmemeval as criterion_for_longmemeval
     from memevals.core.judge import judge_prompt as judge_prompt
     from memevals.core.judge import parse_verdict as parse_verdict
     from memevals.core.retrieval_metrics import locomo_evidence_recall as locomo_evidence_recall
@@ -48,6 +53,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "ABSTENTION_PHRASES",
         "abstained",
         "answer_tokens",
+        "criterion_for_locomo",
         "locomo_f1",
         "normalize_answer",
         "token_f1",
@@ -60,14 +66,13 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "rouge_l",
     ),
     "memevals.benchmarks.locomo_event_summary.scoring": ("fact_score", "factscore"),
+    "memevals.benchmarks.longmemeval.scoring": ("criterion_for_longmemeval",),
     "memevals.core.text_overlap": ("rouge_scores",),
     "memevals.core.agreement": ("cohen_kappa",),
     "memevals.core.judge": (
-        "JUDGE_CRITERIA",
+        "CriterionSpec",
         "JudgeInput",
         "Verdict",
-        "criterion_for_locomo",
-        "criterion_for_longmemeval",
         "judge_prompt",
         "parse_verdict",
     ),
@@ -86,6 +91,7 @@ _MODULE_OF = {name: module for module, names in _SOURCES.items() for name in nam
 __all__ = [
     "ABSTENTION_PHRASES",
     "JUDGE_CRITERIA",
+    "CriterionSpec",
     "JudgeInput",
     "Verdict",
     "abstained",
@@ -117,6 +123,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "JUDGE_CRITERIA":
+        globals()[name] = importlib.import_module("memevals.benchmarks").judge_criteria()
+        return globals()[name]
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

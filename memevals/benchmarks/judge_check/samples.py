@@ -17,13 +17,9 @@ from memevals.benchmarks.judge_check.data import AUDIT_ANSWER_FILES, AuditAnswer
 from memevals.benchmarks.locomo.audit import load_audit, match_audit
 from memevals.benchmarks.locomo.data import CATEGORY_NAMES, Conversation, load_locomo
 from memevals.benchmarks.locomo.prompts import judge_inputs
+from memevals.benchmarks.locomo.scoring import LOCOMO_JUDGE_CRITERIA, criterion_for_locomo
 from memevals.core.files import DataError
-from memevals.core.judge import (
-    LOCOMO_JUDGE_CRITERIA,
-    JudgeInput,
-    criterion_for_locomo,
-    judge_prompt,
-)
+from memevals.core.judge import JudgeInput, judge_prompt
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 

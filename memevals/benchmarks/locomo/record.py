@@ -9,6 +9,7 @@ from memevals.benchmarks.locomo.memory import (
     DEFAULT_RETRIEVER,
     DEFAULT_TOP_K,
 )
+from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
 
 RECORD = declare(
@@ -34,7 +35,9 @@ RECORD = declare(
         ScoreSpec("memory_system", "memory", "memory"),
     ),
     judge=JudgeSpec(
-        inputs=("judge", "answer", "category_id"), criterion=lambda md: str(md["judge"])
+        inputs=("judge", "answer", "category_id"),
+        criterion=lambda md: str(md["judge"]["criterion"]),
+        criteria=LOCOMO_CRITERIA,
     ),
     data=(LOCOMO_FILE,),
     lm_eval_group="locomo",

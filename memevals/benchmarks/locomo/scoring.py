@@ -16,6 +16,15 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from memevals.benchmarks.locomo.porter import porter_stem
+from memevals.core.judge import (
+    CRITERIA_SETS,
+    RIGHT_WRONG,
+    THREE_WAY,
+    CriterionSpec,
+    criterion,
+    criterion_under,
+    register_criteria,
+)
 
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 _PUNCT_BUT_COMMA = str.maketrans("", "", string.punctuation.replace(",", ""))
@@ -211,3 +220,101 @@ def locomo_f1(prediction: str, answer: str | int | None, category: int) -> float
     if category == 1:
         return multi_answer_f1(prediction, gold)
     return token_f1(prediction, gold)
+
+
+# ---------------------------------------------------------------------------------------------
+# The LLM judge's criteria (README.md#llm-judge; memevals.core.judge holds the machinery)
+
+_FACTUAL_RULE = """\
+Compare the candidate reply with the reference answer.
+- "correct": the reply gives the same answer as the reference. Names, places, numbers and times \
+must agree; wording may differ, and extra detail is fine if it does not contradict the \
+reference. For a question that calls for inference, the reply is correct when it reaches the \
+reference's conclusion by sound reasoning.
+- "partial": the reply gets the key item of the reference right but leaves part of it out \
+(for example some items of a list) or gets a minor detail slightly wrong.
+- "wrong": the reply contradicts the reference, adds invented facts that matter, misses the key \
+item, declines to answer, or hedges between several alternatives. Listing the reference among \
+other, wrong options earns no credit."""
+
+_TEMPORAL_RULE = """\
+The question is about time: a date, a period, a duration or the order of events. Compare the \
+time given in the candidate reply with the reference answer. Relative phrases (such as "last \
+week" or "the Friday before the third session") are resolved against the session dates, when \
+they are listed.
+- "correct": the reply denotes the same date, period, duration or order as the reference. \
+Other formats and equivalent phrasings of the same time count (for example "7 May 2023" and \
+"the day before 8 May 2023"). When the reference names a period, a reply naming that period or \
+a date inside it is correct.
+- "wrong": any other time, even one day off; faulty date arithmetic; a reversed order; a time \
+too vague to contain what the reference states (for example only the year when the reference \
+gives the month); or no time at all."""
+
+_ADVERSARIAL_RULE = """\
+This question asks about something the conversation does not contain: it may attribute an \
+event to the wrong person or ask about a detail that was never mentioned. The right reply says, \
+in any wording, that the conversation does not provide this information.
+- "correct": the reply states or clearly implies that the conversation does not contain or \
+support an answer (for example "not mentioned", "no information available", "they never said").
+- "wrong": the reply commits to a concrete answer, including one offered after a disclaimer."""
+
+_LENIENT = {"lenient": "lenient"}
+
+#: The criteria of LoCoMo's questions. Under the comparison set "lenient" the lenient rule
+#: judges the questions with a reference answer (factual, temporal); refusals keep theirs.
+FACTUAL = criterion(
+    "factual",
+    THREE_WAY,
+    _FACTUAL_RULE,
+    ("reference",),
+    ("question", "evidence", "reference"),
+    alternatives=_LENIENT,
+)
+TEMPORAL = criterion(
+    "temporal",
+    RIGHT_WRONG,
+    _TEMPORAL_RULE,
+    ("reference",),
+    ("session_dates", "question_date", "question", "evidence", "reference"),
+    alternatives=_LENIENT,
+)
+# The reference is never shown: for these questions it is a refusal or a distractor.
+ADVERSARIAL = criterion("adversarial", RIGHT_WRONG, _ADVERSARIAL_RULE, (), ("question",))
+LOCOMO_CRITERIA: tuple[CriterionSpec, ...] = (FACTUAL, TEMPORAL, ADVERSARIAL)
+register_criteria(*LOCOMO_CRITERIA)
+
+_LOCOMO_CRITERION = {
+    "single_hop": FACTUAL.name,
+    "multi_hop": FACTUAL.name,
+    "open_domain": FACTUAL.name,
+    "temporal": TEMPORAL.name,
+    "adversarial": ADVERSARIAL.name,
+}
+
+#: Named sets of criteria a LoCoMo judge runs under: "default" (the per-category criteria
+#: above) or "lenient" (the mem0-lineage rule for every question with a reference answer, for
+#: comparison only).
+LOCOMO_JUDGE_CRITERIA = CRITERIA_SETS
+
+
+def criterion_for_locomo(category_name: str, criteria: str = "default") -> str:
+    """Judge criterion of a LoCoMo category under a named set of criteria.
+
+    Args:
+        category_name: a category in memevals' spelling (single_hop) or with hyphens
+            (single-hop), any case.
+        criteria: one of LOCOMO_JUDGE_CRITERIA: "lenient" replaces the factual and temporal
+            criteria; refusals keep theirs (they have no reference).
+
+    Returns:
+        The criterion's name.
+    """
+    key = category_name.strip().lower().replace("-", "_")
+    try:
+        criterion_name = _LOCOMO_CRITERION[key]
+    except KeyError:
+        raise ValueError(
+            f"no judge criterion for LoCoMo category {category_name!r}; known: "
+            + ", ".join(_LOCOMO_CRITERION)
+        ) from None
+    return criterion_under(criterion_name, criteria)

@@ -27,8 +27,8 @@ from memevals.benchmarks.locomo.data import CATEGORY_NAMES, Conversation
 from memevals.benchmarks.locomo.memory import ContextFn, full_context
 from memevals.benchmarks.locomo.prompts import build_items
 from memevals.benchmarks.locomo_plus.memory import CognitiveContextFn, cognitive_full, dialogue_line
+from memevals.benchmarks.locomo_plus.scoring import criterion_for_locomo_plus
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
-from memevals.core.judge import criterion_for_locomo
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
 COGNITIVE = "cognitive"
@@ -159,7 +159,7 @@ def cognitive_item(
         "retrieved_ids": list(ctx.retrieved_ids) if ctx.retrieved_ids is not None else None,
         "disclose_task": disclose_task,
         "judge": {
-            "criterion": criterion_for_locomo(COGNITIVE),
+            "criterion": criterion_for_locomo_plus(COGNITIVE),
             # As in the official judge, the grader sees only the cue and the reply: showing the
             # trigger would let it reward a reply that merely answers the trigger well.
             "question": None,

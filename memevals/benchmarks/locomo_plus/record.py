@@ -9,8 +9,10 @@ from memevals.benchmarks.locomo.memory import (
     DEFAULT_RETRIEVER,
     DEFAULT_TOP_K,
 )
+from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
+from memevals.benchmarks.locomo_plus.scoring import LOCOMO_PLUS_CRITERIA
 from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
 
 RECORD = declare(
@@ -44,7 +46,11 @@ RECORD = declare(
         ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
         ScoreSpec("memory_system", "memory", "memory"),
     ),
-    judge=JudgeSpec(inputs=("judge", "category"), criterion=lambda md: str(md["judge"])),
+    judge=JudgeSpec(
+        inputs=("judge", "category"),
+        criterion=lambda md: str(md["judge"]["criterion"]),
+        criteria=(*LOCOMO_CRITERIA, *LOCOMO_PLUS_CRITERIA),
+    ),
     data=(LOCOMO_FILE, LOCOMO_PLUS_FILE),
     lm_eval_group="locomo_plus",
     inspect_module="memevals.inspect_tasks.locomo_plus",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from memevals.benchmarks.longmemeval.data import Instance
 from memevals.benchmarks.longmemeval.memory import SessionBlock, render_blocks
-from memevals.core.judge import criterion_for_longmemeval
+from memevals.benchmarks.longmemeval.scoring import criterion_for_longmemeval
 
 NOTES_INTRO = (
     "You are a chat assistant with a long-term memory of your conversations with this user. "

@@ -8,6 +8,7 @@ from memevals.benchmarks.longmemeval.memory import (
     DEFAULT_RETRIEVER,
     DEFAULT_TOP_K,
 )
+from memevals.benchmarks.longmemeval.scoring import LONGMEMEVAL_CRITERIA
 from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
 
 RECORD = declare(
@@ -39,7 +40,9 @@ RECORD = declare(
         ScoreSpec("memory_system", "memory", "memory"),
     ),
     judge=JudgeSpec(
-        inputs=("judge", "category", "abstention"), criterion=lambda md: str(md["judge"])
+        inputs=("judge", "category", "abstention"),
+        criterion=lambda md: str(md["judge"]["criterion"]),
+        criteria=LONGMEMEVAL_CRITERIA,
     ),
     lm_eval_group=None,
     inspect_module="memevals.inspect_tasks.longmemeval",

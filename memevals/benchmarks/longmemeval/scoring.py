@@ -15,6 +15,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from memevals.core.judge import YES_NO, CriterionSpec, criterion, register_criteria
+
 #: The six question types in snake case, paper order.
 LME_TYPES: tuple[str, ...] = (
     "single_session_user",
@@ -80,3 +82,118 @@ def summarize(labels: Iterable[LmeLabel]) -> LmeSummary:
         n_scored=len(everything),
         n_unscored=unscored,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The LLM judge's criteria (README.md#scoring; memevals.core.judge holds the machinery): our own
+# wording of the official yes/no criterion per question type
+
+_LME_STANDARD_RULE = """\
+Compare the candidate response with the reference answer.
+- "yes": the response contains the reference answer, states something equivalent to it, or \
+works through the steps that lead to it.
+- "no": the response gives a different answer, gives only part of the information the \
+reference requires, or gives no answer."""
+
+_LME_TEMPORAL_RULE = (
+    _LME_STANDARD_RULE
+    + """
+When the answer is a count of days, weeks or months, a response that is off by one from the \
+reference (for example 18 days instead of 19) still earns "yes"."""
+)
+
+_LME_UPDATE_RULE = """\
+The user's information changed during the chat history; the reference answer is the most \
+recent, updated information.
+- "yes": the response gives the updated answer. It may also mention older information, as long \
+as the updated answer is what it gives as the answer.
+- "no": the response gives only the outdated information, a different answer, or no answer."""
+
+_LME_PREFERENCE_RULE = """\
+The question asks for a personalised response. The reference is a rubric describing what a \
+response tailored to this user should do.
+- "yes": the response satisfies the rubric: it recalls and correctly uses the user's personal \
+information (preferences, circumstances, earlier statements). It need not cover every point of \
+the rubric.
+- "no": the response ignores the user's personal information, misuses it, or contradicts the \
+rubric."""
+
+_LME_ABSTENTION_RULE = """\
+This question cannot be answered from the chat history; the reference, when given, explains \
+why (for example the user never mentioned the thing asked about).
+- "yes": the response recognises that it cannot answer, for example by saying the information \
+was never provided, or that it only knows related but different information.
+- "no": the response commits to an answer as if the information were known."""
+
+_ASKED = ("question_date", "question", "reference")
+
+_GRADED = ("question", "reference")
+
+LME_STANDARD = criterion("lme_standard", YES_NO, _LME_STANDARD_RULE, _GRADED, _ASKED)
+LME_TEMPORAL = criterion("lme_temporal", YES_NO, _LME_TEMPORAL_RULE, _GRADED, _ASKED)
+LME_KNOWLEDGE_UPDATE = criterion(
+    "lme_knowledge_update",
+    YES_NO,
+    _LME_UPDATE_RULE,
+    _GRADED,
+    _ASKED,
+    reference="Reference answer (the updated information)",
+)
+LME_PREFERENCE = criterion(
+    "lme_preference",
+    YES_NO,
+    _LME_PREFERENCE_RULE,
+    _GRADED,
+    _ASKED,
+    reference="Rubric for a good personalised response",
+)
+LME_ABSTENTION = criterion(
+    "lme_abstention",
+    YES_NO,
+    _LME_ABSTENTION_RULE,
+    ("question",),
+    _ASKED,
+    reference="Why the question cannot be answered",
+)
+LONGMEMEVAL_CRITERIA: tuple[CriterionSpec, ...] = (
+    LME_STANDARD,
+    LME_TEMPORAL,
+    LME_KNOWLEDGE_UPDATE,
+    LME_PREFERENCE,
+    LME_ABSTENTION,
+)
+register_criteria(*LONGMEMEVAL_CRITERIA)
+
+_LME_CRITERION = {
+    "single_session_user": LME_STANDARD.name,
+    "single_session_assistant": LME_STANDARD.name,
+    "multi_session": LME_STANDARD.name,
+    "temporal_reasoning": LME_TEMPORAL.name,
+    "knowledge_update": LME_KNOWLEDGE_UPDATE.name,
+    "single_session_preference": LME_PREFERENCE.name,
+}
+
+
+def criterion_for_longmemeval(question_type: str, question_id: str) -> str:
+    """Judge criterion of a LongMemEval question.
+
+    Any id containing `_abs` is abstention, whatever its type (the official rule); otherwise
+    the criterion follows the question type.
+
+    Args:
+        question_type: the type, hyphenated as in the data or in snake case.
+        question_id: the question's id.
+
+    Returns:
+        The criterion's name.
+    """
+    if "_abs" in question_id:
+        return LME_ABSTENTION.name
+    key = question_type.strip().lower().replace("-", "_")
+    try:
+        return _LME_CRITERION[key]
+    except KeyError:
+        raise ValueError(
+            f"{question_id}: no judge criterion for LongMemEval question type "
+            f"{question_type!r}; known: {', '.join(_LME_CRITERION)}"
+        ) from None
