@@ -1,0 +1,46 @@
+"""BEAM's record: what the shared layers read about it (memevals.core.benchmark)."""
+
+from __future__ import annotations
+
+from memevals.benchmarks.beam.data import ABILITIES, beam_files
+from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, DEFAULT_TOP_K, RAG_DEFAULTS
+from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
+from memevals.core.files import PinnedFile
+
+#: The sample-metadata keys BEAM's rubric judge reads (a post-hoc judge checks them first).
+JUDGE_INPUTS: tuple[str, ...] = ("question", "rubric", "category", "protocol")
+
+RECORD = declare(
+    __file__,
+    name="beam",
+    fixed={f"beam_{a}": {"categories": a} for a in ABILITIES},
+    categories=ABILITIES,
+    # a conversation's questions share its chat and succeed or fail together
+    cluster="conversation",
+    context_defaults={
+        "context": "full",
+        "context_window": DEFAULT_CONTEXT_WINDOW,
+        "top_k": DEFAULT_TOP_K,
+        "retrieval_unit": RAG_DEFAULTS.unit,
+        "retriever": RAG_DEFAULTS.retriever,
+    },
+    label_options={"size": "100K", "protocol": "official"},
+    # upstream's report: the mean of the ten ability means
+    macro_average="overall",
+    scores=(
+        ScoreSpec("beam_judge", "judge", "rubric"),
+        ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
+        ScoreSpec("memory_system", "memory", "memory"),
+    ),
+    # every question is judged item by item against its own rubric (no shared criterion)
+    judge=JudgeSpec(inputs=JUDGE_INPUTS, criterion=lambda md: "beam_rubric"),
+    # the files whose sha256 is known; every file (1M and 10M too) is pinned by its git blob id
+    # in eval.yaml `data` (memevals.benchmarks.beam.data)
+    data=tuple(
+        PinnedFile(f.relpath, f.url, f.sha256, f.size)
+        for f in beam_files().values()
+        if f.sha256 is not None
+    ),
+    lm_eval_group="beam",
+    inspect_module="memevals.inspect_tasks.beam",
+)

@@ -1,0 +1,315 @@
+"""BEAM samples: the one assembly the Inspect tasks and the lm-eval tasks both call.
+
+`build(options)` finds the conversations of a size (verified files), reads each one's probing
+questions, keeps the asked abilities, gives each question its context (memory) and renders the
+input under the protocol (official: upstream's texts; memevals: prompts). Conversations are
+read one at a time and a chat is streamed, so a 10M dataset never holds more than one
+conversation's chat; with a memory system under test no chat is read at all until the run asks
+(`BeamHistories`).
+
+Under the official protocol the long-context path also reproduces how upstream asks a
+conversation's questions (answer_generation.py): it keeps the first question's message list
+and appends every later question to it, so the j-th question of a conversation (file order,
+all abilities) is asked after the history and the j − 1 questions before it, with no answers
+between them; when the pruned history is empty, upstream keeps nothing and every question is
+asked alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memevals.benchmarks.beam.data import (
+    ABILITIES,
+    COMMIT,
+    REPOSITORY,
+    Conversation,
+    Question,
+    check_size,
+    conversations,
+    git_blob_id,
+    load_questions,
+)
+from memevals.benchmarks.beam.memory import (
+    MESSAGE_TOKENS,
+    BeamHistories,
+    BeamMemory,
+    Replay,
+    Wrap,
+    beam_memory,
+    history_size,
+    memory_renderer,
+    rag_context,
+    replay,
+)
+from memevals.benchmarks.beam.official import OfficialTexts, check_protocol, official_texts
+from memevals.benchmarks.beam.prompts import FULL_SYSTEM, MEMORY_INTRO, RAG_INTRO
+from memevals.core.memory_harness import MemoryRun, MemorySubject
+from memevals.core.memory_options import MEMORY_CONTEXT, MemoryOptions
+from memevals.core.memory_system import MemoryQuery
+from memevals.core.prompt_item import PromptItem, parse_category_list
+from memevals.core.statistics import CLUSTER_KEY
+
+__all__ = ["BeamOptions", "BeamSamples", "build", "parse_abilities", "upstream_dir"]
+
+
+@dataclass(frozen=True)
+class BeamOptions:
+    """Everything that decides BEAM's samples (the `-T` / `--metadata` options)."""
+
+    size: str = "100K"
+    categories: str | tuple[str, ...] | None = None  # abilities; None = all ten
+    protocol: str = "official"
+    memory: MemoryOptions = field(default_factory=MemoryOptions)
+    context_window: int | None = None
+    data_dir: str | None = None
+    verify_checksum: bool = True
+
+
+@dataclass(frozen=True)
+class BeamSamples:
+    """What `build` returns: the items, the task log and, with a memory system under test, the
+    subject that gives each sample its context at run time."""
+
+    items: list[PromptItem]
+    log: dict[str, Any]
+    subject: MemorySubject | None = None
+
+
+def parse_abilities(categories: Iterable[str] | str | None) -> list[str]:
+    """Ability names from a `categories` value (comma-separated, kebab or snake case); None =
+    all ten. An unknown name is an error listing the ten."""
+    return parse_category_list(categories, ABILITIES, numbers={}, benchmark="BEAM ability")
+
+
+def upstream_dir(data_dir: str | None) -> str | None:
+    """The task's data dir when it holds upstream's copies, else None (MEMEVALS_DATA_DIR or the
+    cache)."""
+    if data_dir and (Path(data_dir) / "upstream" / "BEAM").is_dir():
+        return data_dir
+    return None
+
+
+@dataclass(frozen=True)
+class _Render:
+    """What every question of one conversation shares."""
+
+    conv: Conversation
+    protocol: str
+    memory: BeamMemory
+    texts: OfficialTexts | None
+    history: Replay | None
+
+
+def _question_message(r: _Render, q: Question) -> str:
+    return r.texts.question_message(q.question) if r.texts is not None else q.question
+
+
+def _base_metadata(r: _Render, q: Question) -> dict[str, Any]:
+    conv = r.conv
+    return {
+        "benchmark": "beam",
+        "size": conv.size,
+        "conversation": conv.id,
+        "category": q.ability,
+        "question_index": q.index,
+        "question_order": q.order,
+        "question": q.question,
+        "rubric": list(q.rubric),
+        "difficulty": q.difficulty,
+        "protocol": r.protocol,
+        "context": r.memory.context,
+        CLUSTER_KEY: conv.id,
+    }
+
+
+def _history_item(r: _Render, q: Question, asked_before: Sequence[Question]) -> PromptItem:
+    """full / truncated / none: the (kept) chat as messages, then the question."""
+    counter = r.memory.token_counter
+    md = _base_metadata(r, q)
+    history = r.history.messages if r.history is not None else ()
+    system = ""
+    prior: tuple[tuple[str, str], ...] = ()
+    if r.protocol == "memevals" and r.history is not None:
+        system = FULL_SYSTEM
+    elif r.memory.context == "full" and history:
+        # upstream's kept message list grows by every question asked before (module docstring)
+        prior = tuple(("user", _question_message(r, p)) for p in asked_before)
+    user = _question_message(r, q)
+    if r.history is not None:
+        md |= {
+            "history_messages": len(history),
+            "history_total_messages": r.history.total_messages,
+            "history_tokens": r.history.history_tokens,
+            "history_shown_tokens": r.history.shown_tokens,
+            "history_pruned": r.history.pruned,
+            "prior_questions": len(prior),
+        }
+    # the history's size is known from the replay; only the messages around it are counted
+    size = r.history.shown_tokens if r.history is not None and history else history_size([])
+    extra = [system] if system else []
+    extra += [c for _, c in prior] + [user]
+    md |= {
+        "prompt_tokens": size + sum(MESSAGE_TOKENS + counter(c) for c in extra),
+        "token_counter": counter.name,
+    }
+    return PromptItem(
+        id="", system=system, user=user, target=q.reference, metadata=md, messages=history + prior
+    )
+
+
+def _rag_item(r: _Render, q: Question) -> PromptItem:
+    ids, chunks = r.memory.ranked_chunks(r.conv, q.question)
+    context = rag_context(chunks)
+    if r.texts is not None:
+        system, user = "", r.texts.rag_prompt(context, q.question)
+    else:
+        system, user = f"{RAG_INTRO}\n\n{context}".rstrip() + "\n", q.question
+    counter = r.memory.token_counter
+    md = _base_metadata(r, q) | {
+        "retrieved_ids": ids,
+        "prompt_tokens": history_size([counter(c) for c in (system, user) if c]),
+        "token_counter": counter.name,
+    }
+    return PromptItem(id="", system=system, user=user, target=q.reference, metadata=md)
+
+
+def _memory_item(r: _Render, q: Question) -> PromptItem:
+    """The question alone: the memory system gives the context at run time."""
+    md = _base_metadata(r, q) | {"token_counter": r.memory.token_counter.name}
+    return PromptItem(
+        id="", system="", user=_question_message(r, q), target=q.reference, metadata=md
+    )
+
+
+def _conversation_items(
+    r: _Render, questions: Sequence[Question], wanted: Sequence[str]
+) -> list[PromptItem]:
+    out = []
+    for q in questions:
+        if q.ability not in wanted:
+            continue
+        if r.memory.context == "rag":
+            item = _rag_item(r, q)
+        elif r.memory.context == MEMORY_CONTEXT:
+            item = _memory_item(r, q)
+        else:
+            item = _history_item(r, q, questions[: q.order])
+        out.append(
+            PromptItem(
+                id=q.sample_id(r.conv),
+                system=item.system,
+                user=item.user,
+                target=item.target,
+                metadata=item.metadata,
+                messages=item.messages,
+            )
+        )
+    return out
+
+
+def build(options: BeamOptions) -> BeamSamples:
+    """The samples of `options`; every option is checked before any file is read.
+
+    Args:
+        options: the task's options.
+
+    Returns:
+        The items (conversation by conversation, questions in file order), the log and the
+        memory subject (None without a memory system).
+    """
+    size = check_size(options.size)
+    protocol = check_protocol(options.protocol)
+    wanted = parse_abilities(options.categories)
+    memory = beam_memory(options.memory, protocol=protocol, context_window=options.context_window)
+    texts = official_texts(upstream_dir(options.data_dir)) if protocol == "official" else None
+    convs = conversations(size, options.data_dir, verify_checksum=options.verify_checksum)
+    items: list[PromptItem] = []
+    for conv in convs:
+        questions = load_questions(conv)
+        if not any(q.ability in wanted for q in questions):
+            continue  # its chat is never read
+        history = None
+        if memory.context in ("full", "truncated"):
+            history = replay(conv, memory.token_counter, memory.keep_rule(protocol))
+            if memory.context == "truncated" and not history.messages:
+                raise ValueError(
+                    f"{conv.where}: max_context_tokens={memory.max_context_tokens} leaves no "
+                    "room for any message; give a larger max_context_tokens"
+                )
+        r = _Render(conv, protocol, memory, texts, history)
+        items.extend(_conversation_items(r, questions, wanted))
+    if not items:
+        raise ValueError(f"no BEAM question of categories={options.categories!r} in size {size}")
+    blobs = {c.id: c.chat_blob or git_blob_id(c.chat) for c in convs}
+    log: dict[str, Any] = {
+        "benchmark": "beam",
+        "size": size,
+        "protocol": protocol,
+        "categories": wanted,
+        "data_repository": REPOSITORY,
+        "data_revision": COMMIT,
+        "checksum_verified": options.verify_checksum,
+        **memory.settings(),
+    }
+    subject = _subject(convs, items, memory, blobs, _memory_wrap(texts))
+    if subject is not None:
+        log |= subject.settings()
+    return BeamSamples(items, log, subject)
+
+
+def _memory_wrap(texts: OfficialTexts | None) -> Wrap:
+    """Where a memory system's context goes: official, upstream's RAG prompt (one user message
+    with the context and the question, as its RAG reader sends retrieved chunks); memevals, a
+    system message under our introduction beside the question."""
+    if texts is not None:
+        official = texts
+        return lambda context, item: (
+            context,
+            official.rag_prompt(context, str(item.metadata["question"])),
+        )
+    return lambda context, item: (f"{MEMORY_INTRO}\n\n{context}".rstrip() + "\n", None)
+
+
+def _subject(
+    convs: Sequence[Conversation],
+    items: Sequence[PromptItem],
+    memory: BeamMemory,
+    blobs: dict[str, str],
+    wrap: Wrap,
+) -> MemorySubject | None:
+    """The memory system under test bound to these questions (None without one): one history
+    per conversation (its id the conversation's), ingested once, keyed on its chat's blob id."""
+    if memory.system is None:
+        return None
+    choice = memory.system
+    asked = {str(i.metadata["conversation"]) for i in items}
+    used = [c for c in convs if c.id in asked]
+    digest = hashlib.sha256(
+        "\n".join(f"{k} {blobs[k]}" for k in sorted(asked)).encode()
+    ).hexdigest()
+    return MemorySubject(
+        run=MemoryRun(
+            choice.system,
+            data_sha256=digest,
+            cache=choice.cache,
+            history_data_sha256={c.id: blobs[c.id] for c in used},
+        ),
+        histories=BeamHistories(used),
+        queries={
+            i.id: MemoryQuery(
+                text=str(i.metadata["question"]),
+                k=choice.top_k,
+                history_id=str(i.metadata["conversation"]),
+            )
+            for i in items
+        },
+        render=memory_renderer(wrap),
+        counter=memory.token_counter,
+        k=choice.top_k,
+        answers=choice.answers,
+    )
