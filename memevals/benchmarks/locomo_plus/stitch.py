@@ -31,21 +31,23 @@ HOST_COUNT = 10
 #: The trigger is asked one week after the host's last session.
 QUERY_OFFSET_DAYS = 7
 
+# The counts written as words, largest first (the order does not matter to the pattern, which
+# tries the longer spellings first).
 _NUMBER_WORDS: dict[str, int] = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
     "twelve": 12,
-    "a": 1,
+    "eleven": 11,
+    "ten": 10,
+    "nine": 9,
+    "eight": 8,
+    "seven": 7,
+    "six": 6,
+    "five": 5,
+    "four": 4,
+    "three": 3,
+    "two": 2,
+    "one": 1,
     "an": 1,
+    "a": 1,
 }
 _UNIT_DAYS: dict[str, int] = {"week": 7, "month": 30, "year": 365}
 # Count and unit are whole words; "\s*" lets "3 weeks" and "a  month" match (never "3weeks":

@@ -1,0 +1,213 @@
+"""LoCoMo-Plus's official protocol (`protocol=official`): the model input its evaluation
+framework builds from the unified samples, and its judge.
+
+Upstream is xjtuleeyf/Locomo-Plus @ 059f4e3d: `data/unified_input.py` builds each sample's
+`input_prompt`, and `evaluation_framework/task_eval/utils.py` (`_build_model_input`) wraps it
+for the model; `evaluate_qa.py` sends that as one user message at temperature 0.3 with up to
+1,024 tokens; `llm_as_judge.py` judges with `prompt.py`'s templates. Their texts are third-party
+material and never stand in memevals: each is a locator into the pinned file, taken out by
+parsing it with `ast` and checked against the sha256 recorded here (memevals.core.upstream).
+What memevals writes itself is upstream's *logic*, as read from those files:
+
+- the wrapper: upstream's start sentence with the names it is given, which are its defaults
+  "A" and "B" (the evaluation framework never passes the speakers), then the instruction of the
+  category (one for the five LoCoMo categories, one for cognitive samples), then the stripped
+  `input_prompt`;
+- a LoCoMo question's `input_prompt`: its conversation as `DATE:` / `CONVERSATION:` blocks of
+  `<speaker> said, "<text>"` lines (the text stripped; a turn with a `blip_caption` ends
+  ` and shared <caption>.`), a blank line after each session, right-stripped, then a blank line
+  and `Question: <question>`;
+- a cognitive sample's `input_prompt`: the stitched dialogue (memevals.benchmarks.locomo_plus.
+  stitch reproduces `build_conv.build_context`), one `<speaker> said, "<text>"` line per turn,
+  the trigger last; no dates, no captions, no question marker;
+- the judge: the template of the sample's category filled with the reference (none for
+  adversarial and cognitive samples), the stripped reply and the evidence (the evidence turns as
+  `<speaker>：<text>` lines; a cognitive sample's cue), its reply read and scored by
+  `llm_as_judge.py`'s rule (memevals.benchmarks.locomo.official.plus_label): correct 1,
+  partial 0.5, anything else 0. The temporal, adversarial and cognitive templates offer only
+  correct and wrong; the score map is upstream's for every category.
+
+Only `context=full` is upstream's input; the other context modes, `disclose_task` and `gap_fix`
+are memevals' variations and run under `protocol=memevals`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, fields
+
+from memevals.benchmarks.locomo.data import QA, Conversation
+from memevals.benchmarks.locomo.official import (
+    JUDGE_MAX_TOKENS,
+    JUDGE_RULE,
+    PLUS_COMMIT,
+    PLUS_REPO,
+    judge_inputs_official,
+    judge_prompt,
+)
+from memevals.benchmarks.locomo.official import OfficialTexts as JudgeTexts
+from memevals.benchmarks.locomo.official import load_texts as load_judge_texts
+from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
+from memevals.core.official_judge import OfficialJudge, split_around
+from memevals.core.upstream import Template, UpstreamError, UpstreamFile, extract
+
+__all__ = [
+    "COGNITIVE_CATEGORY",
+    "UTILS",
+    "PlusTexts",
+    "cognitive_input",
+    "cognitive_judge",
+    "conversation_text",
+    "load_plus_texts",
+    "locomo_input",
+    "locomo_judge",
+    "model_input",
+]
+
+UTILS = UpstreamFile(
+    PLUS_REPO,
+    PLUS_COMMIT,
+    "evaluation_framework/task_eval/utils.py",
+    "55fb916e46ac10a521670f96594abd117dfc63b1342ca67e81a2fab6780233a5",
+)
+
+#: LoCoMo-Plus's name of the sixth category (its judge template's key).
+COGNITIVE_CATEGORY = "Cognitive"
+#: The names upstream's wrapper puts into its start sentence (its parameters' defaults).
+WRAPPER_NAMES = ("A", "B")
+
+#: Every text of the wrapper, by the name PlusTexts gives it.
+TEMPLATES: dict[str, Template] = {
+    "start": Template(
+        UTILS,
+        "CONV_START_PROMPT",
+        "bfb101603e38a36cfecfb7e989ae51d537907ad7ac0b89020e2b7c01046d3cb7",
+    ),
+    "instruction_qa": Template(
+        UTILS,
+        "INSTRUCTION_QA",
+        "d41c673c20bc623a577e67067d29136265611de30f2548af498a7692efcf3f16",
+    ),
+    "instruction_cognitive": Template(
+        UTILS,
+        "INSTRUCTION_COGNITIVE",
+        "b9f2dd0d22ec2bf45fad034c90d94f61cb9f4776999220e50dc811ebc8f7d9d3",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class PlusTexts:
+    """The wrapper's texts, extracted and digest-verified, and the judge's (LoCoMo's
+    `OfficialTexts`, which holds LoCoMo-Plus's judge templates)."""
+
+    start: str
+    instruction_qa: str
+    instruction_cognitive: str
+    judge: JudgeTexts
+
+    def digests(self) -> dict[str, str]:
+        """Template name -> its sha256, for the logs (the judge's under `judge_*`)."""
+        out = {name: t.sha256 for name, t in TEMPLATES.items()}
+        return out | {k: v for k, v in self.judge.digests().items() if k.startswith("judge_")}
+
+
+def _load(name: str, data_dir: str | None) -> str:
+    template = TEMPLATES[name]
+    where = data_dir if data_dir and os.path.isfile(os.path.join(data_dir, UTILS.relpath)) else None
+    try:
+        return extract(template, where)
+    except UpstreamError as exc:
+        raise UpstreamError(
+            f"LoCoMo-Plus official template {name!r} ({template.locator} in {template.file}, "
+            f"sha256 {template.sha256}): {exc}"
+        ) from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _load_plus_texts(data_dir: str | None) -> PlusTexts:
+    names = [f.name for f in fields(PlusTexts) if f.name != "judge"]
+    return PlusTexts(
+        **{name: _load(name, data_dir) for name in names}, judge=load_judge_texts(data_dir)
+    )
+
+
+def load_plus_texts(data_dir: str | os.PathLike[str] | None = None) -> PlusTexts:
+    """Every upstream text of LoCoMo-Plus's protocol, digest-verified (cached per data dir).
+
+    Args:
+        data_dir: the task's data dir (used when it holds the upstream copies).
+
+    Returns:
+        The texts.
+    """
+    return _load_plus_texts(None if data_dir is None else str(data_dir))
+
+
+# ---------------------------------------------------------------------------------------------
+# The model input
+
+
+def model_input(texts: PlusTexts, cognitive: bool, input_prompt: str) -> str:
+    """Upstream's `_build_model_input`: start sentence (named "A" and "B"), the category's
+    instruction, the stripped input prompt."""
+    instruction = texts.instruction_cognitive if cognitive else texts.instruction_qa
+    return texts.start.format(*WRAPPER_NAMES) + instruction + input_prompt.strip()
+
+
+def conversation_text(conv: Conversation) -> str:
+    """A LoCoMo conversation as the unified input writes it (`_build_conversation_context`)."""
+    parts: list[str] = []
+    for session in conv.sessions:
+        parts.append(f"DATE: {session.date_time}\nCONVERSATION:\n")
+        for turn in session.turns:
+            text = turn.text.strip()
+            if turn.blip_caption is not None:
+                parts.append(f'{turn.speaker} said, "{text}" and shared {turn.blip_caption}.\n')
+            else:
+                parts.append(f'{turn.speaker} said, "{text}"\n')
+        parts.append("\n")
+    return "".join(parts)
+
+
+def locomo_input(conv: Conversation, qa: QA, text: str | None = None) -> str:
+    """A LoCoMo question's `input_prompt`: the conversation (`text`, its `conversation_text`
+    when given), right-stripped, then the question."""
+    body = conversation_text(conv) if text is None else text
+    return body.rstrip() + "\n\nQuestion: " + qa.question
+
+
+def cognitive_input(st: StitchedInstance) -> str:
+    """A cognitive sample's `input_prompt`: the stitched dialogue, one line per turn."""
+    return "\n".join(f'{t.speaker} said, "{t.text}"' for t in st.dialogue)
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge
+
+
+def _judge(texts: PlusTexts, category: str, evidence: str, gold: str) -> OfficialJudge:
+    before, after = split_around(
+        lambda reply: judge_prompt(texts.judge, category, evidence, reply, gold)
+    )
+    return OfficialJudge(
+        before=before,
+        after=after,
+        rule=JUDGE_RULE,
+        max_tokens=JUDGE_MAX_TOKENS,
+        temperature=0.0,
+        strip_reply=True,
+    )
+
+
+def locomo_judge(texts: PlusTexts, conv: Conversation, qa: QA) -> OfficialJudge:
+    """The judge request of a LoCoMo question (its category's template, reference, evidence)."""
+    inputs = judge_inputs_official(conv, qa)
+    return _judge(texts, inputs["category"], inputs["evidence"], inputs["gold"])
+
+
+def cognitive_judge(texts: PlusTexts, evidence: str) -> OfficialJudge:
+    """The judge request of a cognitive sample: the cue as evidence, no reference."""
+    return _judge(texts, COGNITIVE_CATEGORY, evidence, "")
+
