@@ -54,6 +54,7 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _build(variant: str = "s", **memory: Any) -> LongMemEvalSamples:
     history_format = memory.pop("history_format", "json")
+    protocol = memory.pop("protocol", "memevals")  # these tests read our own layout
     return build(
         LongMemEvalOptions(
             variant=variant,
@@ -61,6 +62,7 @@ def _build(variant: str = "s", **memory: Any) -> LongMemEvalSamples:
             history_format=history_format,
             data_dir=str(FIXTURES),
             verify_checksum=False,
+            protocol=protocol,
         )
     )
 
@@ -122,7 +124,7 @@ def test_shown_items_are_top_k_but_metrics_use_the_depth() -> None:
     built = _build(memory="bm25", top_k=1)
     item = _filled(built)["fx09e9f0"]
     md = item.metadata
-    assert len(md["retrieved_ids"]) == 1 and item.system.count("### Session") == 1
+    assert len(md["retrieved_ids"]) == 1 and item.user.count("### Session") == 1
     assert md["memory_items"] == 1  # shown: top_k
     assert md["memory_returned"] == 6  # all six sessions of the haystack (< depth 50)
     assert md["memory_cut"] == 0
@@ -156,8 +158,28 @@ def test_bm25_memory_equals_rag(variant: str, rag: dict[str, Any], memory: dict[
         assert got[sid].metadata["context"] == "memory"
         scored += want.metadata["retrieval_scores"] is not None
     # not vacuous: real contexts, and most questions scored (4 `_abs`, 2 without user gold)
-    assert all(i.system.startswith(HISTORY_INTRO) for i in expected.values())
+    assert all(i.user.startswith(HISTORY_INTRO) for i in expected.values())
     assert scored == 10
+
+
+@pytest.mark.parametrize(
+    ("rag", "memory"),
+    [
+        ({}, {}),
+        ({"retrieval_unit": "turn", "top_k": 3}, {"memory_args": {"unit": "turn"}, "top_k": 3}),
+        ({"top_k": 2, "history_format": "text"}, {"top_k": 2, "history_format": "text"}),
+    ],
+)
+def test_bm25_memory_equals_rag_under_the_official_protocol(
+    rag: dict[str, Any], memory: dict[str, Any]
+) -> None:
+    """Upstream's flat-session / flat-turn message from a memory system's items as from rag."""
+    expected = {i.id: i for i in _build(context="rag", protocol="official", **rag).items}
+    got = _filled(_build(memory="bm25", protocol="official", **memory))
+    assert list(got) == list(expected)
+    for sid, want in expected.items():
+        assert (got[sid].system, got[sid].user) == ("", want.user), sid
+        assert {k: got[sid].metadata[k] for k in SAME} == {k: want.metadata[k] for k in SAME}
 
 
 # --------------------------------------------------------------------------------------------

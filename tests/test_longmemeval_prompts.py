@@ -117,15 +117,17 @@ def test_build_item_and_judge_inputs() -> None:
     item = build_item(inst, LongMemEvalMemory("oracle"), variant="s")
     assert item.id == "fx13a7b8_abs"
     assert item.target == inst.answer_text
-    assert item.user.startswith("Current Date: 2024/05/20 (Mon) 09:00\n")
-    assert "Korean" in item.system
+    # one user message: the history, a blank line, the current date and the question
+    assert item.system == ""
+    assert "\n\nCurrent Date: 2024/05/20 (Mon) 09:00\n" in item.user
+    assert "Korean" in item.user.split("\n\nCurrent Date:")[0]
     md = item.metadata
     assert md["category"] == "temporal_reasoning" and md["abstention"] is True
     assert md["session_ids_shown"] == ["answer_3a9f7c55_1"]
-    # one prompt size for both frameworks: system and user counted apart, by the memory's counter
+    # one prompt size for both frameworks: the one message, by the memory's counter
     counter = get_token_counter()
     assert md["token_counter"] == counter.name
-    assert md["prompt_tokens"] == counter(item.system) + counter(item.user)
+    assert md["prompt_tokens"] == counter(item.user)
     assert md["judge"] == {
         "criterion": "lme_abstention",  # any _abs id, whatever its type
         "question": "How many weeks ago did I start learning Japanese?",

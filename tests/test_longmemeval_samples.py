@@ -66,8 +66,13 @@ def test_chain_of_note_gets_each_questions_sessions_outside_the_prompt() -> None
         assert item.system == "" and "prompt_tokens" not in item.metadata
         blocks = built.note_blocks[item.id]
         assert [b.session_id for b in blocks] == item.metadata["session_ids_shown"]
-    plain = {i.id: i for i in build(options()).items}
-    assert all(history_text(built.note_blocks[i]) == plain[i].system for i in built.note_blocks)
+    # protocol=memevals: the notes are taken on the sessions the plain prompt shows, whose one
+    # user message is the history, a blank line, then the question (the chain-of-note item's)
+    ours = build(options(chain_of_note=True, protocol="memevals"))
+    plain = {i.id: i for i in build(options(protocol="memevals")).items}
+    for item in ours.items:
+        blocks = ours.note_blocks[item.id]
+        assert plain[item.id].user == f"{history_text(blocks)}\n\n{item.user}"
 
 
 def test_of_categories_keeps_the_build_order() -> None:

@@ -173,16 +173,17 @@ def test_truncated_context_keeps_the_oldest_sessions_within_the_budget() -> None
     assert f"### Session {len(shown)}\n" in ctx.system_text
     assert f"### Session {len(shown) + 1}\n" not in ctx.system_text
 
-    item = build_item(inst, strategy, variant="s")
-    assert item.system == ctx.system_text
+    item = build_item(inst, strategy, variant="s")  # protocol=memevals: one user message
+    assert (item.system, item.user) == ("", f"{ctx.system_text}\n\n{question_text(inst)}")
     md = item.metadata
     assert md["history_truncated"] is True and md["history_tokens"] == n_full
-    assert md["prompt_tokens"] == counter(item.system) + counter(question_text(inst))
-    assert md["prompt_tokens"] <= budget + counter(question_text(inst))
+    assert md["prompt_tokens"] == counter(item.user)
+    assert md["prompt_tokens"] <= budget + counter("\n\n" + question_text(inst))
     assert md["session_ids_shown"] == shown
 
     roomy = build_item(inst, memory(context="truncated", max_context_tokens=n_full), variant="s")
-    assert roomy.system == full and roomy.metadata["history_truncated"] is False
+    assert roomy.user == f"{full}\n\n{question_text(inst)}"
+    assert roomy.metadata["history_truncated"] is False
 
 
 def test_a_budget_without_room_for_any_session_is_a_clear_error() -> None:

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,6 +313,11 @@ class LmeContext:
     system_tokens: int | None = None  # its token count, when already known
     history_tokens: int | None = None  # truncated: tokens of the whole history before the cut
     retrieval_unit: str | None = None  # memory: the level its cited ids are scored at
+    #: what is shown before any layout, for protocol=official: sessions whole (turn None) or
+    #: retrieved turns, in selection (file or rank) order
+    units: tuple[tuple[Session, Turn | None], ...] = ()
+    #: a memory system's items shown by their own text: (date, text), in rank order
+    facts: tuple[tuple[str, str], ...] = ()
 
     @property
     def system_text(self) -> str:
@@ -374,8 +379,10 @@ class LongMemEvalMemory:
         if self.context == MEMORY_CONTEXT:
             return LmeContext(())  # the system's context is retrieved at run time
         if self.context != "rag":
+            selected = select_sessions(inst, self.context)
             return LmeContext(
-                session_blocks(select_sessions(inst, self.context), self.history_format)
+                session_blocks(selected, self.history_format),
+                units=tuple((s, None) for s in selected),
             )
         assert self.retriever is not None and self.top_k is not None
         units = turn_units(inst) if self.retrieval_unit == "turn" else session_units(inst)
@@ -397,11 +404,13 @@ class LongMemEvalMemory:
             scores = turn_scores(ranked_metric_ids, gold)
         else:
             scores = session_scores(ranked_metric_ids, gold)
+        turn_unit = self.retrieval_unit == "turn"
         return LmeContext(
             blocks=blocks,
             retrieved_ids=tuple(u.unit.id for u in chosen),
             retrieval_scores=scores,
             retrieval_skipped=skipped,
+            units=tuple((u.session, u.shown[0] if turn_unit else None) for u in chosen),
         )
 
     def _truncated(self, inst: Instance) -> LmeContext:
@@ -418,7 +427,13 @@ class LongMemEvalMemory:
             )
         # sessions whose header made it into the kept text (the last one may be cut short)
         shown = tuple(b for i, b in enumerate(blocks, 1) if f"### Session {i}\n" in text)
-        return LmeContext(blocks=shown, system=text, system_tokens=tokens, history_tokens=total)
+        return LmeContext(
+            blocks=shown,
+            system=text,
+            system_tokens=tokens,
+            history_tokens=total,
+            units=tuple((s, None) for s in inst.sessions),
+        )
 
 
 def warn_if_oversized(variant: str, context: str) -> None:
@@ -626,16 +641,25 @@ def _verbatim_blocks(
     return _grouped_blocks(shown, history_format)
 
 
+def _first_session(hay: _Haystack, item: MemoryItem) -> Session | None:
+    sessions = [hay.session_of(i) for i in item.source_ids]
+    return min(sessions, key=lambda s: (s.when, s.index), default=None)
+
+
+def _note_date(hay: _Haystack, item: MemoryItem) -> str:
+    """A note's date: its own, else its first cited session's, else none."""
+    first = _first_session(hay, item)
+    return item.date or (first.date if first is not None else "")
+
+
 def _notes_text(hay: _Haystack, items: Sequence[MemoryItem]) -> str:
     """Items shown by their own text: dated (the item's date, else its first cited session's),
     oldest first by the sessions they cite; items citing nothing follow in rank order."""
     rows: list[tuple[tuple[int, Any, int], int, str, str]] = []
     for rank, item in enumerate(items):
-        sessions = [hay.session_of(i) for i in item.source_ids]
-        first = min(sessions, key=lambda s: (s.when, s.index), default=None)
+        first = _first_session(hay, item)
         key = (0, first.when, first.index) if first is not None else (1, 0, 0)
-        date = item.date or (first.date if first is not None else "")
-        rows.append((key, rank, date, item.text.strip()))
+        rows.append((key, rank, _note_date(hay, item), item.text.strip()))
     rows.sort(key=lambda r: (r[0], r[1]))
     sep = "\n\n" if any("\n" in text for *_, text in rows) else "\n"
     body = sep.join(f"{date}: {text}" if date else text for _, _, date, text in rows)
@@ -662,6 +686,7 @@ def memory_context(
     if notes:
         parts.append(_notes_text(hay, notes))
     unit, scores, skipped = _memory_scores(inst, hay, items)
+    sources = dict.fromkeys(i for item in verbatim for i in item.source_ids)
     return LmeContext(
         blocks=blocks,
         retrieved_ids=tuple(dict.fromkeys(i for item in shown for i in item.source_ids)),
@@ -669,29 +694,50 @@ def memory_context(
         retrieval_skipped=skipped,
         system="\n\n".join(parts),
         retrieval_unit=unit,
+        units=tuple(
+            (hay.sessions[i], None) if i in hay.sessions else hay.turns[i] for i in sources
+        ),
+        facts=tuple((_note_date(hay, i), i.text.strip()) for i in notes),
     )
 
 
+#: (question, its context, the sample's user text) -> (the one user message, its context part,
+#: the session of each block shown): how a protocol puts a memory system's context in front of
+#: the model.
+MessageFn = Callable[[Instance, LmeContext, str], tuple[str, str, tuple[str, ...]]]
+
+
 def memory_renderer(
-    instances: Sequence[Instance], top_k: int, history_format: str = "json"
+    instances: Sequence[Instance],
+    top_k: int,
+    history_format: str = "json",
+    message: MessageFn | None = None,
 ) -> Renderer:
     """The renderer of a memory subject over these questions (`MemorySubject.render`): the
-    context and the same metadata fields as context=rag, read by the same scorers."""
+    context and the same metadata fields as context=rag, read by the same scorers. With
+    `message`, context and question become one user message (`Rendered.user`), as the samples
+    built without a memory system are."""
     by_id = {i.question_id: i for i in instances}
 
     def render(item: Any, history: History, retrieval: Retrieval) -> Rendered:
-        ctx = memory_context(by_id[history.history_id], retrieval.items, top_k, history_format)
+        inst = by_id[history.history_id]
+        ctx = memory_context(inst, retrieval.items, top_k, history_format)
+        context, user = ctx.system_text, None
+        shown_ids = tuple(b.session_id for b in ctx.blocks)
+        if message is not None:
+            user, context, shown_ids = message(inst, ctx, item.user)
         return Rendered(
-            ctx.system_text,
+            context,
             {
                 "retrieval_unit": ctx.retrieval_unit,
                 "retrieved_ids": list(ctx.retrieved_ids or ()),
                 "retrieval_scores": ctx.retrieval_scores,
                 "retrieval_skipped": ctx.retrieval_skipped,
-                "n_sessions_shown": len(ctx.blocks),
-                "session_ids_shown": [b.session_id for b in ctx.blocks],
+                "n_sessions_shown": len(shown_ids),
+                "session_ids_shown": list(shown_ids),
             },
             shown=min(top_k, len(retrieval.items)),
+            user=user,
         )
 
     return render

@@ -1,20 +1,31 @@
 """LongMemEval samples: the one assembly the Inspect task and the lm-eval tasks both call.
 
 `build(options)` reads a variant's file (streaming), keeps the questions of the asked
-categories, gives each its context (memory), renders the prompt (prompts) and returns the items
-with the task log. It returns a small record rather than a bare `(items, log)` pair because
-chain-of-note needs one more thing, the session blocks of each question, which must not go into
-the log (they are the whole histories) nor into the prompt (the notes replace them at run time),
-and a memory system under test (`memory=<name>`) needs its subject, which gives each sample its
-context at run time (`subject.fill`, called by the Inspect solver and the lm-eval documents).
+categories, gives each its context (memory), renders the prompt for the protocol and returns
+the items with the task log. It returns a small record rather than a bare `(items, log)` pair
+because chain-of-note needs one more thing, each question's note plan (the note requests and how
+the notes become the message), which must not go into the log (the requests hold the whole
+histories) nor into the prompt (the notes replace the history at run time), and a memory system
+under test (`memory=<name>`) needs its subject, which gives each sample its context at run time
+(`subject.fill`, called by the Inspect solver and the lm-eval documents).
+
+Every sample is **one user message** under both protocols, so the Inspect task and the lm-eval
+task (whose documents are one text) hand the model the same role and the same content:
+
+- `protocol="official"` (default): upstream's message for the configuration
+  (memevals.benchmarks.longmemeval.official): its answer template with its history string,
+  and its judge prompt in the metadata (`official_judge`);
+- `protocol="memevals"`: our own wording (memory, prompts): the dated history, a blank line,
+  then the current date, the question and the answer cue; our own judge.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memevals.benchmarks.longmemeval import official
 from memevals.benchmarks.longmemeval.data import (
     CATEGORIES,
     REVISION,
@@ -23,7 +34,6 @@ from memevals.benchmarks.longmemeval.data import (
     iter_longmemeval,
 )
 from memevals.benchmarks.longmemeval.memory import (
-    DEFAULT_ANSWER_TOKENS,
     LmeContext,
     LongMemEvalMemory,
     SessionBlock,
@@ -33,10 +43,17 @@ from memevals.benchmarks.longmemeval.memory import (
     memory_renderer,
     warn_if_oversized,
 )
-from memevals.benchmarks.longmemeval.prompts import judge_inputs, question_text
+from memevals.benchmarks.longmemeval.prompts import (
+    is_empty_note,
+    judge_inputs,
+    note_prompt,
+    notes_text,
+    question_text,
+)
 from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemoryQuery
+from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.prompt_item import PromptItem, parse_category_list
 from memevals.core.statistics import CLUSTER_KEY
 
@@ -46,7 +63,8 @@ class LongMemEvalOptions:
     """Everything that decides LongMemEval's samples (the `-T` / `--metadata` options).
 
     `answer_tokens` is the answer length the truncation budget reserves (Inspect's
-    `max_tokens`); `categories` None means all of them.
+    `max_tokens`; None: upstream's 800 with official step-by-step, else 500); `categories`
+    None means all of them. `step_by_step` is upstream's `cot` answer template (official only).
     """
 
     variant: str = "s"
@@ -54,10 +72,27 @@ class LongMemEvalOptions:
     memory: MemoryOptions = field(default_factory=MemoryOptions)
     history_format: str = "json"
     context_window: int | None = None
-    answer_tokens: int = DEFAULT_ANSWER_TOKENS
+    answer_tokens: int | None = None
     chain_of_note: bool = False
     data_dir: str | None = None
     verify_checksum: bool = True
+    protocol: str = "official"
+    step_by_step: bool = False
+
+
+@dataclass(frozen=True)
+class NotePlan:
+    """Chain-of-note for one question: the note requests (one per session or chunk, in the
+    order shown), how the notes become the one user message, and the temperature of the note
+    calls (None: the model's own; upstream's is 0)."""
+
+    prompts: tuple[str, ...]
+    compose: Callable[[Sequence[str]], str]
+    temperature: float | None = None
+
+    def kept(self, notes: Sequence[str]) -> int:
+        """How many notes are not the note taker's "empty" (a figure for the log)."""
+        return sum(not is_empty_note(n) for n in notes)
 
 
 @dataclass(frozen=True)
@@ -71,6 +106,8 @@ class LongMemEvalSamples:
     log: dict[str, Any]
     note_blocks: Mapping[str, tuple[SessionBlock, ...]]
     subject: MemorySubject | None = None
+    note_plans: Mapping[str, NotePlan] = field(default_factory=dict)
+    protocol: str = "official"
 
 
 def parse_categories(categories: Iterable[str] | str | None) -> list[str]:
@@ -109,6 +146,117 @@ def item_metadata(inst: Instance, *, variant: str) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class Shown:
+    """The one user message of a question and what it shows (for the metadata)."""
+
+    user: str
+    session_ids: tuple[str, ...]  # the session of each block shown, in the order shown
+    history_tokens: int | None = None  # truncated: the whole history's tokens before the cut
+    context: str = ""  # the part of `user` that is the context (the history shown)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """How a protocol turns a question and its context into the one user message."""
+
+    protocol: str
+    history_format: str
+    step_by_step: bool
+    context: str
+    texts: official.OfficialTexts | None = None  # official only
+    budget: int | None = None  # official context=truncated: the history's token budget
+    memory: LongMemEvalMemory | None = None
+
+    @property
+    def upstream(self) -> official.OfficialTexts:
+        assert self.texts is not None, "protocol=official without its upstream texts"
+        return self.texts
+
+    def shown(self, inst: Instance, ctx: LmeContext) -> Shown:
+        """The message for `inst` with its context."""
+        if self.protocol == "memevals":
+            user = PromptItem("", ctx.system_text, question_text(inst), "").as_text()
+            ids = tuple(b.session_id for b in ctx.blocks)
+            return Shown(user, ids, ctx.history_tokens, ctx.system_text)
+        if self.context == "none":
+            return Shown(
+                official.reader_prompt(inst, None, self.upstream, step_by_step=self.step_by_step),
+                (),
+            )
+        if ctx.facts and ctx.units:
+            raise ValueError(
+                f"{inst.question_id}: protocol=official: the memory system shows both "
+                "verbatim sessions or turns and notes; upstream has no configuration mixing "
+                "them (use protocol=memevals)"
+            )
+        facts = bool(ctx.facts)
+        chunks = official.sorted_chunks(
+            list(ctx.facts) if facts else official.unit_chunks(ctx.units)
+        )
+        history = official.history_string(chunks, self.history_format_upstream, self.upstream)
+        ids = tuple(s.session_id for s, _ in self._sorted_units(ctx)) if not facts else ()
+        total = None
+        if self.budget is not None and self.memory is not None:
+            history, total = official.cut_history(
+                history, self.budget, self.memory.token_counter.head
+            )
+            ids = tuple(
+                sid
+                for i, (sid, (date, _)) in enumerate(zip(ids, chunks, strict=True), 1)
+                if self._header(i, date) in history
+            )
+        user = official.reader_prompt(
+            inst, history, self.upstream, step_by_step=self.step_by_step, facts=facts
+        )
+        return Shown(user, ids, total, history)
+
+    @property
+    def history_format_upstream(self) -> str:
+        """Upstream's name of the history format (our `text` is its `nl`)."""
+        return "json" if self.history_format == "json" else "nl"
+
+    def _header(self, index: int, date: str) -> str:
+        # a block's text up to its body: the block is cut there or later when it is shown
+        return self.upstream.session_block.format(index, date, "\0").split("\0")[0]
+
+    def _sorted_units(self, ctx: LmeContext) -> list[tuple[Any, Any]]:
+        # the units in upstream's order (by date string, stable), as their chunks are sorted
+        return sorted(ctx.units, key=lambda u: u[0].date)
+
+    def memory_message(
+        self, inst: Instance, ctx: LmeContext, user: str
+    ) -> tuple[str, str, tuple[str, ...]]:
+        """A memory system's context as the one user message, the context part of it and the
+        session of each block shown."""
+        if self.protocol == "memevals":
+            text = PromptItem("", ctx.system_text, user, "").as_text()
+            return text, ctx.system_text, tuple(b.session_id for b in ctx.blocks)
+        shown = self.shown(inst, ctx)
+        return shown.user, shown.context, shown.session_ids
+
+    def note_plan(self, inst: Instance, ctx: LmeContext) -> NotePlan:
+        """Chain-of-note's requests and the message the notes make."""
+        if self.protocol == "memevals":
+            blocks = ctx.blocks
+
+            def compose_ours(notes: Sequence[str]) -> str:
+                return PromptItem("", notes_text(blocks, notes), question_text(inst), "").as_text()
+
+            prompts = tuple(note_prompt(b, inst.question, inst.question_date) for b in blocks)
+            return NotePlan(prompts, compose_ours)
+        chunks = official.sorted_chunks(official.unit_chunks(ctx.units))
+        texts = self.upstream
+
+        def compose_upstream(notes: Sequence[str]) -> str:
+            noted = official.note_chunks(chunks, notes)
+            history = official.history_string(noted, "json", texts)
+            return official.reader_prompt(inst, history, texts, step_by_step=self.step_by_step)
+
+        prompts = tuple(official.note_prompts(inst, chunks, texts))
+        return NotePlan(prompts, compose_upstream, 0.0)
+
+
 def build_item(
     inst: Instance,
     memory: LongMemEvalMemory,
@@ -116,17 +264,25 @@ def build_item(
     *,
     variant: str,
     chain_of_note: bool = False,
+    reader: Reader | None = None,
 ) -> PromptItem:
-    """One sample: the dated history (system), the current date and question (user), and the
-    metadata the scorers and logs read (retrieval record, prompt size). `ctx` reuses a context
-    already computed. Chain-of-note items carry no history, as the notes replace it at run
-    time, and no prompt size, as the note calls are made then."""
+    """One sample: one user message (the context and the question, laid out by the protocol's
+    reader; default protocol=memevals) and the metadata the scorers and logs read (retrieval
+    record, prompt size). `ctx` reuses a context already computed. Chain-of-note items carry
+    only the question, as the notes replace the history at run time, and no prompt size, as
+    the note calls are made then."""
     if ctx is None:
         ctx = memory(inst)
-    user = question_text(inst)
-    system = "" if chain_of_note else ctx.system_text
+    if reader is None:
+        reader = Reader("memevals", memory.history_format, False, memory.context)
+    # the question alone until the notes are taken (NotePlan.compose) or the memory system
+    # under test gives the context (its renderer), both at run time
+    later = chain_of_note or memory.system is not None
+    shown = Shown(question_text(inst), ()) if later else reader.shown(inst, ctx)
+    user = shown.user
     md = item_metadata(inst, variant=variant)
     md |= {
+        "protocol": reader.protocol,
         "context": memory.context,
         "history_format": memory.history_format,
         "n_sessions_shown": len(ctx.blocks),
@@ -134,6 +290,14 @@ def build_item(
         "chain_of_note": chain_of_note,
         "missing_answer_sessions": list(inst.missing_answer_session_ids),
     }
+    if reader.protocol == "official":
+        assert reader.texts is not None
+        md[OFFICIAL_JUDGE_KEY] = official.judge_request(inst, reader.texts).as_metadata()
+        if not later:
+            md |= {
+                "n_sessions_shown": len(shown.session_ids),
+                "session_ids_shown": list(shown.session_ids),
+            }
     if memory.context == "rag":
         md |= {
             "retrieval_unit": memory.retrieval_unit,
@@ -142,22 +306,81 @@ def build_item(
             "retrieval_skipped": ctx.retrieval_skipped,
         }
     if memory.context == "truncated":
-        assert ctx.history_tokens is not None and memory.max_context_tokens is not None
-        md |= {
-            "history_tokens": ctx.history_tokens,
-            "history_truncated": ctx.history_tokens > memory.max_context_tokens,
-        }
+        assert memory.max_context_tokens is not None
+        total = shown.history_tokens if shown.history_tokens is not None else ctx.history_tokens
+        assert total is not None
+        md |= {"history_tokens": total, "history_truncated": total > memory.max_context_tokens}
     if not chain_of_note:
+        # as chat APIs count a message (chat-template tokens not included); both frameworks
+        # report this one figure
         counter = memory.token_counter
-        system_tokens = counter(system) if ctx.system_tokens is None else ctx.system_tokens
-        # as chat APIs count: each message separately, chat-template tokens not included; both
-        # frameworks report this one figure
-        md |= {"prompt_tokens": system_tokens + counter(user), "token_counter": counter.name}
+        md |= {"prompt_tokens": counter(user), "token_counter": counter.name}
     # every question has its own haystack, so each is its own cluster (README.md#standard-errors)
     md[CLUSTER_KEY] = inst.question_id
     return PromptItem(
-        id=inst.question_id, system=system, user=user, target=inst.answer_text, metadata=md
+        id=inst.question_id, system="", user=user, target=inst.answer_text, metadata=md
     )
+
+
+def check_protocol_options(options: LongMemEvalOptions) -> int:
+    """Check the protocol and the options that depend on it; returns the answer length.
+
+    An option combination upstream has no prompt for is an error naming the option."""
+    protocol = official.check_protocol(options.protocol)
+    if options.step_by_step and protocol == "memevals":
+        raise ValueError(
+            "step_by_step is upstream's step-by-step answer template (protocol=official); "
+            "protocol=memevals has no step-by-step prompt"
+        )
+    if protocol == "official" and options.chain_of_note and options.history_format != "json":
+        raise ValueError(
+            f"chain_of_note with history_format={options.history_format!r}: under "
+            "protocol=official the notes are shown as JSON, as upstream can only show them "
+            "(its nl format reads turns); use history_format=json"
+        )
+    if options.answer_tokens is None:
+        return official.answer_tokens(protocol, options.step_by_step)
+    return options.answer_tokens
+
+
+def make_reader(options: LongMemEvalOptions, memory: LongMemEvalMemory) -> Reader:
+    """The protocol's reader; under official the upstream texts are loaded (and verified) here,
+    before any data is read."""
+    texts = official.load_texts(options.data_dir) if options.protocol == "official" else None
+    budget = memory.max_context_tokens if memory.context == "truncated" else None
+    return Reader(
+        options.protocol,
+        memory.history_format,
+        options.step_by_step,
+        memory.context,
+        texts=texts,
+        budget=budget,
+        memory=memory,
+    )
+
+
+def question_context(reader: Reader, memory: LongMemEvalMemory, inst: Instance) -> LmeContext:
+    """The question's context; under official, context=truncated shows every session and the
+    reader cuts upstream's history string (not our layout) to the budget."""
+    if reader.protocol == "official" and memory.context == "truncated":
+        return LmeContext((), units=tuple((s, None) for s in inst.sessions))
+    return memory(inst)
+
+
+def _protocol_log(options: LongMemEvalOptions, reader: Reader, answer: int) -> dict[str, Any]:
+    log: dict[str, Any] = {
+        "protocol": options.protocol,
+        "step_by_step": options.step_by_step,
+        "answer_tokens": answer,
+    }
+    if reader.texts is not None:
+        log["upstream"] = {
+            "repo": official.REPO,
+            "commit": official.COMMIT,
+            "files": {f.path: f.sha256 for f in (official.GENERATION, official.EVALUATION)},
+            "templates": reader.texts.digests(),
+        }
+    return log
 
 
 def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
@@ -174,17 +397,22 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
             f"chain_of_note takes notes on every haystack session, while memory="
             f"{options.memory.memory!r} gives the context itself; use one or the other"
         )
+    answer = check_protocol_options(options)
     memory = longmemeval_memory(
         options.memory,
         history_format=options.history_format,
         context_window=options.context_window,
-        answer_tokens=options.answer_tokens,
+        answer_tokens=answer,
     )
+    if options.chain_of_note and memory.context == "none":
+        raise ValueError("chain_of_note needs sessions to take notes on; context=none has none")
+    reader = make_reader(options, memory)
     warn_if_oversized(options.variant, memory.context)
 
     digest: list[str] = []
     items: list[PromptItem] = []
     note_blocks: dict[str, tuple[SessionBlock, ...]] = {}
+    note_plans: dict[str, NotePlan] = {}
     kept: list[Instance] = []  # only with a memory system: it ingests every haystack
     for inst in iter_longmemeval(
         options.variant,
@@ -194,14 +422,20 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
     ):
         if not in_categories(inst.category, inst.is_abstention, categories):
             continue
-        ctx = memory(inst)
+        ctx = question_context(reader, memory, inst)
         items.append(
             build_item(
-                inst, memory, ctx, variant=options.variant, chain_of_note=options.chain_of_note
+                inst,
+                memory,
+                ctx,
+                variant=options.variant,
+                chain_of_note=options.chain_of_note,
+                reader=reader,
             )
         )
         if options.chain_of_note:
             note_blocks[inst.question_id] = ctx.blocks
+            note_plans[inst.question_id] = reader.note_plan(inst, ctx)
         if memory.system is not None:
             kept.append(inst)
     if not items:
@@ -220,23 +454,30 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
         "categories": categories,
         **memory.settings(),
         "chain_of_note": options.chain_of_note,
+        **_protocol_log(options, reader, answer),
     }
     data_sha256 = digest[0] if digest else (spec.sha256 or spec.filename)
-    subject = memory_subject(kept, memory, data_sha256)
+    subject = memory_subject(kept, memory, data_sha256, reader)
     if subject is not None:
         log |= subject.settings()
-    return LongMemEvalSamples(items, log, note_blocks, subject)
+    return LongMemEvalSamples(items, log, note_blocks, subject, note_plans, options.protocol)
 
 
 def memory_subject(
-    instances: Sequence[Instance], memory: LongMemEvalMemory, data_sha256: str
+    instances: Sequence[Instance],
+    memory: LongMemEvalMemory,
+    data_sha256: str,
+    reader: Reader | None = None,
 ) -> MemorySubject | None:
     """The memory system under test bound to these questions (None without one). Every
     question has its own haystack, so the history id is the question id; the query is the
     question with its date, asking for max(top_k, 50) items (the metrics' depth), of which the
-    first top_k are shown."""
+    first top_k are shown, with the question in one user message laid out by `reader`
+    (default protocol=memevals)."""
     if memory.system is None:
         return None
+    if reader is None:
+        reader = Reader("memevals", memory.history_format, False, memory.context)
     choice = memory.system
     depth = memory_depth(choice.top_k)
     queries = {
@@ -249,7 +490,9 @@ def memory_subject(
         run=MemoryRun(choice.system, data_sha256=data_sha256, cache=choice.cache),
         histories={inst.question_id: longmemeval_history(inst) for inst in instances},
         queries=queries,
-        render=memory_renderer(instances, choice.top_k, memory.history_format),
+        render=memory_renderer(
+            instances, choice.top_k, memory.history_format, reader.memory_message
+        ),
         counter=memory.token_counter,
         k=choice.top_k,
         answers=choice.answers,
