@@ -1,0 +1,108 @@
+"""Inspect glue of the upstream judges (protocol=official, memevals.core.official_judge).
+
+A sample built under an official protocol carries its upstream judge request in
+``metadata["official_judge"]``: upstream's prompt split around the reply, the grader's token
+limit and temperature, and the name of upstream's label rule. `judge_officially` inserts the
+model's reply, asks the grader (``get_model(role="grader")``, falling back to the model under
+test with a warning, as `llm_judge` does) once with exactly that one user message and applies
+the rule: no retry, no JSON, no repair message, as upstream has none. Besides the label it
+counts the replies that were not a clear verdict (``unclear``), which never change the label.
+
+`official_judge()` is the same as a scorer of its own, for re-judging a log
+(``inspect score LOG --scorer memevals/official_judge``); each benchmark's judge scorer calls
+`judge_officially` for its official samples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.model import ChatMessage, ChatMessageUser, GenerateConfig
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
+from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
+from memevals.inspect_tasks.common import count, uncertainty_metrics
+from memevals.inspect_tasks.judge import grader_model
+
+__all__ = ["judge_officially", "official_judge", "official_request"]
+
+
+def official_request(state: TaskState) -> OfficialJudge | None:
+    """The sample's upstream judge request, or None when it was built under another protocol.
+
+    Args:
+        state: the scored sample.
+
+    Returns:
+        The request, read back from the sample's metadata.
+    """
+    value = state.metadata.get(OFFICIAL_JUDGE_KEY)
+    if value is None:
+        return None
+    try:
+        return OfficialJudge.from_metadata(value)
+    except ValueError as exc:
+        raise ValueError(f"sample {state.sample_id}: {exc}") from exc
+
+
+async def judge_officially(state: TaskState, request: OfficialJudge) -> Score:
+    """Judge the sample's reply with its upstream request.
+
+    Args:
+        state: the scored sample (its completion is the reply).
+        request: the sample's upstream judge request.
+
+    Returns:
+        A Score with ``judge`` (the rule's score), ``unscored`` (always 0: upstream's rule
+        labels every reply) and ``unclear`` (1 when the grader's reply was not a clear
+        verdict); the grader's reply, the label and the grader in its metadata.
+    """
+    reply = request.reply_text(state.output.completion)
+    grader, fallback = grader_model()
+    config = GenerateConfig(temperature=request.temperature, max_tokens=request.max_tokens)
+    messages: list[ChatMessage] = [ChatMessageUser(content=request.prompt(reply))]
+    output = await grader.generate(messages, config=config)
+    grader_reply = output.completion
+    verdict = request.label(grader_reply)
+    metadata: dict[str, Any] = {
+        "protocol": "official",
+        "label": verdict.label,
+        "clear": verdict.clear,
+        "label_rule": request.rule,
+        "grader": str(grader),
+        "grader_fallback": fallback,
+        "judge_replies": [grader_reply],
+        "judge_max_tokens": request.max_tokens,
+        "category": state.metadata.get("category"),
+    }
+    return Score(
+        value={"judge": verdict.score, "unscored": 0, "unclear": 0 if verdict.clear else 1},
+        answer=reply,
+        explanation=f"{verdict.label} (grader replied {grader_reply!r})",
+        metadata=metadata,
+    )
+
+
+@scorer(
+    metrics={
+        "judge": uncertainty_metrics(wilson=True),
+        "unscored": [count()],
+        "unclear": [count()],
+    }
+)
+def official_judge() -> Scorer:
+    """Upstream's judge of each sample (its ``metadata["official_judge"]``), with the clustered
+    standard error and Wilson interval overall and per category, and the count of unclear
+    grader replies."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        request = official_request(state)
+        if request is None:
+            raise ValueError(
+                f"sample {state.sample_id}: no metadata[{OFFICIAL_JUDGE_KEY!r}]; the sample was "
+                "not built under protocol=official (use memevals/llm_judge)"
+            )
+        return await judge_officially(state, request)
+
+    return score
