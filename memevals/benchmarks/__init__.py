@@ -62,14 +62,7 @@ def record_for_task(task: str) -> Benchmark | None:
     Returns:
         Its record, or None when no record declares it.
     """
-    bare = task.rsplit("/", 1)[-1]
-    for record in records().values():
-        for spec in record.tasks:
-            if bare in (spec.name, spec.lm_eval):
-                return record
-        if bare == record.lm_eval_group:
-            return record
-    return None
+    return next((r for r in records().values() if r.declares(task)), None)
 
 
 def judge_criteria() -> dict[str, CriterionSpec]:

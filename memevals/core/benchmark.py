@@ -26,6 +26,9 @@ __all__ = [
     "SCORE_KINDS",
     "Benchmark",
     "JudgeSpec",
+    "LmEvalGroup",
+    "LmEvalSpec",
+    "LmEvalTask",
     "ScoreSpec",
     "TaskSpec",
     "declare",
@@ -81,10 +84,83 @@ class JudgeSpec:
 
     #: sample-metadata keys the judge reads (a log without them cannot be judged)
     inputs: tuple[str, ...]
-    #: the judge criterion of a sample, from its metadata
-    criterion: Callable[[Mapping[str, Any]], str]
+    #: the judge criterion of a sample, from its metadata (None: the judge is not a criterion
+    #: judge, e.g. a fact-by-fact check)
+    criterion: Callable[[Mapping[str, Any]], str] | None = None
     #: the criteria its samples may name (its scoring module declares and registers them)
     criteria: tuple[CriterionSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class LmEvalTask:
+    """One generated lm-eval task: its name and the `dataset_kwargs` its YAML passes."""
+
+    name: str
+    dataset_kwargs: Mapping[str, Any] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True)
+class LmEvalGroup:
+    """One generated lm-eval group: its subtasks and the metrics it aggregates."""
+
+    name: str
+    tasks: tuple[str, ...]
+    #: metrics averaged over the group, each subtask weighted by its size
+    aggregate: tuple[str, ...] = ()
+    #: comment lines written at the top of its YAML (our words on what the group reports)
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class LmEvalSpec:
+    """A benchmark's lm-eval tasks, generated into `<include path>/<folder>/` from the record.
+
+    Each task's YAML is `include: <base>` plus its name and `dataset_kwargs`; each group's
+    lists its tasks and aggregate metrics. The base is either hand-written beside them (it
+    names the benchmark's thin lm-eval functions: `base`), or, for a benchmark with no thin
+    lm-eval module, generated too: its documents and per-reply scores then come from two
+    framework-free functions the benchmark names (`documents`, `results`).
+    """
+
+    #: the sub-folder of the include path holding its YAML (default: the benchmark's name)
+    folder: str | None = None
+    tasks: tuple[LmEvalTask, ...] = ()
+    groups: tuple[LmEvalGroup, ...] = ()
+    #: the hand-written base YAML the tasks include (a file name in the folder); None: generated
+    base: str | None = None
+    #: generated base only: "module:function" building the documents, called with the task's
+    #: options (its dataset_kwargs and lm-eval's metadata) -> a sequence of PromptItems
+    documents: str | None = None
+    #: generated base only: "module:function" scoring one reply, called with (the document's
+    #: metadata, the reply, the target) -> metric name -> value
+    results: str | None = None
+    #: generated base only: the metrics `results` returns (means, each with its
+    #: conversation-clustered standard error), and the reply's token limit
+    metrics: tuple[str, ...] = ()
+    max_gen_toks: int = 256
+
+    def __post_init__(self) -> None:
+        generated = self.documents is not None or self.results is not None
+        if self.base is not None and generated:
+            raise ValueError("lm-eval spec: a hand-written base or documents/results, not both")
+        if self.base is None and (self.documents is None or self.results is None):
+            raise ValueError("lm-eval spec: without a base, name both documents and results")
+        names = [t.name for t in self.tasks] + [g.name for g in self.groups]
+        if len(names) != len(set(names)):
+            raise ValueError(f"lm-eval spec: a task or group name is repeated in {names}")
+        known = {t.name for t in self.tasks}
+        for group in self.groups:
+            missing = [t for t in group.tasks if t not in known]
+            if missing:
+                raise ValueError(f"lm-eval group {group.name!r}: no task {missing[0]!r}")
+
+    def names(self) -> tuple[str, ...]:
+        """Every lm-eval task and group name it generates.
+
+        Returns:
+            The names, tasks first.
+        """
+        return (*(t.name for t in self.tasks), *(g.name for g in self.groups))
 
 
 @dataclass(frozen=True)
@@ -126,6 +202,12 @@ class Benchmark:
     lm_eval_group: str | None = None
     #: the dotted name of its thin Inspect module (named, never imported, by core)
     inspect_module: str | None = None
+    #: its lm-eval tasks and groups (None: not an lm-eval benchmark)
+    lm_eval: LmEvalSpec | None = None
+    #: the dotted name of its framework-free scoring module, and the names of it offered flat
+    #: in `memevals.scorers` (the plain-function API)
+    scoring_module: str | None = None
+    scorers: tuple[str, ...] = ()
     #: anything else a shared layer may read by name
     extra: Mapping[str, Any] = field(default_factory=_empty)
 
@@ -142,6 +224,30 @@ class Benchmark:
             if spec.name == name:
                 return spec
         raise KeyError(f"benchmark {self.name!r} has no task {name!r}")
+
+    def lm_eval_names(self) -> tuple[str, ...]:
+        """Every lm-eval task and group name of this benchmark.
+
+        Returns:
+            The names (none when it has no lm-eval tasks).
+        """
+        return self.lm_eval.names() if self.lm_eval is not None else ()
+
+    def declares(self, task: str) -> bool:
+        """Whether an Inspect task or lm-eval task/group name is this benchmark's.
+
+        Args:
+            task: the name, with or without a `package/` prefix.
+
+        Returns:
+            True when one of its tasks, its lm-eval tasks or groups has that name.
+        """
+        bare = task.rsplit("/", 1)[-1]
+        return (
+            any(bare == spec.name for spec in self.tasks)
+            or bare in self.lm_eval_names()
+            or bare == self.lm_eval_group
+        )
 
     def score(self, scorer: str) -> ScoreSpec | None:
         """The declared score logged under that scorer name, if any.

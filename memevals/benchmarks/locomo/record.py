@@ -10,7 +10,21 @@ from memevals.benchmarks.locomo.memory import (
     DEFAULT_TOP_K,
 )
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
-from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
+from memevals.core.benchmark import (
+    JudgeSpec,
+    LmEvalGroup,
+    LmEvalSpec,
+    LmEvalTask,
+    ScoreSpec,
+    declare,
+)
+
+#: What the lm-eval group reports (written into its generated YAML).
+_GROUP_COMMENT = """\
+LoCoMo QA: the overall score is the official micro average over all questions
+(each category weighted by its number of questions); evidence_recall likewise matches the
+official overall recall. turn_precision / turn_recall / selected_k are per category only:
+HiGMem skips questions without evidence, which lm-eval's size weighting cannot account for."""
 
 RECORD = declare(
     __file__,
@@ -42,4 +56,26 @@ RECORD = declare(
     data=(LOCOMO_FILE,),
     lm_eval_group="locomo",
     inspect_module="memevals.inspect_tasks.locomo",
+    lm_eval=LmEvalSpec(
+        base="_locomo_base.yaml",
+        tasks=tuple(LmEvalTask(f"locomo_{c}", {"categories": c}) for c in PAPER_ORDER),
+        groups=(
+            LmEvalGroup(
+                "locomo",
+                tuple(f"locomo_{c}" for c in PAPER_ORDER),
+                aggregate=("f1", "abstention", "prompt_tokens", "evidence_recall"),
+                comment=_GROUP_COMMENT,
+            ),
+        ),
+    ),
+    scoring_module="memevals.benchmarks.locomo.scoring",
+    scorers=(
+        "ABSTENTION_PHRASES",
+        "abstained",
+        "answer_tokens",
+        "criterion_for_locomo",
+        "locomo_f1",
+        "normalize_answer",
+        "token_f1",
+    ),
 )

@@ -13,7 +13,23 @@ from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
 from memevals.benchmarks.locomo_plus.scoring import LOCOMO_PLUS_CRITERIA
-from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
+from memevals.core.benchmark import (
+    JudgeSpec,
+    LmEvalGroup,
+    LmEvalSpec,
+    LmEvalTask,
+    ScoreSpec,
+    declare,
+)
+
+#: Its lm-eval subtasks: LoCoMo's five categories, then the cognitive samples.
+_SUBTASKS = tuple(f"locomo_plus_{c}" for c in (*PAPER_ORDER, COGNITIVE))
+#: What the lm-eval group reports (written into its generated YAML).
+_GROUP_COMMENT = """\
+LoCoMo-Plus: LoCoMo's five question categories plus the cognitive cue-trigger samples.
+f1 / abstention / evidence_recall aggregate over the LoCoMo questions (the micro average, as
+Inspect's locomo_plus reports F1); cognitive samples are scored by
+`python -m memevals.tools.judge`."""
 
 RECORD = declare(
     __file__,
@@ -54,4 +70,20 @@ RECORD = declare(
     data=(LOCOMO_FILE, LOCOMO_PLUS_FILE),
     lm_eval_group="locomo_plus",
     inspect_module="memevals.inspect_tasks.locomo_plus",
+    lm_eval=LmEvalSpec(
+        base="_locomo_plus_base.yaml",
+        tasks=tuple(
+            LmEvalTask(f"locomo_plus_{c}", {"categories": c}) for c in (*PAPER_ORDER, COGNITIVE)
+        ),
+        groups=(
+            LmEvalGroup(
+                "locomo_plus",
+                _SUBTASKS,
+                aggregate=("f1", "abstention", "prompt_tokens", "evidence_recall"),
+                comment=_GROUP_COMMENT,
+            ),
+        ),
+    ),
+    scoring_module="memevals.benchmarks.locomo_plus.scoring",
+    scorers=("criterion_for_locomo_plus",),
 )

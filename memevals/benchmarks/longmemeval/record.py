@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
-from memevals.benchmarks.longmemeval.data import CATEGORIES, VARIANTS
+from memevals.benchmarks.longmemeval.data import CATEGORIES, QUESTION_TYPES, VARIANTS
 from memevals.benchmarks.longmemeval.memory import (
     DEFAULT_RETRIEVAL_UNIT,
     DEFAULT_RETRIEVER,
     DEFAULT_TOP_K,
 )
 from memevals.benchmarks.longmemeval.scoring import LONGMEMEVAL_CRITERIA
-from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
+from memevals.core.benchmark import (
+    JudgeSpec,
+    LmEvalGroup,
+    LmEvalSpec,
+    LmEvalTask,
+    ScoreSpec,
+    declare,
+)
+
+
+def _group_comment(variant: str) -> str:
+    return (
+        f"LongMemEval, variant {variant}: one subtask per question type (each with its _abs "
+        "questions), so\nevery question runs once. "
+        f"longmemeval_{variant}_abstention (the _abs questions of every type) is a\nseparate "
+        "task, outside the group, because its questions are also in their type's subtask."
+    )
+
+
+#: lm-eval: one group per variant holding the per-type subtasks (the abstention slice repeats
+#: their _abs questions, so it is a task outside the group), one subtask per variant x category.
+_LM_EVAL = LmEvalSpec(
+    base="_longmemeval_base.yaml",
+    tasks=tuple(
+        LmEvalTask(f"longmemeval_{v}_{c}", {"variant": v, "categories": c})
+        for v in VARIANTS
+        for c in CATEGORIES
+    ),
+    groups=tuple(
+        LmEvalGroup(
+            f"longmemeval_{v}",
+            tuple(f"longmemeval_{v}_{c}" for c in QUESTION_TYPES.values()),
+            aggregate=("prompt_tokens",),
+            comment=_group_comment(v),
+        )
+        for v in VARIANTS
+    ),
+)
 
 RECORD = declare(
     __file__,
@@ -46,4 +83,7 @@ RECORD = declare(
     ),
     lm_eval_group=None,
     inspect_module="memevals.inspect_tasks.longmemeval",
+    lm_eval=_LM_EVAL,
+    scoring_module="memevals.benchmarks.longmemeval.scoring",
+    scorers=("criterion_for_longmemeval",),
 )

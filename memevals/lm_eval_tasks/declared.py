@@ -1,0 +1,93 @@
+"""lm-eval functions of a benchmark that has no thin lm-eval module of its own.
+
+Its record's lm-eval spec names two framework-free functions (memevals.core.benchmark.
+LmEvalSpec): `documents(options)` builds its PromptItems from the task's options, and
+`results(metadata, reply, target)` scores one reply. The generated YAML (memevals.lm_eval_tasks.
+generate) points lm-eval at `documents` and `results` here, which find the record by the
+`benchmark` key the generator writes into every task's `dataset_kwargs`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any, cast
+
+from datasets import DatasetDict
+
+from memevals.benchmarks import records
+from memevals.core.benchmark import Benchmark, LmEvalSpec
+from memevals.core.prompt_item import PromptItem
+from memevals.core.statistics import CLUSTER_KEY
+from memevals.lm_eval_tasks import common
+
+__all__ = ["RECORD_KEY", "documents", "load_function", "results"]
+
+#: Document-metadata key naming the record whose `results` scores the document.
+RECORD_KEY = "memevals_record"
+
+
+def load_function(dotted: str, where: str) -> Callable[..., Any]:
+    """The function a "module:function" name designates.
+
+    Args:
+        dotted: "package.module:function".
+        where: what names it, for the error message.
+
+    Returns:
+        The function.
+    """
+    module_name, sep, attr = dotted.partition(":")
+    if not sep or not module_name or not attr:
+        raise common.OptionError(f"{where}: {dotted!r} is not of the form 'module:function'")
+    fn = getattr(importlib.import_module(module_name), attr, None)
+    if not callable(fn):
+        raise common.OptionError(f"{where}: {module_name} has no function {attr!r}")
+    return cast(Callable[..., Any], fn)
+
+
+def _spec(name: str) -> tuple[Benchmark, LmEvalSpec]:
+    record = records().get(name)
+    if record is None or record.lm_eval is None:
+        known = ", ".join(n for n, r in records().items() if r.lm_eval is not None)
+        raise common.OptionError(f"no lm-eval benchmark {name!r}; known: {known}")
+    return record, record.lm_eval
+
+
+def documents(benchmark: str, **metadata: Any) -> DatasetDict:
+    """The documents of one task of a declared benchmark.
+
+    Args:
+        benchmark: the record's name (from the generated `dataset_kwargs`).
+        **metadata: the task's other `dataset_kwargs`, the YAML's metadata and `--metadata`.
+
+    Returns:
+        The one-split dataset lm-eval reads.
+    """
+    record, spec = _spec(benchmark)
+    build = load_function(str(spec.documents), f"benchmark {benchmark}: lm-eval documents")
+    options = {k: v for k, v in metadata.items() if k not in common.LM_EVAL_KEYS}
+    items: Sequence[PromptItem] = common.checked(benchmark, lambda: build(options))
+    tagged = [replace(i, metadata={**i.metadata, RECORD_KEY: record.name}) for i in items]
+    return common.to_docs(tagged, benchmark)
+
+
+def results(doc: Mapping[str, Any], replies: Sequence[Any]) -> dict[str, Any]:
+    """The scores of one reply, each with its conversation-clustered standard error entry.
+
+    Args:
+        doc: the document (as `documents` wrote it).
+        replies: lm-eval's generations for it (one).
+
+    Returns:
+        Metric name -> value, plus `<metric>_stderr_clustered` -> (value, cluster).
+    """
+    item = common.doc_item(doc)
+    md = item.metadata
+    record, spec = _spec(str(md.get(RECORD_KEY)))
+    score = load_function(str(spec.results), f"benchmark {record.name}: lm-eval results")
+    scores = {k: float(v) for k, v in score(md, common.only_reply(replies), item.target).items()}
+    if CLUSTER_KEY not in md:
+        return scores
+    return common.with_clusters(scores, md, spec.metrics)
