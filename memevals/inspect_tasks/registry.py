@@ -1,37 +1,58 @@
-"""Inspect entry point: imports every task module, then registers bare-name aliases.
+"""Inspect entry point: imports every benchmark's thin task module, then registers bare-name
+aliases.
 
-Inspect names an installed package's tasks `memevals/<task>`. So that `inspect eval locomo`
-works too, each task is also registered under its bare name, unless that name is taken.
-That uses Inspect's private `task_register` (through memevals.inspect_tasks.inspect_internals,
-which guards it), so if Inspect changes it the namespaced names still work and a warning says
-why the bare ones do not.
+The thin modules are found through the benchmark records (`memevals.benchmarks.records()`,
+each record's `inspect_module`), so a new benchmark's module is registered without an edit
+here. Inspect names an installed package's tasks `memevals/<task>`. So that `inspect eval
+locomo` works too, each task is also registered under its bare name, unless that name is
+taken. That uses Inspect's private `task_register` (through
+memevals.inspect_tasks.inspect_internals, which guards it), so if Inspect changes it the
+namespaced names still work and a warning says why the bare ones do not.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from inspect_ai.util import registry_info
 
+from memevals.benchmarks import records
 from memevals.inspect_tasks import judge as _judge  # noqa: F401  (registers llm_judge)
-from memevals.inspect_tasks import judge_check as _judge_check
-from memevals.inspect_tasks import locomo as _locomo
-from memevals.inspect_tasks import locomo_dialogue as _dialogue
-from memevals.inspect_tasks import locomo_event_summary as _event_summary
-from memevals.inspect_tasks import locomo_plus as _locomo_plus
-from memevals.inspect_tasks import longmemeval as _longmemeval
 from memevals.inspect_tasks.inspect_internals import (
     InspectInternalsError,
     register_task,
     task_registered,
 )
 
+__all__ = ["TASK_MODULES", "task_modules"]
+
 logger = logging.getLogger(__name__)
 
-TASK_MODULES = [_locomo, _locomo_plus, _longmemeval, _event_summary, _dialogue, _judge_check]
+
+def task_modules() -> list[ModuleType]:
+    """Every benchmark's thin Inspect module, imported (which registers its tasks).
+
+    Returns:
+        The modules, in record order; each lists its task functions in `__all_tasks__`.
+    """
+    modules: list[ModuleType] = []
+    for record in records().values():
+        if record.inspect_module is None:
+            continue
+        module = importlib.import_module(record.inspect_module)
+        if not isinstance(getattr(module, "__all_tasks__", None), list | tuple):
+            raise TypeError(
+                f"benchmark {record.name}: its Inspect module {record.inspect_module} has no "
+                "__all_tasks__ (the list of its task functions' names)"
+            )
+        if module not in modules:
+            modules.append(module)
+    return modules
 
 
 def _alias_of(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -44,9 +65,9 @@ def _alias_of(fn: Callable[..., Any]) -> Callable[..., Any]:
     return alias
 
 
-def _register_bare_aliases() -> None:
+def _register_bare_aliases(modules: list[ModuleType]) -> None:
     """Register a bare-name alias for each task whose bare name is free."""
-    for mod in TASK_MODULES:
+    for mod in modules:
         for name in mod.__all_tasks__:
             fn: Callable[..., Any] = getattr(mod, name)
             try:
@@ -69,4 +90,6 @@ def _register_bare_aliases() -> None:
                 )
 
 
-_register_bare_aliases()
+#: The thin task modules found when Inspect loaded this entry point.
+TASK_MODULES = task_modules()
+_register_bare_aliases(TASK_MODULES)
