@@ -8,11 +8,12 @@ conversation's chat; with a memory system under test no chat is read at all unti
 (`BeamHistories`).
 
 Under the official protocol the long-context path also reproduces how upstream asks a
-conversation's questions (answer_generation.py): it keeps the first question's message list
-and appends every later question to it, so the j-th question of a conversation (file order,
-all abilities) is asked after the history and the j − 1 questions before it, with no answers
-between them; when the pruned history is empty, upstream keeps nothing and every question is
-asked alone.
+conversation's questions (answer_generation.py): the first question returns its message list
+without the question, upstream keeps that list and appends every later question to it, never
+removing one. So the first and second questions (file order, all abilities) are asked after the
+history alone, and the j-th (j >= 3) after the history and questions 2 to j - 1, with no answers
+between them; when the pruned history is empty, the kept list is empty too and upstream builds
+it again for every question, so each is asked alone.
 """
 
 from __future__ import annotations
@@ -198,7 +199,8 @@ def _conversation_items(
         elif r.memory.context == MEMORY_CONTEXT:
             item = _memory_item(r, q)
         else:
-            item = _history_item(r, q, questions[: q.order])
+            # upstream keeps the first question's list without it: questions 2 .. j - 1
+            item = _history_item(r, q, questions[1 : q.order])
         out.append(
             PromptItem(
                 id=q.sample_id(r.conv),
