@@ -27,7 +27,6 @@ from memevals.core.files import DataError
 from memevals.core.memory_options import MemoryOptions
 
 
-
 def data_root() -> Path:
     import os
 
