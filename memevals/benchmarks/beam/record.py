@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from memevals.benchmarks.beam.data import ABILITIES, beam_files
 from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, DEFAULT_TOP_K, RAG_DEFAULTS
-from memevals.core.benchmark import JudgeSpec, ScoreSpec, declare
+from memevals.core.benchmark import (
+    JudgeSpec,
+    LmEvalGroup,
+    LmEvalSpec,
+    LmEvalTask,
+    ScoreSpec,
+    declare,
+)
 from memevals.core.files import PinnedFile
+
+#: What the lm-eval group reports (written into its generated YAML).
+_GROUP_COMMENT = """\
+BEAM: the ten per-ability subtasks of -T/--metadata size (default 100K). lm-eval reports the
+prompt size; the rubric scores come from `python -m memevals.tools.judge` on the samples files."""
 
 #: The sample-metadata keys BEAM's rubric judge reads (a post-hoc judge checks them first).
 JUDGE_INPUTS: tuple[str, ...] = ("question", "rubric", "category", "protocol")
@@ -43,4 +55,18 @@ RECORD = declare(
     ),
     lm_eval_group="beam",
     inspect_module="memevals.inspect_tasks.beam",
+    lm_eval=LmEvalSpec(
+        base="_beam_base.yaml",
+        tasks=tuple(LmEvalTask(f"beam_{a}", {"categories": a}) for a in ABILITIES),
+        groups=(
+            LmEvalGroup(
+                "beam",
+                tuple(f"beam_{a}" for a in ABILITIES),
+                aggregate=("prompt_tokens",),
+                comment=_GROUP_COMMENT,
+            ),
+        ),
+    ),
+    scoring_module="memevals.benchmarks.beam.scoring",
+    scorers=("beam_event_order",),
 )

@@ -1,0 +1,190 @@
+"""lm-eval functions of the beam tasks: documents, the chat each one sends, per-reply scores.
+
+The documents come from the same `build` as the Inspect tasks (memevals.benchmarks.beam.samples).
+A BEAM sample can be a whole replayed chat (context=full: the history as user/assistant
+messages, then the question), so the task class `BeamTask` builds lm-eval's chat itself: with
+`--apply_chat_template` the model gets exactly the messages the Inspect task sends (system text,
+history, question; same roles, same contents). Without a chat template the messages are joined
+as text (`plain_prompt`). BEAM is judged: run lm_eval with --log_samples, then
+`python -m memevals.tools.judge`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from datasets import Dataset, DatasetDict
+from lm_eval.api.task import ConfigurableTask
+
+from memevals.benchmarks.beam.samples import BeamOptions, BeamSamples, build, parse_abilities
+from memevals.core.memory_options import MemoryOptions
+from memevals.core.prompt_item import PromptItem
+from memevals.lm_eval_tasks import common
+
+__all__ = [
+    "BEAM_OPTIONS",
+    "BeamTask",
+    "beam_docs",
+    "beam_results",
+    "chat_messages",
+    "doc_to_text",
+    "plain_prompt",
+]
+
+#: BEAM's options besides the shared memory ones (MemoryOptions.names()), with defaults.
+BEAM_OPTIONS: dict[str, Any] = {
+    "size": "100K",
+    "protocol": "official",
+    "context_window": None,
+    "data_dir": None,
+    "verify_checksum": True,
+}
+
+
+@lru_cache(maxsize=2)
+def _every_ability(options: BeamOptions) -> BeamSamples:
+    """The questions of every ability of a size, built once for all the per-ability subtasks
+    of a run (one read of each chat, one ingestion per conversation by a memory system)."""
+    return build(options)
+
+
+def _hashable(opts: Mapping[str, Any]) -> dict[str, Any]:
+    args = opts.get("memory_args")
+    if isinstance(args, Mapping):
+        return {**opts, "memory_args": json.dumps(dict(args), sort_keys=True)}
+    return dict(opts)
+
+
+def _options(task: str, metadata: Mapping[str, Any]) -> BeamOptions:
+    opts = common.checked_options(
+        task, metadata, [*BEAM_OPTIONS, *MemoryOptions.names()], BEAM_OPTIONS
+    )
+    window = opts["context_window"]
+    return BeamOptions(
+        size=str(opts["size"]),
+        protocol=str(opts["protocol"]),
+        memory=MemoryOptions.from_mapping(_hashable(opts)),
+        context_window=None if window is None else common.as_int(task, "context_window", window),
+        data_dir=None if opts["data_dir"] is None else str(opts["data_dir"]),
+        verify_checksum=common.as_bool(task, "verify_checksum", opts["verify_checksum"]),
+    )
+
+
+def _row(item: PromptItem) -> dict[str, str]:
+    return {
+        "id": item.id,
+        "system": item.system,
+        "user": item.user,
+        "target": item.target,
+        "category": str(item.metadata.get("category", "")),
+        "metadata": json.dumps(item.metadata, ensure_ascii=False),
+        "messages": json.dumps([list(m) for m in item.messages], ensure_ascii=False),
+    }
+
+
+def beam_docs(categories: str | None = None, **metadata: Any) -> DatasetDict:
+    """BEAM documents of the abilities `categories` (from the YAML; None = all ten).
+
+    Args:
+        categories: the subtask's ability.
+        **metadata: the YAML's metadata and lm-eval's `--metadata` (size, protocol, ...).
+
+    Returns:
+        The one-split dataset lm-eval reads.
+    """
+    task = f"beam[{categories or 'all'}]"
+    options = common.checked(task, lambda: _options(task, metadata))
+    wanted = common.checked(task, lambda: parse_abilities(categories))
+    everything = common.checked(task, lambda: _every_ability(options))
+    items = [i for i in everything.items if i.metadata["category"] in wanted]
+    items = common.with_memory(task, items, everything.subject)
+    if not items:
+        raise common.OptionError(f"{task}: no documents (check the category and data options)")
+    return DatasetDict({"test": Dataset.from_list([_row(i) for i in items])})
+
+
+def chat_messages(
+    doc: Mapping[str, Any], system_instruction: str | None = None
+) -> list[dict[str, str]]:
+    """The messages a document sends: its system text (after lm-eval's `--system_instruction`,
+    when given), the replayed chat, then the question; the Inspect task sends the same.
+
+    Args:
+        doc: a document `beam_docs` wrote.
+        system_instruction: lm-eval's system instruction, if any.
+
+    Returns:
+        `{"role", "content"}` messages.
+    """
+    out: list[dict[str, str]] = []
+    system = "\n\n".join(s for s in (system_instruction or "", str(doc["system"])) if s)
+    if system:
+        out.append({"role": "system", "content": system})
+    for role, content in json.loads(str(doc["messages"])):
+        out.append({"role": str(role), "content": str(content)})
+    out.append({"role": "user", "content": str(doc["user"])})
+    return out
+
+
+def plain_prompt(messages: Sequence[Mapping[str, str]]) -> str:
+    """The messages as one text for a model without a chat template: a single-turn sample as
+    every memevals task writes it (system text, blank line, question); a replayed chat as
+    `role: content` blocks separated by blank lines, ending with `assistant:`."""
+    if len(messages) <= 2 and messages[-1]["role"] == "user":
+        system = messages[0]["content"] if len(messages) == 2 else ""
+        return PromptItem(id="", system=system, user=messages[-1]["content"], target="").as_text()
+    blocks = [
+        m["content"] if m["role"] == "system" else f"{m['role']}: {m['content']}" for m in messages
+    ]
+    return "\n\n".join([*blocks, "assistant:"])
+
+
+def doc_to_text(doc: Mapping[str, Any]) -> str:
+    """The document's prompt as one text (what lm-eval logs as its argument without a chat
+    template)."""
+    return plain_prompt(chat_messages(doc))
+
+
+class BeamTask(ConfigurableTask):  # type: ignore[misc]
+    """A ConfigurableTask whose prompt is the document's whole chat (`chat_messages`)."""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        cfg = {k: v for k, v in (config or {}).items() if k != "class"}
+        super().__init__(config=cfg, **kwargs)
+
+    def fewshot_context(
+        self,
+        doc: dict[str, Any],
+        num_fewshot: int,
+        system_instruction: str | None = None,
+        apply_chat_template: bool = False,
+        fewshot_as_multiturn: bool = False,
+        chat_template: Callable[..., str] | None = None,
+        gen_prefix: str | None = None,
+    ) -> str:
+        """The document's chat, rendered by the model's chat template when lm-eval applies one
+        (`--apply_chat_template`), else as plain text. BEAM has no few-shot examples."""
+        if num_fewshot:
+            raise common.OptionError("beam: the tasks take no few-shot examples (num_fewshot 0)")
+        messages = chat_messages(doc, system_instruction)
+        if apply_chat_template and chat_template is not None:
+            return chat_template(messages, add_generation_prompt=not gen_prefix)
+        return plain_prompt(messages)
+
+
+def beam_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
+    """BEAM is judged afterwards (`python -m memevals.tools.judge`); natively the prompt size.
+
+    Args:
+        doc: the document.
+        results: lm-eval's generations for it (one).
+
+    Returns:
+        `prompt_tokens`.
+    """
+    common.only_reply(results)
+    md = json.loads(str(doc["metadata"]))
+    return {"prompt_tokens": float(md["prompt_tokens"])}
