@@ -184,3 +184,20 @@ locomo_adversarial = fixed_param_task(
 )
 
 __all_tasks__ = ["locomo"] + [f"locomo_{name}" for name in CATEGORY_NAMES.values()]
+
+
+def posthoc_scorers(
+    metadata: list[dict[str, Any]], max_tokens: int | None, judge_runs: int
+) -> list[Scorer]:
+    """The scorers `python -m memevals.tools.judge` gives logged LoCoMo replies: F1 and the
+    LLM judge, as `locomo` with `judge=true` scores them.
+
+    Args:
+        metadata: the logged samples' metadata.
+        max_tokens: the judge's token limit (None: the grader role's, else the default).
+        judge_runs: how many times each reply is judged.
+
+    Returns:
+        The scorers.
+    """
+    return [locomo_f1_scorer(), llm_judge(max_tokens=max_tokens, **judge_runs_args(judge_runs))]

@@ -259,3 +259,27 @@ def locomo_event_summary(
 
 
 __all_tasks__ = ["locomo_event_summary"]
+
+
+def posthoc_scorers(
+    metadata: Sequence[Mapping[str, Any]], max_tokens: int | None, judge_runs: int
+) -> list[Scorer]:
+    """The scorer `python -m memevals.tools.judge` gives logged summaries: ROUGE and FactScore,
+    as the task scores them (FactScore's grader calls are judged once).
+
+    Args:
+        metadata: the logged samples' metadata.
+        max_tokens: the grader's token limit per reply (None: the scorer's default).
+        judge_runs: must be 1.
+
+    Returns:
+        The scorers.
+    """
+    if judge_runs != 1:
+        raise ValueError(
+            f"judge_runs={judge_runs}: event summaries (FactScore) are judged once; repeated "
+            "judging covers the benchmarks whose judge gives one verdict per reply"
+        )
+    if max_tokens is None:
+        return [event_summary_scorer()]
+    return [event_summary_scorer(grader_max_tokens=max_tokens)]

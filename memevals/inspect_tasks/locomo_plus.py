@@ -331,3 +331,25 @@ locomo_plus_cognitive = fixed_param_task(
 )
 
 __all_tasks__ = ["locomo_plus", "locomo_plus_cognitive"]
+
+
+def posthoc_scorers(
+    metadata: list[dict[str, Any]], max_tokens: int | None, judge_runs: int
+) -> list[Scorer]:
+    """The scorers `python -m memevals.tools.judge` gives logged LoCoMo-Plus replies: F1 when
+    any LoCoMo question is among them (cognitive samples have no reference), and the judge.
+
+    Args:
+        metadata: the logged samples' metadata.
+        max_tokens: the judge's token limit (None: the scorer's default).
+        judge_runs: how many times each reply is judged.
+
+    Returns:
+        The scorers.
+    """
+    scorers: list[Scorer] = []
+    if any(md.get("category") != COGNITIVE for md in metadata):
+        scorers.append(locomo_plus_f1())
+    limit = {} if max_tokens is None else {"max_tokens": max_tokens}
+    scorers.append(locomo_plus_judge(**limit, **judge_runs_args(judge_runs)))
+    return scorers

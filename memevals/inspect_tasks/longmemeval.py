@@ -416,3 +416,21 @@ longmemeval_abstention = fixed_param_task(
 __all_tasks__ = ["longmemeval", "longmemeval_oracle", "longmemeval_s", "longmemeval_m"] + [
     f"longmemeval_{name}" for name in CATEGORIES
 ]
+
+
+def posthoc_scorers(
+    metadata: Sequence[Mapping[str, Any]], max_tokens: int | None, judge_runs: int
+) -> list[Scorer]:
+    """The scorer `python -m memevals.tools.judge` gives logged LongMemEval replies: the judge
+    with the official aggregation, as the task scores them.
+
+    Args:
+        metadata: the logged samples' metadata.
+        max_tokens: the judge's token limit (None: the scorer's default).
+        judge_runs: how many times each reply is judged.
+
+    Returns:
+        The scorers.
+    """
+    limit = {} if max_tokens is None else {"max_tokens": max_tokens}
+    return [longmemeval_judge(**limit, **judge_runs_args(judge_runs))]

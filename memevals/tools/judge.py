@@ -7,30 +7,35 @@
 The `samples_<task>_<date>.jsonl` files that `--log_samples` writes hold each document
 (with the memevals metadata, including the judge inputs) and the model's reply. This command
 replays those replies in an Inspect evaluation whose scorers are the ones the Inspect task
-uses when it judges (`llm_judge` and its per-benchmark wrappers, plus F1 where the task has
-it), so the grader prompt, the verdict parsing, the unscored rule and the aggregate table are
-the same code. The grader is any Inspect model (`provider/model`); calls run concurrently
-(`--max-connections`) and are cached by Inspect (`--no-cache` to turn that off).
+uses when it judges, so the grader prompt, the verdict parsing, the unscored rule and the
+aggregate table are the same code. The grader is any Inspect model (`provider/model`); calls
+run concurrently (`--max-connections`) and are cached by Inspect (`--no-cache` to turn that
+off).
 
-Judged: LoCoMo QA, LoCoMo-Plus, LongMemEval and LoCoMo event summaries (FactScore). Outputs:
-the Inspect log (`--log-dir`), and per benchmark `judge_<benchmark>.jsonl` (one verdict
-per sample) and `judge_<benchmark>.json` (the aggregate table) in `--output-dir` (default: the
-folder of the first samples file). The conversation context is not replayed: the judge never
-sees it, and leaving it out keeps the log small.
+Which benchmark a file belongs to comes from its benchmark record (memevals.benchmarks): the
+record declaring the file's lm-eval task name, else the record the documents' `benchmark`
+metadata names. The record lists the metadata its judge reads (checked up front), and its thin
+Inspect module's `posthoc_scorers(metadata, max_tokens, judge_runs)` gives the scorers; a
+benchmark whose module has none has no post-hoc judge. Outputs: the Inspect log
+(`--log-dir`), and per benchmark `judge_<benchmark>.jsonl` (one verdict per sample) and
+`judge_<benchmark>.json` (the aggregate table) in `--output-dir` (default: the folder of the
+first samples file). The conversation context is not replayed: the judge never sees it, and
+leaving it out keeps the log small.
 
 Repeated judging: `--judge-runs N` (or `-S judge_runs=N`, as `inspect score` spells it) judges
 each reply N times with distinct seeds and reports the judges' agreement beside the mean score
-(docs/judges.md#repeated-judging). LoCoMo, LoCoMo-Plus and LongMemEval only.
+(docs/judges.md#repeated-judging), where the benchmark's scorers support it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,16 +55,24 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from memevals.benchmarks import record_for_task, records
+from memevals.core.benchmark import Benchmark
 from memevals.core.validation import json_lines
 
 __all__ = [
-    "BENCHMARK_SCORERS",
+    "POSTHOC_SCORERS",
     "JudgeRun",
     "LmEvalSample",
+    "SamplesError",
     "judge_samples",
     "main",
     "read_samples",
+    "record_of",
 ]
+
+#: The function of a thin Inspect module that gives its post-hoc scorers:
+#: (the samples' metadata, judge max_tokens or None, judge_runs) -> the Inspect scorers.
+POSTHOC_SCORERS = "posthoc_scorers"
 
 _SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
@@ -84,11 +97,6 @@ class LmEvalSample:
     target: str
     reply: str
     metadata: dict[str, Any]
-
-    @property
-    def benchmark(self) -> str:
-        """What the sample is judged as: the metadata's `task` if any, else its benchmark."""
-        return str(self.metadata.get("task") or self.metadata["benchmark"])
 
     @property
     def where(self) -> str:
@@ -193,84 +201,80 @@ def _lm_eval_model(files: Sequence[Path]) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# The same scorers as the Inspect tasks
+# The benchmark's record and the same scorers as its Inspect tasks
 
 
-def _tokens(max_tokens: int | None) -> dict[str, int]:
-    """The judge token limit, only when given (each scorer keeps its own default otherwise)."""
-    return {} if max_tokens is None else {"max_tokens": max_tokens}
+def record_of(sample: LmEvalSample) -> Benchmark:
+    """The record a logged sample is judged under.
 
+    The record declaring the file's lm-eval task name; for a file renamed since, the record
+    its documents' `benchmark` metadata names, unless they also name a `task` of it (one of
+    several tasks of that benchmark's data, which only the task name tells apart).
 
-def _runs(judge_runs: int) -> dict[str, Any]:
-    """The judge_runs argument, only when repeating (a single run logs the scorer as before)."""
-    from memevals.inspect_tasks.judge import judge_runs_args
+    Args:
+        sample: a logged sample.
 
-    return judge_runs_args(judge_runs)
-
-
-def _locomo_scorers(
-    samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int = 1
-) -> list[Scorer]:
-    from memevals.inspect_tasks.judge import llm_judge
-    from memevals.inspect_tasks.locomo import locomo_f1_scorer
-
-    # max_tokens None: the role's setting
-    return [locomo_f1_scorer(), llm_judge(max_tokens=max_tokens, **_runs(judge_runs))]
-
-
-def _locomo_plus_scorers(
-    samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int = 1
-) -> list[Scorer]:
-    from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
-    from memevals.inspect_tasks.locomo_plus import locomo_plus_f1, locomo_plus_judge
-
-    scorers: list[Scorer] = []
-    if any(s.metadata.get("category") != COGNITIVE for s in samples):
-        scorers.append(locomo_plus_f1())
-    scorers.append(locomo_plus_judge(**_tokens(max_tokens), **_runs(judge_runs)))
-    return scorers
-
-
-def _longmemeval_scorers(
-    samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int = 1
-) -> list[Scorer]:
-    from memevals.inspect_tasks.longmemeval import longmemeval_judge
-
-    return [longmemeval_judge(**_tokens(max_tokens), **_runs(judge_runs))]
-
-
-def _event_summary_scorers(
-    samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int = 1
-) -> list[Scorer]:
-    from memevals.inspect_tasks.locomo_event_summary import event_summary_scorer
-
-    if judge_runs != 1:
+    Returns:
+        Its record.
+    """
+    record = record_for_task(sample.task)
+    if record is not None:
+        return record
+    named = records().get(str(sample.metadata["benchmark"]))
+    if named is None or "task" in sample.metadata:
         raise SamplesError(
-            f"{samples[0].where}: judge_runs={judge_runs}: event summaries (FactScore) are "
-            "judged once; repeated judging covers LoCoMo QA, LoCoMo-Plus and LongMemEval"
+            f"{sample.where}: neither the file's task {sample.task!r} nor the documents' "
+            f"benchmark {sample.metadata['benchmark']!r} (task "
+            f"{sample.metadata.get('task')!r}) is a memevals benchmark with lm-eval tasks; "
+            "judge the file lm-eval wrote under its own name"
         )
-    if max_tokens is None:
-        return [event_summary_scorer()]
-    return [event_summary_scorer(grader_max_tokens=max_tokens)]
+    return named
 
 
-#: kind of sample -> (its samples, judge max_tokens or None, judge_runs) -> the scorers its
-#: Inspect task judges with. The kind is the metadata's `task` when set (LoCoMo's event
-#: summaries), else its `benchmark`.
-BENCHMARK_SCORERS: dict[str, Callable[[Sequence[LmEvalSample], int | None, int], list[Scorer]]] = {
-    "locomo": _locomo_scorers,
-    "locomo_plus": _locomo_plus_scorers,
-    "longmemeval": _longmemeval_scorers,
-    "event_summary": _event_summary_scorers,
-}
+def _checked_inputs(record: Benchmark, sample: LmEvalSample) -> None:
+    """The metadata the record's judge reads is there (a foreign file fails on its line)."""
+    if record.judge is None:
+        judged = ", ".join(n for n, r in records().items() if r.judge is not None)
+        raise SamplesError(
+            f"{sample.where}: benchmark {record.name!r} has no judge; judged benchmarks: {judged}"
+        )
+    for key in record.judge.inputs:
+        if key not in sample.metadata:
+            raise SamplesError(
+                f"{sample.where}: field 'doc.metadata.{key}' is missing; the {record.name} "
+                "judge needs it (memevals tasks write it)"
+            )
 
-#: Metadata each kind's judge reads (checked up front, so a foreign file fails with its line).
-JUDGE_INPUTS: dict[str, tuple[str, ...]] = {
-    "locomo": ("judge", "answer", "category_id"),
-    "locomo_plus": ("judge", "category"),
-    "longmemeval": ("judge", "category", "abstention"),
-    "event_summary": ("speaker", "reference_events"),
-}
+
+def posthoc_scorers(
+    record: Benchmark, samples: Sequence[LmEvalSample], max_tokens: int | None, judge_runs: int
+) -> list[Scorer]:
+    """The scorers the benchmark's Inspect tasks judge with, from its thin Inspect module.
+
+    Args:
+        record: the benchmark's record.
+        samples: its logged samples.
+        max_tokens: the judge's token limit (None: each scorer's own default).
+        judge_runs: how many times each reply is judged.
+
+    Returns:
+        The scorers.
+    """
+    where = samples[0].where
+    factory = None
+    if record.inspect_module is not None:
+        module = importlib.import_module(record.inspect_module)
+        factory = getattr(module, POSTHOC_SCORERS, None)
+    if not callable(factory):
+        raise SamplesError(
+            f"{where}: benchmark {record.name!r} has no post-hoc judge (its Inspect module "
+            f"{record.inspect_module} defines no {POSTHOC_SCORERS})"
+        )
+    try:
+        scorers = factory([s.metadata for s in samples], max_tokens, judge_runs)
+    except ValueError as exc:
+        raise SamplesError(f"{where}: {record.name}: {exc}") from exc
+    return list(scorers)
 
 
 @solver
@@ -401,18 +405,9 @@ def judge_samples(
     by_benchmark: dict[str, list[LmEvalSample]] = {}
     for path in files:
         for s in read_samples(path):
-            if s.benchmark not in BENCHMARK_SCORERS:
-                raise SamplesError(
-                    f"{s.where}: benchmark {s.benchmark!r} has no judge; judged benchmarks: "
-                    f"{', '.join(BENCHMARK_SCORERS)}"
-                )
-            for key in JUDGE_INPUTS[s.benchmark]:
-                if key not in s.metadata:
-                    raise SamplesError(
-                        f"{s.where}: field 'doc.metadata.{key}' is missing; the {s.benchmark} "
-                        "judge needs it (memevals tasks write it)"
-                    )
-            by_benchmark.setdefault(s.benchmark, []).append(s)
+            record = record_of(s)
+            _checked_inputs(record, s)
+            by_benchmark.setdefault(record.name, []).append(s)
     if not by_benchmark:
         raise SamplesError(f"no samples in {', '.join(str(f) for f in files)}")
 
@@ -435,7 +430,7 @@ def judge_samples(
         task = Task(
             dataset=_dataset(benchmark, samples),
             solver=replay_reply(model_name),
-            scorer=BENCHMARK_SCORERS[benchmark](samples, judge_max_tokens, judge_runs),
+            scorer=posthoc_scorers(records()[benchmark], samples, judge_max_tokens, judge_runs),
             name=f"{benchmark}_judge",
             metadata={
                 "benchmark": benchmark,
