@@ -7,7 +7,11 @@ import difflib
 import functools
 import inspect
 import math
-from collections.abc import Callable, Iterable, Mapping
+import re
+import textwrap
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TypeVar, cast, overload
 
 from inspect_ai import Task, task
@@ -27,10 +31,13 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.util import registry_info
 
+from memevals.benchmarks import record_for_task
+from memevals.core.options import Option, render_help, shared_options
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 
 __all__ = [
+    "OptionDocs",
     "TaskOptionError",
     "category_uncertainty",
     "check_task_options",
@@ -38,12 +45,14 @@ __all__ = [
     "count",
     "fixed_param_task",
     "memevals_task",
+    "option_docs",
     "stderr_clustered",
     "task_options",
     "to_dataset",
     "to_sample",
     "total",
     "uncertainty_metrics",
+    "with_option_docs",
 ]
 
 TaskFn = TypeVar("TaskFn", bound=Callable[..., Task])
@@ -120,13 +129,17 @@ def _checked_task(
     fn: Callable[..., Task],
     name: str | None,
     fixed: Mapping[str, Any] | None = None,
+    docs: OptionDocs | None = None,
 ) -> Callable[..., Task]:
-    """`fn` registered as an Inspect task that rejects unknown `-T` options."""
+    """`fn` registered as an Inspect task that rejects unknown `-T` options; with `docs`, its
+    docstring gets the Args entries of the shared options it takes (memevals.core.options)."""
     task_name = name or fn.__name__
     sig = inspect.signature(fn)
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
         raise TypeError(f"{task_name}: a task with a ** parameter cannot have its options checked")
     options = task_options(fn)
+    if docs is not None:
+        _OPTION_DOCS[task_name] = docs
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Task:
@@ -134,6 +147,9 @@ def _checked_task(
         passed = {k: v for k, v in kwargs.items() if k in options}
         return fn(*args, **passed)
 
+    if docs is not None and fixed is None:
+        defaults = {n: sig.parameters[n].default for n in options}
+        checked.__doc__ = with_option_docs(task_name, fn.__doc__ or "", defaults, docs)
     catch_all = inspect.Parameter(_CATCH_ALL, inspect.Parameter.VAR_KEYWORD)
     shown = sig.replace(parameters=[*sig.parameters.values(), catch_all])
     setattr(checked, "__signature__", shown)  # noqa: B010
@@ -151,19 +167,56 @@ def memevals_task(fn: TaskFn, /) -> TaskFn: ...
 
 
 @overload
-def memevals_task(*, name: str | None = None) -> Callable[[TaskFn], TaskFn]: ...
+def memevals_task(
+    *,
+    name: str | None = None,
+    option_defaults: Mapping[str, Any] | None = None,
+    option_values: Mapping[str, Sequence[str]] | None = None,
+) -> Callable[[TaskFn], TaskFn]: ...
 
 
-def memevals_task(fn: Callable[..., Task] | None = None, /, *, name: str | None = None) -> Any:
+def memevals_task(
+    fn: Callable[..., Task] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    option_defaults: Mapping[str, Any] | None = None,
+    option_values: Mapping[str, Sequence[str]] | None = None,
+) -> Any:
     """`@task` whose `-T` options are checked: an unknown option (a misspelling) is a
     TaskOptionError naming the closest real option, raised before the task builds anything.
 
     Use it in place of `@task` (`@memevals_task` or `@memevals_task(name=...)`); the typed
-    keyword arguments stay the options users see.
+    keyword arguments stay the options users see. The shared options a task takes
+    (memevals.core.options) are documented there, not in the task's docstring: their Args
+    entries are rendered from the declarations, with the benchmark's defaults (its record's
+    `context_defaults`, then `option_defaults`) and allowed values (`option_values`).
+
+    Args:
+        fn: the task function (when used without arguments).
+        name: the task's registered name (default: the function's).
+        option_defaults: the benchmark's defaults of shared options whose signature default is
+            None ("the benchmark's default"), beside or instead of its record's.
+        option_values: the benchmark's allowed values of shared options (its context modes,
+            its retrieval units).
+
+    Returns:
+        The registered task, or a decorator making one.
     """
+
+    def decorate(f: Callable[..., Task]) -> Callable[..., Task]:
+        task_name = name or f.__name__
+        docs = OptionDocs(
+            defaults=MappingProxyType(
+                {**_record_defaults(task_name), **dict(option_defaults or {})}
+            ),
+            values=MappingProxyType({k: tuple(v) for k, v in (option_values or {}).items()}),
+        )
+        return _checked_task(f, name, docs=docs)
+
     if fn is not None:
-        return _checked_task(fn, name)
-    return lambda f: _checked_task(f, name)
+        return decorate(fn)
+    return decorate
 
 
 def fixed_param_task(
@@ -187,7 +240,131 @@ def fixed_param_task(
     run.__module__ = base.__module__
     setattr(run, "__signature__", sig.replace(parameters=params))  # noqa: B010
     run.__annotations__ = {p.name: p.annotation for p in params} | {"return": Task}
-    return _checked_task(run, name, fixed)
+    base_name = registry_info(base).name.rsplit("/", 1)[-1]
+    return _checked_task(run, name, fixed, _OPTION_DOCS.get(base_name))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared options' docs (memevals.core.options): docstring entries and README rows
+
+
+@dataclass(frozen=True)
+class OptionDocs:
+    """A benchmark's defaults and allowed values of the shared options, for their help texts."""
+
+    defaults: Mapping[str, Any]
+    values: Mapping[str, tuple[str, ...]]
+
+    def default(self, option: Option, signature_default: Any) -> Any:
+        """The default a task shows for `option`: the benchmark's where the signature says
+        None (the benchmark's default), else the signature's; the declaration's `doc_default`
+        where neither names one."""
+        if signature_default is not None:
+            return signature_default
+        return self.defaults.get(option.name, option.doc_default)
+
+    def help(self, option: Option, signature_default: Any) -> str:
+        """The option's help text for this benchmark."""
+        return render_help(
+            option, self.default(option, signature_default), self.values.get(option.name)
+        )
+
+
+#: Registered task name -> its OptionDocs (the per-category tasks share their base task's).
+_OPTION_DOCS: dict[str, OptionDocs] = {}
+
+
+def _record_defaults(task_name: str) -> Mapping[str, Any]:
+    record = record_for_task(task_name)
+    return {} if record is None else record.context_defaults
+
+
+def option_docs(fn: Callable[..., Any]) -> list[tuple[Option, Any, str]]:
+    """The shared options a registered task takes, each with its default and help text as
+    that task shows them (its docstring, its README's generated table).
+
+    Args:
+        fn: a task registered by memevals_task or fixed_param_task.
+
+    Returns:
+        (declaration, default, help) per shared option, in signature order.
+    """
+    docs = _OPTION_DOCS.get(registry_info(fn).name.rsplit("/", 1)[-1], OptionDocs({}, {}))
+    params = inspect.signature(fn).parameters
+    out = []
+    for option in shared_options(task_options(fn)):
+        default = params[option.name].default
+        out.append((option, docs.default(option, default), docs.help(option, default)))
+    return out
+
+
+_ARG_ENTRY = re.compile(r"^(\w+): ?(.*)$")
+_DOC_WIDTH = 95
+
+
+def _args_entries(lines: list[str]) -> dict[str, list[str]]:
+    """`name: text` entries (continuation lines indented deeper) of a cleaned Args block."""
+    entries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        match = _ARG_ENTRY.match(line[4:]) if line.startswith("    ") else None
+        if match and not line.startswith("     "):
+            current = entries.setdefault(match.group(1), [])
+            current.append(line)
+        elif current is not None:
+            current.append(line)
+    return entries
+
+
+def with_option_docs(
+    task_name: str, doc: str, options: Mapping[str, Any], docs: OptionDocs
+) -> str:
+    """`doc` with an Args entry for every shared option among `options`, rendered from its
+    declaration, all entries in signature order. A docstring documenting a shared option itself
+    is refused: its help is written once, in memevals.core.options.
+
+    Args:
+        task_name: the task (for the error).
+        doc: the task function's docstring.
+        options: its option names with their signature defaults, in signature order.
+        docs: the benchmark's defaults and values.
+
+    Returns:
+        The docstring.
+    """
+    shared = {o.name: o for o in shared_options(options)}
+    if not shared:
+        return doc
+    lines = inspect.cleandoc(doc).splitlines()
+    try:
+        start = lines.index("Args:")
+    except ValueError:
+        start = len(lines)
+        lines += ["", "Args:"] if lines else ["Args:"]
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or lines[end].startswith(" ")):
+        end += 1
+    own = _args_entries(lines[start + 1 : end])
+    clash = sorted(set(own) & set(shared))
+    if clash:
+        raise TypeError(
+            f"{task_name}: the docstring documents the shared option {clash[0]!r}; its help is "
+            "declared once in memevals/core/options.py (remove the Args entry)"
+        )
+    entries: list[str] = []
+    for name in [*options, *(n for n in own if n not in options)]:
+        if name in own:
+            entries += [line for line in own[name] if line.strip()]
+        elif name in shared:
+            text = docs.help(shared[name], options[name])
+            entries += textwrap.wrap(
+                f"{name}: {text}",
+                width=_DOC_WIDTH,
+                initial_indent="    ",
+                subsequent_indent="        ",
+                break_on_hyphens=False,
+            )
+    return "\n".join([*lines[: start + 1], *entries, *lines[end:]]) + "\n"
 
 
 def _sum_of_values() -> Metric:

@@ -11,6 +11,7 @@ from inspect_ai.solver import TaskState
 
 from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.data import CATEGORY_NAMES, LOCOMO_FILE
+from memevals.benchmarks.locomo.memory import CONTEXT_MODES, RETRIEVAL_UNITS
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import locomo_f1
 from memevals.core.memory_options import MemoryOptions
@@ -71,7 +72,7 @@ def _retrieval_scorers_for(items: list[PromptItem], memory_system_given: bool) -
     return retrieval_scorers(bool(items[0].metadata["turn_level"]))
 
 
-@memevals_task
+@memevals_task(option_values={"context": CONTEXT_MODES, "retrieval_unit": RETRIEVAL_UNITS})
 def locomo(
     categories: str | None = None,
     context: str = "full",
@@ -87,6 +88,7 @@ def locomo(
     top_k: int | None = None,
     retriever: str | None = None,
     embedding_model: str | None = None,
+    token_counter: str = "auto",
     memory: str | None = None,
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = None,
@@ -97,35 +99,12 @@ def locomo(
     Args:
         categories: comma-separated subset (single_hop, multi_hop, temporal, open_domain,
             adversarial); default all.
-        context: how the conversation is given: full (default), truncated (the most recent
-            turns within max_context_tokens), rag (top_k retrieved units), oracle (only the
-            gold evidence turns) or none (the question alone).
         adversarial: "choice" (the paper's two-option question, seeded order) or "open".
         seed: seed of the two-option order.
         max_tokens: answer length limit (the paper used 32).
         data_dir: folder holding locomo/locomo10.json (overrides MEMEVALS_DATA_DIR).
         gold: original (default, the official answers) or audited (locomo-audit's corrected
             answers and evidence for F1, the judge and evidence recall).
-        judge: also score with the LLM judge (model role `grader`; falls back to the model
-            under test), reported beside F1.
-        judge_runs: with judge, judge each sample this many times (distinct seeds) and report
-            the mean score and the judges' agreement (docs/judges.md#repeated-judging).
-        max_context_tokens: token budget of the context for context=truncated (default 4000;
-            cl100k_base count, see benchmarks/locomo/README.md#token-counter).
-        retrieval_unit: context=rag only: dialog (default), observation or summary.
-        top_k: context=rag only: number of units retrieved (default 5).
-        retriever: context=rag only: bm25 (default) or embedding.
-        embedding_model: retriever=embedding only: a local sentence-transformers folder or a
-            hub id (default all-MiniLM-L6-v2).
-        memory: a memory system under test (bm25, embedding, observations, summaries, mem0 or
-            any registered in the `memevals.memory_systems` entry-point group); it gives the
-            context instead of `context`, retrieving top_k items (default 5) per question
-            (docs/memory_systems.md).
-        memory_args: the system's arguments, as Inspect reads -M: key=value pairs, a mapping
-            or a .yaml/.json file.
-        memory_cache: keep each history's ingestion in the disk cache (default true).
-        memory_answers: the memory system answers by itself (its `answer()`), instead of the
-            model reading its context.
     """
     # The memory knobs are this task's parameters of the same names.
     memory_options = MemoryOptions.from_mapping(locals())

@@ -26,8 +26,14 @@ from inspect_ai.model import ChatMessageUser, Content, ContentImage, ContentText
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
+from memevals.benchmarks.locomo import memory as locomo_memory
 from memevals.benchmarks.locomo.data import LOCOMO_FILE
-from memevals.benchmarks.locomo_dialogue.memory import ImagePart, caption_text
+from memevals.benchmarks.locomo_dialogue.memory import (
+    DIALOGUE_CONTEXT_MODES,
+    DIALOGUE_RETRIEVAL_UNIT,
+    ImagePart,
+    caption_text,
+)
 from memevals.benchmarks.locomo_dialogue.prompts import DialogueItem
 from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.benchmarks.locomo_dialogue.scoring import bertscore as bertscore_of
@@ -258,7 +264,21 @@ def _image_sample(item: DialogueItem) -> Sample:
     )
 
 
-@memevals_task
+@memevals_task(
+    option_defaults={
+        "max_context_tokens": locomo_memory.DEFAULT_MAX_CONTEXT_TOKENS,
+        "retrieval_unit": DIALOGUE_RETRIEVAL_UNIT,
+        "top_k": locomo_memory.DEFAULT_TOP_K,
+        "retriever": locomo_memory.DEFAULT_RETRIEVER,
+    },
+    option_values={
+        "context": DIALOGUE_CONTEXT_MODES,
+        "retrieval_unit": (
+            DIALOGUE_RETRIEVAL_UNIT,
+            *(u for u in locomo_memory.RETRIEVAL_UNITS if u != DIALOGUE_RETRIEVAL_UNIT),
+        ),
+    },
+)
 def locomo_dialogue(
     context: str = "full",
     turns_per_conversation: int = 20,
@@ -281,17 +301,9 @@ def locomo_dialogue(
     """LoCoMo dialogue generation: write a held-out turn from the history.
 
     Args:
-        context: full (default; all earlier turns), truncated (the most recent earlier turns
-            within max_context_tokens), session (the current session only) or rag (top_k
-            units of earlier sessions, then the current session).
         turns_per_conversation: held-out turns drawn per conversation (0 = every eligible turn).
         seed: seed of the draw.
         conversations: comma-separated conversation ids (e.g. conv-26); default all 10.
-        max_context_tokens: context=truncated only (default 4000; cl100k_base count).
-        retrieval_unit: context=rag only: observation (default), summary or dialog.
-        top_k: context=rag only: units retrieved (default 5).
-        retriever: context=rag only: bm25 (default) or embedding.
-        embedding_model: retriever=embedding only (default all-MiniLM-L6-v2).
         images: send the history's photos as image content (fetched from their web URLs; an
             unreachable one falls back to its caption); default: captions, as in the paper.
         max_images: images=true only: how many of the most recent photos are sent as images.

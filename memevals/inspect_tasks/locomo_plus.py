@@ -30,6 +30,7 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE
+from memevals.benchmarks.locomo.memory import CONTEXT_MODES, RETRIEVAL_UNITS
 from memevals.benchmarks.locomo_plus import samples
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, RELATION_TYPES
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE, parse_plus_categories
@@ -206,7 +207,7 @@ def locomo_plus_judge(max_tokens: int = 256, judge_runs: int = 1) -> Scorer:
     return score
 
 
-@memevals_task
+@memevals_task(option_values={"context": CONTEXT_MODES, "retrieval_unit": RETRIEVAL_UNITS})
 def locomo_plus(
     categories: str | None = None,
     disclose_task: bool = False,
@@ -242,22 +243,9 @@ def locomo_plus(
             two-option forms; an explicit memory instruction for cognitive samples).
         gap_fix: read vague gaps ("several months later") as numbers instead of the official
             0 days; moves 15 cues. Off by default for parity.
-        context: how the history is given: full (default), truncated, rag, oracle (LoCoMo
-            evidence turns / the cognitive cue only) or none.
-        max_context_tokens: token budget of context=truncated (default 4000).
-        retrieval_unit: context=rag unit: dialog (default; the only one for cognitive samples),
-            observation or summary.
-        top_k: context=rag units retrieved (default 5).
-        retriever: context=rag retriever: bm25 (default) or embedding.
-        embedding_model: retriever=embedding model (local path or hub id).
-        token_counter: counter for budgets and prompt sizes: auto, cl100k_base, o200k_base,
-            approx.
         adversarial: with disclose_task, "choice" (two options, seeded order) or "open".
         seed: seed of the two-option order.
         max_tokens: answer length limit (official default 1024).
-        judge_max_tokens: the judge's token limit per verdict.
-        judge_runs: judge each sample this many times (distinct seeds) and report the mean
-            score and the judges' agreement (docs/judges.md#repeated-judging).
         sample_order: file (default: LoCoMo questions, then plus-0, plus-1, ...) or host (each
             conversation's questions, then the cognitive samples stitched into it: more of
             each prompt is shared with the previous one, for provider prompt caches).
@@ -265,16 +253,6 @@ def locomo_plus(
             (overrides MEMEVALS_DATA_DIR).
         gold: the LoCoMo questions' gold: original (default) or audited (locomo-audit's
             corrections).
-        memory: a memory system under test (bm25, embedding, observations, summaries, mem0 or
-            any registered in the `memevals.memory_systems` entry-point group); it gives the
-            context instead of `context`, retrieving top_k items (default 5): LoCoMo questions
-            from their conversation (the `locomo` task's stores), cognitive samples from their
-            stitched history with the trigger as the query (docs/memory_systems.md).
-        memory_args: the system's arguments, as Inspect reads -M: key=value pairs, a mapping
-            or a .yaml/.json file.
-        memory_cache: keep each history's ingestion in the disk cache (default true).
-        memory_answers: the memory system answers by itself (its `answer()`), instead of the
-            model reading its context.
     """
     # The memory knobs are this task's parameters of the same names.
     memory_options = MemoryOptions.from_mapping(locals())

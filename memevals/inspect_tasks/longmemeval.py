@@ -32,7 +32,12 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from memevals.benchmarks.longmemeval.data import CATEGORIES
-from memevals.benchmarks.longmemeval.memory import SessionBlock, headline_keys
+from memevals.benchmarks.longmemeval.memory import (
+    CONTEXT_MODES,
+    RETRIEVAL_UNITS,
+    SessionBlock,
+    headline_keys,
+)
 from memevals.benchmarks.longmemeval.prompts import is_empty_note, note_prompt, notes_text
 from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, build
 from memevals.benchmarks.longmemeval.scoring import LmeLabel, LmeSummary, summarize
@@ -239,7 +244,11 @@ def take_notes(blocks: Mapping[str, Sequence[SessionBlock]], note_max_tokens: in
 # Tasks
 
 
-@memevals_task
+@memevals_task(
+    # without a budget, context=truncated takes the official one from the model's window
+    option_defaults={"max_context_tokens": "context_window - max_tokens - 1000"},
+    option_values={"context": CONTEXT_MODES, "retrieval_unit": RETRIEVAL_UNITS},
+)
 def longmemeval(
     variant: str = "s",
     categories: str | None = None,
@@ -272,42 +281,17 @@ def longmemeval(
         categories: comma-separated subset of single_session_user, single_session_assistant,
             single_session_preference, multi_session, temporal_reasoning, knowledge_update,
             abstention (the `_abs` questions of every type); default all.
-        context: full (every haystack session, default), truncated (the beginning of the
-            history within the token budget, the official rule), rag (retrieved sessions or
-            turns), oracle (the answer sessions only) or none (the question alone).
         history_format: json (each session's turns as a JSON list, default) or text
             (`role: content` lines). `has_answer` is never shown.
         chain_of_note: first take notes on each session (one call per session), then answer
-            from the notes.
+            from the notes (not with memory).
         max_tokens: answer length limit (the paper used 500).
         note_max_tokens: length limit of each chain-of-note call.
-        judge_max_tokens: length limit of the judge's verdict.
-        judge_runs: judge each sample this many times (distinct seeds) and report the mean
-            score and the judges' agreement (docs/judges.md#repeated-judging).
-        retrieval_unit: rag only: session (default) or turn (user turns, shown with the
-            assistant reply that follows).
-        top_k: rag only: units retrieved per question (default 5); with memory, the items shown.
-        retriever: rag only: bm25 (default) or embedding.
-        embedding_model: rag with retriever=embedding: a local sentence-transformers folder or
-            hub id (default all-MiniLM-L6-v2).
-        max_context_tokens: truncated only: token budget of the system message (history).
         context_window: truncated only: the model's window; the budget is then the official
             context_window - max_tokens - 1000 (default window 128000, gpt-4o's).
-        token_counter: counter for budgets and prompt sizes: auto (cl100k_base), cl100k_base,
-            o200k_base or approx (offline, no extra package).
         data_dir: folder holding longmemeval/<file> (overrides MEMEVALS_DATA_DIR).
         verify_checksum: check the S file's sha256 (set false for same-schema copies under
             data_dir, such as the test fixture; the log then says the data is unverified).
-        memory: a memory system under test (bm25, embedding, observations, summaries, mem0 or
-            any registered in the `memevals.memory_systems` entry-point group); it ingests each
-            question's haystack and gives the context instead of `context`, showing top_k items
-            (default 5) of the 50 (or top_k) it ranks for the retrieval metrics
-            (docs/memory_systems.md). Not with chain_of_note.
-        memory_args: the system's arguments, as Inspect reads -M: key=value pairs, a mapping
-            or a .yaml/.json file (bm25: unit=session, the default, or unit=turn).
-        memory_cache: keep each haystack's ingestion in the disk cache (default true).
-        memory_answers: the memory system answers by itself (its `answer()`), instead of the
-            model reading its context.
     """
     for name, value in (
         ("max_tokens", max_tokens),

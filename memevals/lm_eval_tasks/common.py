@@ -28,6 +28,7 @@ from memevals.core.memory_harness import (
     latency_percentiles,
 )
 from memevals.core.memory_system import MemorySystemError
+from memevals.core.options import OPTIONS
 from memevals.core.prompt_item import PromptItem
 from memevals.core.tokens import get_token_counter
 
@@ -41,6 +42,25 @@ LM_EVAL_KEYS = frozenset({"version", "config_source", "_metadata"})
 
 class OptionError(ValueError):
     """A `--metadata` option is misspelt or has a bad value."""
+
+
+def shared_defaults(*names: str) -> dict[str, Any]:
+    """The `--metadata` keys of shared options (memevals.core.options) with their declared
+    defaults, for a task's option table (e.g. `**shared_defaults("protocol")`).
+
+    Args:
+        *names: shared option names; each must be an lm-eval option.
+
+    Returns:
+        lm-eval key -> default.
+    """
+    out: dict[str, Any] = {}
+    for name in names:
+        option = OPTIONS[name]
+        if option.lm_eval is None:
+            raise ValueError(f"{name} is not an lm-eval option: {option.lm_eval_note}")
+        out[option.lm_eval] = option.default
+    return out
 
 
 def checked_options(

@@ -12,6 +12,7 @@ from datasets import DatasetDict
 from memevals.benchmarks.locomo_dialogue import scoring
 from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.options import shared_options
 from memevals.lm_eval_tasks import common
 
 logger = logging.getLogger(__name__)
@@ -31,9 +32,19 @@ DIALOGUE_OPTIONS: dict[str, Any] = {
     "bertscore_layers": None,
 }
 
-#: The memory options of `MemoryOptions` the dialogue task takes: all but `token_counter`,
-#: which neither framework exposes for it (budgets and prompt sizes use the default counter).
-MEMORY_OPTIONS = tuple(n for n in MemoryOptions.names() if n != "token_counter")
+#: The memory options of `MemoryOptions` the dialogue task takes: the context knobs but
+#: `token_counter`, which neither framework exposes for it (budgets and prompt sizes use the
+#: default counter). It has no memory-system mode (nor has the Inspect task).
+MEMORY_OPTIONS = tuple(
+    o.name
+    for o in shared_options(MemoryOptions.names())
+    if o.group == "context" and o.name != "token_counter"
+)
+#: Memory-system options, refused (a key lm-eval would otherwise ignore must not run the
+#: task without the system it names).
+_MEMORY_SYSTEM_OPTIONS = tuple(
+    o.name for o in shared_options(MemoryOptions.names()) if o.group == "memory"
+)
 
 #: Inspect options that only make sense when images are sent, which lm-eval cannot do.
 _IMAGE_ONLY_OPTIONS = ("max_images", "image_timeout")
@@ -43,6 +54,12 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
     """LoCoMo dialogue generation: one document per held-out turn, built as the Inspect task
     builds its samples (photos always as their captions: lm-eval sends text only)."""
     task = "locomo_dialogue"
+    systems_given = [k for k in _MEMORY_SYSTEM_OPTIONS if k in metadata]
+    if systems_given:
+        raise common.OptionError(
+            f"{task}: {', '.join(systems_given)}: the dialogue task has no memory-system mode; "
+            "its context options are context, max_context_tokens and the context=rag options"
+        )
     opts = common.checked_options(
         task, metadata, [*DIALOGUE_OPTIONS, *MEMORY_OPTIONS, *_IMAGE_ONLY_OPTIONS], DIALOGUE_OPTIONS
     )

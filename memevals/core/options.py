@@ -1,0 +1,335 @@
+"""The task options several benchmarks share, each declared once with its help text.
+
+A knob such as `context`, `top_k`, `memory` or `judge_runs` means the same thing in every task
+that takes it, so its name, type, default, help and allowed values live here and nowhere else:
+the Inspect tasks' docstring entries and the parameter tables of the benchmark READMEs are
+rendered from these declarations (memevals.inspect_tasks.common, memevals.inspect_tasks.
+option_docs), and tests/inspect_tasks/test_option_drift.py checks every task signature and
+every lm-eval `--metadata` key against them. What differs between benchmarks is filled in from
+the benchmark (its defaults, e.g. `top_k` 5, and its values, e.g. its context modes): help texts
+name those with `{default}` and `{values}`.
+
+Options one benchmark alone has (`gold`, `variant`, ...) are documented in that benchmark's
+task and README. This module names no benchmark and imports no framework.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from memevals.core.retrievers import DEFAULT_EMBEDDING_MODEL, RETRIEVERS
+from memevals.core.tokens import TOKEN_COUNTERS
+
+__all__ = [
+    "DEFAULT_PROTOCOL",
+    "GROUPS",
+    "OPTIONS",
+    "PROTOCOLS",
+    "Option",
+    "OptionValueError",
+    "checked_protocol",
+    "checked_value",
+    "declared",
+    "format_default",
+    "render_help",
+    "shared_options",
+]
+
+#: What a shared option is about: how the history is given, a memory system under test, the
+#: LLM judge, or which protocol (the benchmark's official one or memevals' own) the task follows.
+GROUPS = ("context", "memory", "judge", "protocol")
+
+#: `protocol=official`: the benchmark's published prompts and settings, read from the pinned
+#: upstream files; `protocol=memevals`: memevals' own prompts and settings.
+PROTOCOLS: tuple[str, ...] = ("official", "memevals")
+DEFAULT_PROTOCOL = "official"
+
+_JUDGE_LM_EVAL = (
+    "not an lm-eval option: lm-eval runs are judged afterwards (python -m memevals.tools.judge)"
+)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One shared task option: what a `-T name=value` (Inspect) or `--metadata` key (lm-eval)
+    means wherever it is taken."""
+
+    #: the option's name, the same in both frameworks unless `lm_eval` says otherwise
+    name: str
+    #: its annotation as task signatures spell it (e.g. "int | None")
+    type: str
+    #: its default in every task signature (None where the benchmark's default applies), or
+    #: the usual one where `per_benchmark` lets each task's signature name its own
+    default: Any
+    #: the help text; `{default}` is the benchmark's default, `{values}` its allowed values
+    help: str
+    #: one of GROUPS
+    group: str
+    #: the allowed values where they are the same for every benchmark (else the benchmark's)
+    values: tuple[str, ...] = ()
+    #: the lm-eval `--metadata` key ("" = `name`); None when lm-eval does not take it
+    #: (`lm_eval_note` says why)
+    lm_eval: str | None = ""
+    lm_eval_note: str = ""
+    #: what the docs show as the default when neither the signature nor the benchmark names
+    #: one (the value a None default stands for, e.g. the embedding model loaded)
+    doc_default: Any = None
+    #: each benchmark's signature sets its own default (e.g. a judge's token limit)
+    per_benchmark: bool = False
+
+    def __post_init__(self) -> None:
+        if self.group not in GROUPS:
+            raise ValueError(f"option {self.name!r}: group {self.group!r} is not one of {GROUPS}")
+        if self.lm_eval == "":
+            object.__setattr__(self, "lm_eval", self.name)
+        if self.lm_eval is None and not self.lm_eval_note:
+            raise ValueError(f"option {self.name!r}: say why lm-eval does not take it")
+
+
+def _options(*options: Option) -> Mapping[str, Option]:
+    return MappingProxyType({o.name: o for o in options})
+
+
+#: Every shared option, by name, in the order task signatures and README tables list them.
+OPTIONS: Mapping[str, Option] = _options(
+    Option(
+        "context",
+        "str",
+        "full",
+        "how the history is given to the model: {values} (default {default}; the README's "
+        "context modes say what each shows).",
+        "context",
+    ),
+    Option(
+        "max_context_tokens",
+        "int | None",
+        None,
+        "context=truncated only: the token budget of the history (default {default}).",
+        "context",
+    ),
+    Option(
+        "retrieval_unit",
+        "str | None",
+        None,
+        "context=rag only: the unit retrieved, {values} (default {default}).",
+        "context",
+    ),
+    Option(
+        "top_k",
+        "int | None",
+        None,
+        "context=rag: units retrieved per sample; with memory, the items the system gives "
+        "(default {default}).",
+        "context",
+    ),
+    Option(
+        "retriever",
+        "str | None",
+        None,
+        "context=rag only: {values} (default {default}).",
+        "context",
+        values=RETRIEVERS,
+    ),
+    Option(
+        "embedding_model",
+        "str | None",
+        None,
+        "retriever=embedding only: a local sentence-transformers folder or a Hugging Face id "
+        "(default {default}).",
+        "context",
+        doc_default=DEFAULT_EMBEDDING_MODEL,
+    ),
+    Option(
+        "token_counter",
+        "str",
+        "auto",
+        "counter of token budgets and prompt sizes: {values} (default {default}: cl100k_base "
+        "when the tokens extra is installed, else approx).",
+        "context",
+        values=TOKEN_COUNTERS,
+    ),
+    Option(
+        "memory",
+        "str | None",
+        None,
+        "a memory system under test (bm25, embedding, observations, summaries, mem0 or any "
+        "registered in the memevals.memory_systems entry-point group): it gives the context "
+        "instead of `context`, top_k items per sample (docs/memory_systems.md).",
+        "memory",
+    ),
+    Option(
+        "memory_args",
+        "str | dict[str, Any] | None",
+        None,
+        "with memory: the system's arguments, read as Inspect reads -M: key=value pairs, a "
+        "mapping or a .yaml/.json file.",
+        "memory",
+    ),
+    Option(
+        "memory_cache",
+        "bool | None",
+        None,
+        "with memory: keep each history's ingestion in the disk cache (default {default}).",
+        "memory",
+        doc_default=True,
+    ),
+    Option(
+        "memory_answers",
+        "bool | None",
+        None,
+        "with memory: the system answers by itself (its answer()) instead of the model reading "
+        "its context (Inspect only: lm-eval generates every answer itself).",
+        "memory",
+        doc_default=False,
+    ),
+    Option(
+        "judge",
+        "bool",
+        False,
+        "also score with the LLM judge (model role grader; falls back to the model under "
+        "test).",
+        "judge",
+        lm_eval=None,
+        lm_eval_note=_JUDGE_LM_EVAL,
+    ),
+    Option(
+        "judge_runs",
+        "int",
+        1,
+        "judge each sample this many times (distinct seeds) and report the mean score and the "
+        "judges' agreement (docs/judges.md#repeated-judging).",
+        "judge",
+        lm_eval=None,
+        lm_eval_note=_JUDGE_LM_EVAL,
+    ),
+    Option(
+        "judge_max_tokens",
+        "int",
+        256,
+        "the judge's token limit per verdict (default {default}).",
+        "judge",
+        lm_eval=None,
+        lm_eval_note=_JUDGE_LM_EVAL,
+        per_benchmark=True,
+    ),
+    Option(
+        "protocol",
+        "str",
+        DEFAULT_PROTOCOL,
+        "official (the benchmark's published prompts and settings, read from the pinned "
+        "upstream files) or memevals (memevals' own prompts and settings); default "
+        "{default}.",
+        "protocol",
+        values=PROTOCOLS,
+    ),
+)
+
+
+class OptionValueError(ValueError):
+    """A shared option was given a value it does not take."""
+
+
+def declared(name: str) -> Option | None:
+    """The declaration of a shared option.
+
+    Args:
+        name: an option name.
+
+    Returns:
+        Its Option, or None when `name` is not a shared option.
+    """
+    return OPTIONS.get(name)
+
+
+def shared_options(names: Iterable[str]) -> list[Option]:
+    """The shared options among `names`, in the order given.
+
+    Args:
+        names: option names (a task's parameters, an lm-eval task's keys).
+
+    Returns:
+        Their declarations, skipping the names that are not shared options.
+    """
+    return [OPTIONS[n] for n in names if n in OPTIONS]
+
+
+def format_default(value: Any) -> str:
+    """A default as the docs write it: true/false, a number, a name, or – for none.
+
+    Args:
+        value: the default value.
+
+    Returns:
+        Its text.
+    """
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _or_list(values: Sequence[str]) -> str:
+    if len(values) < 2:
+        return "".join(values)
+    return f"{', '.join(values[:-1])} or {values[-1]}"
+
+
+def render_help(
+    option: Option, default: Any = None, values: Sequence[str] | None = None
+) -> str:
+    """An option's help text with a benchmark's default and allowed values filled in.
+
+    Args:
+        option: the declaration.
+        default: the benchmark's default (None: the declared default).
+        values: the benchmark's allowed values (None: the declared ones).
+
+    Returns:
+        The help text.
+    """
+    shown = default
+    for fallback in (option.default, option.doc_default):
+        shown = fallback if shown is None else shown
+    allowed = option.values if values is None else tuple(values)
+    if "{values}" in option.help and not allowed:
+        raise ValueError(f"option {option.name!r}: its help needs the benchmark's values")
+    return option.help.format(default=format_default(shown), values=_or_list(allowed))
+
+
+def checked_value(name: str, value: object, allowed: Sequence[str] | None = None) -> str:
+    """`value` if it is one of the option's allowed values, else an OptionValueError naming
+    the option, the allowed values and the closest one.
+
+    Args:
+        name: a shared option with declared values (or any name, given `allowed`).
+        value: the value given.
+        allowed: the allowed values (default: the declared ones).
+
+    Returns:
+        The value, as a str.
+    """
+    choices = tuple(allowed) if allowed is not None else OPTIONS[name].values
+    if isinstance(value, str) and value in choices:
+        return value
+    close = difflib.get_close_matches(str(value), choices, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise OptionValueError(
+        f"{name}={value!r} is not supported{hint}; allowed values: {', '.join(choices)}"
+    )
+
+
+def checked_protocol(value: object) -> str:
+    """The `protocol` value, checked (official or memevals).
+
+    Args:
+        value: the value given.
+
+    Returns:
+        It, as a str.
+    """
+    return checked_value("protocol", value)
