@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from inspect_ai import Task
@@ -61,7 +61,7 @@ from memevals.inspect_tasks.judge import grader_model
 from memevals.inspect_tasks.memory_system import memory_system, solver_chain
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
-__all__ = ["beam", "beam_judge", "to_beam_sample"]
+__all__ = ["beam", "beam_judge", "posthoc_scorers", "to_beam_sample"]
 
 #: The grader's token limit per equivalence call (upstream asks for one word).
 EQUIVALENCE_MAX_TOKENS = 32
@@ -375,6 +375,27 @@ def beam(
         metadata=built.log,
         version=RECORD.version,
     )
+
+
+def posthoc_scorers(
+    metadata: Sequence[Mapping[str, Any]], max_tokens: int | None, judge_runs: int
+) -> list[Scorer]:
+    """The scorer `python -m memevals.tools.judge` gives logged BEAM replies: the rubric judge
+    with upstream's report, as the task scores them (each sample's protocol in its metadata).
+
+    Args:
+        metadata: the logged samples' metadata.
+        max_tokens: the grader's token limit per rubric item (None: the scorer's default).
+        judge_runs: how many times each reply is judged (BEAM judges once).
+
+    Returns:
+        The scorers.
+    """
+    if judge_runs != 1:
+        raise ValueError(
+            f"judge_runs={judge_runs}: BEAM judges each rubric item once, as upstream does"
+        )
+    return [beam_judge() if max_tokens is None else beam_judge(max_tokens=max_tokens)]
 
 
 def _ability_doc(name: str) -> str:

@@ -18,6 +18,7 @@ it again for every question, so each is asked alone.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -84,7 +85,14 @@ class BeamSamples:
 def parse_abilities(categories: Iterable[str] | str | None) -> list[str]:
     """Ability names from a `categories` value (comma-separated, kebab or snake case); None =
     all ten. An unknown name is an error listing the ten."""
-    return parse_category_list(categories, ABILITIES, numbers={}, benchmark="BEAM ability")
+    try:
+        return parse_category_list(categories, ABILITIES, numbers={}, benchmark="BEAM ability")
+    except ValueError as exc:
+        given = categories.split(",") if isinstance(categories, str) else list(categories or ())
+        unknown = [c.strip() for c in given if c.strip().lower().replace("-", "_") not in ABILITIES]
+        close = difflib.get_close_matches(unknown[0], ABILITIES, n=1) if unknown else []
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"{exc}{hint}") from None
 
 
 def upstream_dir(data_dir: str | None) -> str | None:
