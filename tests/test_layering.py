@@ -19,6 +19,15 @@ layer imports the other's framework. No `_private` name is imported from another
 Inspect internals (`inspect_ai._...`) are used only in memevals/inspect_tasks/inspect_internals.py,
 each inside a try/except ImportError.
 
+`core` and `tools` name no benchmark: no string constant, identifier (a name, attribute,
+function, class, argument or keyword) or import of theirs contains a benchmark's name (a
+folder of memevals/benchmarks/ or a record's name, as a whole word: `locomo` in `locomo_f1` or
+`memevals.inspect_tasks.locomo`, not in `locomotive`). What they need of a benchmark comes from
+its record. Docstrings and comments may still mention benchmarks as examples (they are
+documentation, not behaviour). And the module-level imports of memevals form no cycle (imports
+inside functions and under TYPE_CHECKING run later, or never, so they are left out; importing a
+module counts as importing its parent packages too).
+
 The checker is itself run on a small tree that breaks every rule once
 (`test_the_checker_finds_every_kind_of_violation`), so it cannot pass by finding nothing.
 """
@@ -26,12 +35,16 @@ The checker is itself run on a small tree that breaks every rule once
 from __future__ import annotations
 
 import ast
+import graphlib
+import re
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "memevals"
@@ -257,10 +270,145 @@ def violations(root: Path) -> list[str]:
         if info and info[1] not in BENCHMARK_RANK:
             where = path.relative_to(root.parent).as_posix()
             out.append(f"{where}:1: benchmark module {info[1]!r} has no place in BENCHMARK_RANK")
+    out += naming_violations(root, benchmark_names(root))
+    out += cycle_violations(root)
     return sorted(set(out), key=_sort_key)
 
 
+#: The layers that must name no benchmark.
+NEUTRAL_LAYERS = ("core", "tools")
+
+
+def benchmark_names(root: Path) -> set[str]:
+    """The benchmarks of a tree: its folders under benchmarks/ (and, for the real package, every
+    record's name, entry-point ones included)."""
+    folders = {
+        p.name
+        for p in (root / "benchmarks").iterdir()
+        if p.is_dir() and not p.name.startswith(("_", "."))
+    }
+    if root == PACKAGE:
+        from memevals.benchmarks import records
+
+        folders |= set(records())
+    return folders
+
+
+def _docstring_nodes(tree: ast.Module) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                out.add(id(first.value))
+    return out
+
+
+def _spelled(node: ast.AST, docstrings: set[int]) -> list[str]:
+    """The strings and identifiers one AST node spells (docstrings left out)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [] if id(node) in docstrings else [node.value]
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        return [node.attr]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.keyword):
+        return [node.arg] if node.arg else []
+    if isinstance(node, ast.alias):
+        return [node.name, node.asname or ""]
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    return []
+
+
+def naming_violations(root: Path, names: set[str]) -> list[str]:
+    """Every place a core or tools module names a benchmark, as 'path:line: message'."""
+    if not names:
+        return []
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    word = re.compile(rf"(?<![a-z0-9])({alternatives})(?![a-z0-9])")
+    tree = Tree(root)
+    out = []
+    for here, path in tree.files.items():
+        if tree.layer(here) not in NEUTRAL_LAYERS:
+            continue
+        parsed = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = _docstring_nodes(parsed)
+        where = path.relative_to(root.parent).as_posix()
+        for node in ast.walk(parsed):
+            for text in _spelled(node, docstrings):
+                found = word.search(text.lower())
+                if found:
+                    out.append(
+                        f"{where}:{getattr(node, 'lineno', 1)}: {tree.layer(here)} names the "
+                        f"benchmark {found.group(1)} ({text[:60]!r})"
+                    )
+    return out
+
+
+def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements that run when the module is imported (TYPE_CHECKING blocks left out)."""
+    out: list[ast.stmt] = []
+    for stmt in body:
+        out.append(stmt)
+        if isinstance(stmt, ast.If):
+            test = stmt.test
+            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", "")
+            if name != "TYPE_CHECKING":
+                out += _module_level(stmt.body)
+            out += _module_level(stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            for block in (stmt.body, stmt.orelse, stmt.finalbody, *(h.body for h in stmt.handlers)):
+                out += _module_level(block)
+        elif isinstance(stmt, (ast.With, ast.ClassDef)):
+            out += _module_level(stmt.body)
+    return out
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules of the tree its module-level imports load (parents included)."""
+    tree = Tree(root)
+    graph: dict[str, set[str]] = {}
+    for here, path in tree.files.items():
+        is_package = path.name == "__init__.py"
+        edges: set[str] = set()
+        parsed = ast.parse(path.read_text(encoding="utf-8"))
+        for stmt in _module_level(parsed.body):
+            if isinstance(stmt, ast.Import):
+                targets = [alias.name for alias in stmt.names]
+            elif isinstance(stmt, ast.ImportFrom):
+                module = _absolute(stmt.module, stmt.level, here, is_package)
+                targets = [tree.target(Import(0, module, a.name, False)) for a in stmt.names]
+            else:
+                continue
+            for target in targets:
+                parts = target.split(".")
+                edges |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+        graph[here] = {m for m in edges if m in tree.files and m != here}
+    return graph
+
+
+def cycle_violations(root: Path) -> list[str]:
+    """An import cycle among the module-level imports, as one message (none: empty)."""
+    try:
+        graphlib.TopologicalSorter(import_graph(root)).prepare()
+    except graphlib.CycleError as exc:
+        cycle = list(reversed(exc.args[1]))
+        return [f"import cycle: {' -> '.join(cycle)}"]
+    return []
+
+
 def _sort_key(v: str) -> tuple[str, int, str]:
+    if v.startswith("import cycle"):
+        return "~", 0, v
     file, line, rest = v.split(":", 2)
     return file, int(line), rest
 
@@ -282,6 +430,22 @@ BAD_TREE = {
         """,
     "core/tokens.py": "from memevals.core.files import _cache\n",
     "core/_shared.py": "from memevals.core import _shared\nfrom memevals.core.files import f\n",
+    "core/labels.py": """
+        DEFAULT = "third"
+        WORD = "locomotive"
+        def scaled(locomo_k):
+            \"\"\"Docstrings may mention locomo.\"\"\"
+            return locomo_k  # so may comments: locomo
+        """,
+    "core/cyc_a.py": "from memevals.core import cyc_b\n",
+    "core/cyc_b.py": "import memevals.core.cyc_a\nfrom memevals.core import cyc_c\n",
+    "core/cyc_c.py": """
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from memevals.core import cyc_b
+        def later():
+            from memevals.core import cyc_b
+        """,
     "benchmarks/__init__.py": "",
     "benchmarks/locomo/__init__.py": "",
     "benchmarks/locomo/data.py": "from memevals.benchmarks.locomo import memory\n",
@@ -318,6 +482,10 @@ BAD_TREE = {
     "tools/__init__.py": "",
     "tools/x.py": "from memevals.inspect_tasks.common import count\nfrom . import y\n",
     "tools/y.py": "from memevals.lm_eval_tasks.common import checked\n",
+    "tools/z.py": """
+        from memevals.benchmarks import records
+        import memevals.benchmarks.other.data
+        """,
 }
 
 EXPECTED = [
@@ -361,13 +529,25 @@ EXPECTED = [
 ]
 
 
+#: What the benchmark-name and import-cycle rules find in BAD_TREE (the docstring, the comment,
+#: "locomotive", the TYPE_CHECKING import and the import inside a function are not findings).
+EXPECTED_NAMING = [
+    "memevals/core/files.py:3: core names the benchmark locomo ('memevals.benchmarks.locomo')",
+    "memevals/core/labels.py:1: core names the benchmark third ('third')",
+    "memevals/core/labels.py:3: core names the benchmark locomo ('locomo_k')",
+    "memevals/core/labels.py:5: core names the benchmark locomo ('locomo_k')",
+    "memevals/tools/z.py:2: tools names the benchmark other ('memevals.benchmarks.other.data')",
+    "import cycle: memevals.core.cyc_a -> memevals.core.cyc_b -> memevals.core.cyc_a",
+]
+
+
 def test_the_checker_finds_every_kind_of_violation(tmp_path: Path) -> None:
     root = tmp_path / "memevals"
     for rel, text in BAD_TREE.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    assert violations(root) == EXPECTED
+    assert violations(root) == sorted(EXPECTED + EXPECTED_NAMING, key=_sort_key)
 
 
 def test_relative_imports_are_resolved(tmp_path: Path) -> None:
@@ -384,24 +564,37 @@ def test_relative_imports_are_resolved(tmp_path: Path) -> None:
 # --- the scorers facade ---------------------------------------------------------------------
 
 
-def test_scorers_facade_is_lazy_and_its_name_lists_agree() -> None:
+def test_scorers_facade_is_built_from_the_records_and_lazy() -> None:
+    """memevals.scorers offers core's generic names and what each record declares (its
+    `scorers` from its `scoring_module`); each typed name (TYPE_CHECKING) is one of them, from
+    the same module; importing the facade loads no benchmark, a core name loads only its module."""
     import memevals.scorers as facade
+    from memevals.benchmarks import judge_criteria, records
 
-    source = (PACKAGE / "scorers" / "__init__.py").read_text(encoding="utf-8")
-    checked: dict[str, set[str]] = {}
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memevals"):
-            for alias in node.names:
-                assert alias.asname == alias.name, f"{alias.name}: re-export as itself"
-                checked.setdefault(node.module, set()).add(alias.name)
-    sources = {module: set(names) for module, names in facade._SOURCES.items()}
-    assert checked == sources  # the TYPE_CHECKING imports are the lazy table
+    declared = {r.scoring_module: set(r.scorers) for r in records().values() if r.scorers}
+    sources = {module: set(names) for module, names in facade.sources().items()}
+    for module, names in declared.items():
+        assert names <= sources[str(module)]
+    assert set(facade.CORE_SOURCES) <= set(sources)
+    assert all(m.startswith("memevals.core.") for m in facade.CORE_SOURCES)
     names = sorted(n for ns in sources.values() for n in ns)
-    assert sorted(facade.__all__) == sorted([*names, "JUDGE_CRITERIA"])
+    assert len(names) == len(set(names))  # one defining module per name
+    assert facade.__all__ == sorted([*names, "JUDGE_CRITERIA"])
     for module, ns in sources.items():
         defining = __import__(module, fromlist=["_"])
         for name in ns:
             assert getattr(facade, name) is getattr(defining, name)
+    assert judge_criteria() == facade.JUDGE_CRITERIA
+
+    source = (PACKAGE / "scorers" / "__init__.py").read_text(encoding="utf-8")
+    typed: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("memevals"):
+            for alias in node.names:
+                assert alias.asname == alias.name, f"{alias.name}: re-export as itself"
+                typed.setdefault(node.module, set()).add(alias.name)
+    for module, ns in typed.items():
+        assert ns <= sources.get(module, set()), f"{module}: typed but not offered: {ns}"
     # importing the facade loads no benchmark; the first use loads only the defining module
     probe = (
         "import sys, memevals.scorers as s\n"
@@ -416,3 +609,19 @@ def test_scorers_facade_is_lazy_and_its_name_lists_agree() -> None:
     before, after = res.stdout.strip().split("] [")
     assert before == "['memevals.scorers'"
     assert "benchmarks" not in after and "memevals.core.agreement" in after
+
+
+def test_a_name_offered_twice_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import dataclasses
+
+    import memevals.benchmarks
+    import memevals.scorers as facade
+
+    real = memevals.benchmarks.records()
+    clash = dataclasses.replace(
+        real["locomo_plus"], scoring_module="memevals.benchmarks.locomo_plus.scoring",
+        scorers=("token_f1",),
+    )  # fmt: skip
+    monkeypatch.setattr(memevals.benchmarks, "records", lambda: {**real, "locomo_plus": clash})
+    with pytest.raises(ValueError, match="'token_f1' is offered by both"):
+        facade.sources()

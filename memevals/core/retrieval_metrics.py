@@ -1,18 +1,13 @@
 """Retrieval metrics with the exact rules of the official code (the "Retrieval metrics" sections
 of memevals/benchmarks/locomo/README.md and memevals/benchmarks/longmemeval/README.md).
 
-Three families, kept apart on purpose because their rules disagree:
+Two families, kept apart on purpose because their rules disagree (LoCoMo's own R@k, evidence
+as a list with duplicates counted, lives with LoCoMo's scoring in memevals.benchmarks.locomo):
 
-- `locomo_evidence_recall`: LoCoMo's R@k. Evidence is a *list* (duplicates count), ids are
-  compared as raw strings, and session-summary runs (first retrieved id starts with ``S``) match on
-  the session number only.
 - `turn_precision_recall`: HiGMem's question-level precision/recall over *sets* of raw ids; a
   question without gold evidence is skipped (``None``).
 - `recall_any_at_k`, `recall_all_at_k`, `ndcg_any_at_k`: LongMemEval's metrics over the whole
   ranked corpus; `turn_to_session` converts a turn-level ranking to the session level.
-
-Aggregation helpers (`locomo_recall_for_mean`) say how a per-question value enters an average,
-because the official denominators differ from a plain mean over scored questions.
 """
 
 from __future__ import annotations
@@ -20,45 +15,6 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 import numpy as np
-
-
-def locomo_evidence_recall(retrieved_ids: Sequence[str], evidence_ids: Sequence[str]) -> float:
-    """LoCoMo recall of one question: hits / len(evidence), unrounded.
-
-    `evidence_ids` are the question's raw `evidence` strings (not normalised: malformed ids never
-    hit, duplicates count). `retrieved_ids` are the retrieved units' ids in rank order, observation
-    ids already flattened. Summary mode is chosen by the first retrieved id alone (starts with
-    ``S``); then evidence ``D<n>:<j>`` hits when ``S<n>`` was retrieved, comparing
-    ``ev.split(':')[0][1:]`` with each retrieved id minus its first character.
-
-    Empty evidence gives 1.0 (the official per-question value; it still adds 0 to a category sum,
-    see `locomo_recall_for_mean`). Empty retrieval with evidence gives 0.0 (the official code
-    crashes there).
-    """
-    evidence = list(evidence_ids)
-    retrieved = list(retrieved_ids)
-    if not evidence:
-        return 1.0
-    if not retrieved:
-        return 0.0
-    if retrieved[0].startswith("S"):
-        sessions = [r[1:] for r in retrieved]
-        hits = sum(ev.split(":")[0][1:] in sessions for ev in evidence)
-    else:
-        hits = sum(ev in retrieved for ev in evidence)
-    return float(hits) / len(evidence)
-
-
-def locomo_recall_for_mean(retrieved_ids: Sequence[str], evidence_ids: Sequence[str]) -> float:
-    """The value one question adds to the official LoCoMo recall average.
-
-    The official pipeline stores each recall rounded to 3 decimals and sums it only for questions
-    with evidence, dividing by *all* questions of the category: a plain mean of these values
-    therefore reproduces the per-category and overall recall.
-    """
-    if not list(evidence_ids):
-        return 0.0
-    return round(locomo_evidence_recall(retrieved_ids, evidence_ids), 3)
 
 
 def turn_precision_recall(

@@ -30,11 +30,8 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from memevals.core.retrieval_metrics import (
-    locomo_evidence_recall,
-    locomo_recall_for_mean,
-    turn_precision_recall,
-)
+from memevals.benchmarks.locomo.scoring import locomo_evidence_recall, locomo_recall_for_mean
+from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.common import stderr_clustered, total
 

@@ -397,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Count a task's input tokens, the share a prompt cache can reuse, and the "
         "cost, without calling any model.",
     )
-    parser.add_argument("task", help="task name, e.g. locomo or memevals/locomo_plus")
+    parser.add_argument("task", help="task name, with or without its memevals/ prefix")
     parser.add_argument("-T", dest="task_args", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--price-in", type=float, help="$ per million input tokens")
     parser.add_argument("--price-out", type=float, help="$ per million output tokens")

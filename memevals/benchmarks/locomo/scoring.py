@@ -223,6 +223,49 @@ def locomo_f1(prediction: str, answer: str | int | None, category: int) -> float
 
 
 # ---------------------------------------------------------------------------------------------
+# Retrieval: LoCoMo's R@k (README.md#retrieval-metrics)
+
+
+def locomo_evidence_recall(retrieved_ids: Sequence[str], evidence_ids: Sequence[str]) -> float:
+    """LoCoMo recall of one question: hits / len(evidence), unrounded.
+
+    `evidence_ids` are the question's raw `evidence` strings (not normalised: malformed ids never
+    hit, duplicates count). `retrieved_ids` are the retrieved units' ids in rank order, observation
+    ids already flattened. Summary mode is chosen by the first retrieved id alone (starts with
+    ``S``); then evidence ``D<n>:<j>`` hits when ``S<n>`` was retrieved, comparing
+    ``ev.split(':')[0][1:]`` with each retrieved id minus its first character.
+
+    Empty evidence gives 1.0 (the official per-question value; it still adds 0 to a category sum,
+    see `locomo_recall_for_mean`). Empty retrieval with evidence gives 0.0 (the official code
+    crashes there).
+    """
+    evidence = list(evidence_ids)
+    retrieved = list(retrieved_ids)
+    if not evidence:
+        return 1.0
+    if not retrieved:
+        return 0.0
+    if retrieved[0].startswith("S"):
+        sessions = [r[1:] for r in retrieved]
+        hits = sum(ev.split(":")[0][1:] in sessions for ev in evidence)
+    else:
+        hits = sum(ev in retrieved for ev in evidence)
+    return float(hits) / len(evidence)
+
+
+def locomo_recall_for_mean(retrieved_ids: Sequence[str], evidence_ids: Sequence[str]) -> float:
+    """The value one question adds to the official LoCoMo recall average.
+
+    The official pipeline stores each recall rounded to 3 decimals and sums it only for questions
+    with evidence, dividing by *all* questions of the category: a plain mean of these values
+    therefore reproduces the per-category and overall recall.
+    """
+    if not list(evidence_ids):
+        return 0.0
+    return round(locomo_evidence_recall(retrieved_ids, evidence_ids), 3)
+
+
+# ---------------------------------------------------------------------------------------------
 # The LLM judge's criteria (README.md#llm-judge; memevals.core.judge holds the machinery)
 
 _FACTUAL_RULE = """\

@@ -9,9 +9,9 @@ from datasets import DatasetDict
 
 from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring as locomo_prediction
-from memevals.benchmarks.locomo.scoring import abstained, locomo_f1
+from memevals.benchmarks.locomo.scoring import abstained, locomo_f1, locomo_recall_for_mean
 from memevals.core.memory_options import MemoryOptions
-from memevals.core.retrieval_metrics import locomo_recall_for_mean, turn_precision_recall
+from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.lm_eval_tasks import common
 
 #: LoCoMo options besides the memory options (`MemoryOptions.names()`). `choice_seed` is the
