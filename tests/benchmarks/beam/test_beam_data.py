@@ -190,3 +190,17 @@ def test_questions_are_read_in_file_order(tmp_path: Path) -> None:
     assert [q.ability for q in questions][::2] == list(ABILITIES)
     assert all(q.rubric for q in questions)
     assert isinstance(conv, Conversation)
+
+
+def test_ten_million_layout_with_a_memory_system(tmp_path: Path) -> None:
+    chat = [{"plan-0": [{"turns": [_turn(1), _turn(2)]}]}, {"plan-1": [{"turns": [_turn(3)]}]}]
+    data = _conversation(tmp_path, chat, QUESTIONS, "10M")
+    memory = MemoryOptions(memory="bm25", memory_cache=False, top_k=1)
+    built = build(BeamOptions(size="10M", memory=memory, data_dir=str(data), verify_checksum=False))
+    assert built.subject is not None and [i.id for i in built.items] == ["beam-10M-1-abstention-0"]
+    filled = built.subject.fill(built.items[0], None)
+    assert built.subject.run.ingestions == 1
+    # "Q?" holds no indexed word: BM25 keeps the turns in order, so the first is shown
+    assert filled.metadata["retrieved_ids"] == ["b1t1"]
+    history = built.subject.histories["10M-1"]
+    assert [s.session_id for s in history.sessions] == ["b1t1", "b1t2", "b2t1"]
