@@ -191,7 +191,9 @@ def test_cli_refuses_a_misspelt_option(inspect_cli: Any, tmp_path: Path, name: s
     )
     assert res.returncode != 0
     bare = name.removeprefix("memevals/")
-    assert f"TaskOptionError: {bare}: no option 'contxt' (did you mean 'context'?)." in res.stderr
+    # the message alone, no traceback (tests/inspect_tasks/test_cli_user_errors.py)
+    assert f"Error: {bare}: no option 'contxt' (did you mean 'context'?)." in res.stderr
+    assert "Traceback" not in res.stderr
     assert "not used by task" not in res.stderr + res.stdout
     assert not (tmp_path / "logs").exists()  # nothing ran
 

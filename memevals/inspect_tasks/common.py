@@ -6,14 +6,17 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import logging
 import math
 import re
+import sys
 import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar, cast, overload
 
+import rich
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
@@ -30,13 +33,17 @@ from inspect_ai.scorer import (
     stderr,
 )
 from inspect_ai.util import registry_info
+from rich.markup import escape
 
 from memevals.benchmarks import record_for_task
+from memevals.core.memory_system import MemorySystemError
 from memevals.core.options import Option, render_help, shared_options
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
+from memevals.inspect_tasks.inspect_internals import as_prerequisite_error
 
 __all__ = [
+    "USER_ERRORS",
     "OptionDocs",
     "TaskOptionError",
     "category_uncertainty",
@@ -52,10 +59,13 @@ __all__ = [
     "to_sample",
     "total",
     "uncertainty_metrics",
+    "user_error",
     "with_option_docs",
 ]
 
 TaskFn = TypeVar("TaskFn", bound=Callable[..., Task])
+
+logger = logging.getLogger(__name__)
 
 
 def to_sample(item: PromptItem) -> Sample:
@@ -75,6 +85,35 @@ def to_dataset(items: Iterable[PromptItem], name: str) -> MemoryDataset:
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"{name}: duplicate sample id {dup!r}")
     return MemoryDataset(samples, name=name, shuffled=False)
+
+
+#: What building a task raises for a user's mistake: a bad option value or combination, a
+#: missing or corrupt data file (DataError, UpstreamError), an unknown or unbuildable memory
+#: system. Anything else raised while building a task is a bug and keeps its traceback.
+USER_ERRORS: tuple[type[Exception], ...] = (ValueError, MemorySystemError)
+
+
+def user_error(task_name: str, exc: Exception) -> Exception:
+    """`exc` made the error `inspect eval` shows as its message alone, no traceback (Inspect's
+    prerequisite error; still an instance of `exc`'s class). The traceback stays in the log
+    at debug level (`--log-level debug`).
+
+    Args:
+        task_name: the task being built (named first, unless the message already does).
+        exc: a user error (USER_ERRORS).
+
+    Returns:
+        The error to raise from `exc`.
+    """
+    text = str(exc)
+    if not text.startswith(f"{task_name}:"):
+        text = f"{task_name}: {text}"
+    logger.debug("%s: task not built", task_name, exc_info=exc)
+    if rich.get_console().quiet:
+        # --display none silences the console Inspect prints prerequisite errors on: the
+        # message would be lost, so it goes to stderr here
+        print(f"Error: {text}", file=sys.stderr)
+    return as_prerequisite_error(exc, f"[bold]Error[/bold]: {escape(text)}")
 
 
 class TaskOptionError(TypeError, ValueError):
@@ -138,14 +177,18 @@ def _checked_task(
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
         raise TypeError(f"{task_name}: a task with a ** parameter cannot have its options checked")
     options = task_options(fn)
+    _TASK_FUNCTIONS[task_name] = fn
     if docs is not None:
         _OPTION_DOCS[task_name] = docs
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Task:
-        check_task_options(task_name, kwargs, options, fixed)
-        passed = {k: v for k, v in kwargs.items() if k in options}
-        return fn(*args, **passed)
+        try:
+            check_task_options(task_name, kwargs, options, fixed)
+            passed = {k: v for k, v in kwargs.items() if k in options}
+            return fn(*args, **passed)
+        except USER_ERRORS as exc:
+            raise user_error(task_name, exc) from exc
 
     if docs is not None and fixed is None:
         defaults = {n: sig.parameters[n].default for n in options}
@@ -231,8 +274,12 @@ def fixed_param_task(
     sig = inspect.signature(base)
     params = [p for p in sig.parameters.values() if p.name not in fixed and p.kind in _OPTION_KINDS]
 
+    base_name = registry_info(base).name.rsplit("/", 1)[-1]
+    # the unchecked function: this task checks the options and names the task in an error
+    unchecked = _TASK_FUNCTIONS.get(base_name, base)
+
     def run(**kwargs: Any) -> Task:
-        return base(**fixed, **kwargs)
+        return unchecked(**fixed, **kwargs)
 
     run.__name__ = name
     run.__qualname__ = name
@@ -240,7 +287,6 @@ def fixed_param_task(
     run.__module__ = base.__module__
     setattr(run, "__signature__", sig.replace(parameters=params))  # noqa: B010
     run.__annotations__ = {p.name: p.annotation for p in params} | {"return": Task}
-    base_name = registry_info(base).name.rsplit("/", 1)[-1]
     return _checked_task(run, name, fixed, _OPTION_DOCS.get(base_name))
 
 
@@ -272,6 +318,8 @@ class OptionDocs:
 
 #: Registered task name -> its OptionDocs (the per-category tasks share their base task's).
 _OPTION_DOCS: dict[str, OptionDocs] = {}
+#: Registered task name -> the task function as written (before the option check).
+_TASK_FUNCTIONS: dict[str, Callable[..., Task]] = {}
 
 
 def _record_defaults(task_name: str) -> Mapping[str, Any]:

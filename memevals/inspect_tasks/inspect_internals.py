@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["InspectInternalsError", "parse_cli_args", "register_task", "task_registered"]
+__all__ = [
+    "InspectInternalsError",
+    "as_prerequisite_error",
+    "parse_cli_args",
+    "register_task",
+    "task_registered",
+]
 
 
 class InspectInternalsError(RuntimeError):
@@ -52,3 +58,44 @@ def parse_cli_args(pairs: Sequence[str]) -> dict[str, Any]:
     except ImportError as exc:
         raise _missing("inspect_ai._util.config.parse_cli_args", exc) from exc
     return inspect_parse_cli_args(list(pairs))
+
+
+_PREREQUISITE_CLASSES: dict[type[Exception], type[Exception]] = {}
+
+
+def _prerequisite_class(base: type[Exception], prerequisite: type[Exception]) -> type[Exception]:
+    # the same name, so anything that prints the class (a traceback, a log) still says ValueError
+    if base not in _PREREQUISITE_CLASSES:
+        _PREREQUISITE_CLASSES[base] = type(
+            base.__name__, (base, prerequisite), {"__module__": base.__module__}
+        )
+    return _PREREQUISITE_CLASSES[base]
+
+
+def as_prerequisite_error(exc: Exception, message: str) -> Exception:
+    """`exc` as Inspect's PrerequisiteError, which `inspect eval` prints as `message` alone (a
+    user's mistake reads as one message, not a traceback).
+
+    The result is still an instance of `exc`'s class, with the same arguments, so callers that
+    catch a ValueError (tests, the tools) see no difference. Without that Inspect internal the
+    error is returned unchanged (Inspect then prints its traceback, as it always did).
+
+    Args:
+        exc: the error (a bad option, missing data, an unknown memory system).
+        message: what the terminal shows (rich markup; escape user text).
+
+    Returns:
+        The error to raise (`raise as_prerequisite_error(exc, msg) from exc`).
+    """
+    try:
+        from inspect_ai._util.error import PrerequisiteError
+    except ImportError:
+        return exc
+    if isinstance(exc, PrerequisiteError):
+        return exc
+    cls = _prerequisite_class(type(exc), PrerequisiteError)
+    made = cls.__new__(cls, *exc.args)
+    made.args = exc.args
+    made.__dict__.update(vars(exc))
+    setattr(made, "message", message)  # noqa: B010  (PrerequisiteError's own attribute)
+    return made
