@@ -129,7 +129,8 @@ class LmEvalSpec:
     #: the hand-written base YAML the tasks include (a file name in the folder); None: generated
     base: str | None = None
     #: generated base only: "module:function" building the documents, called with the task's
-    #: options (its dataset_kwargs and lm-eval's metadata) -> a sequence of PromptItems
+    #: options as keyword arguments (those of its dataset_kwargs and of lm-eval's metadata that
+    #: it takes; a near-miss of one is an error) -> a sequence of PromptItems
     documents: str | None = None
     #: generated base only: "module:function" scoring one reply, called with (the document's
     #: metadata, the reply, the target) -> metric name -> value

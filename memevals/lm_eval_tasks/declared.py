@@ -1,8 +1,9 @@
 """lm-eval functions of a benchmark that has no thin lm-eval module of its own.
 
 Its record's lm-eval spec names two framework-free functions (memevals.core.benchmark.
-LmEvalSpec): `documents(options)` builds its PromptItems from the task's options, and
-`results(metadata, reply, target)` scores one reply. The generated YAML (memevals.lm_eval_tasks.
+LmEvalSpec): `documents(**options)` builds its PromptItems from the task's options (the keyword
+arguments it takes; lm-eval also passes the model's arguments, which are ignored unless one
+looks like a misspelt option), and `results(metadata, reply, target)` scores one reply. The generated YAML (memevals.lm_eval_tasks.
 generate) points lm-eval at `documents` and `results` here, which find the record by the
 `benchmark` key the generator writes into every task's `dataset_kwargs`.
 """
@@ -67,8 +68,9 @@ def documents(benchmark: str, **metadata: Any) -> DatasetDict:
     """
     record, spec = _spec(benchmark)
     build = load_function(str(spec.documents), f"benchmark {benchmark}: lm-eval documents")
-    options = {k: v for k, v in metadata.items() if k not in common.LM_EVAL_KEYS}
-    items: Sequence[PromptItem] = common.checked(benchmark, lambda: build(options))
+    known = common.keyword_names(build)
+    given = common.checked_options(benchmark, metadata, known, {})
+    items: Sequence[PromptItem] = common.checked(benchmark, lambda: build(**given))
     tagged = [replace(i, metadata={**i.metadata, RECORD_KEY: record.name}) for i in items]
     return common.to_docs(tagged, benchmark)
 
