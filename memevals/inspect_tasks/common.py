@@ -61,6 +61,7 @@ __all__ = [
     "uncertainty_metrics",
     "user_error",
     "with_option_docs",
+    "with_record_version",
 ]
 
 TaskFn = TypeVar("TaskFn", bound=Callable[..., Task])
@@ -85,6 +86,23 @@ def to_dataset(items: Iterable[PromptItem], name: str) -> MemoryDataset:
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"{name}: duplicate sample id {dup!r}")
     return MemoryDataset(samples, name=name, shuffled=False)
+
+
+def with_record_version(task_name: str, built: Task) -> Task:
+    """`built` with its benchmark's version (eval.yaml `version`, through its record) as
+    Task(version=), so a log says which version of the benchmark's samples and rules it ran.
+
+    Args:
+        task_name: the registered task name.
+        built: the task as its function built it.
+
+    Returns:
+        It, versioned (a task no record declares keeps the version it has).
+    """
+    record = record_for_task(task_name)
+    if record is not None:
+        built.version = record.version
+    return built
 
 
 #: What building a task raises for a user's mistake: a bad option value or combination, a
@@ -186,9 +204,10 @@ def _checked_task(
         try:
             check_task_options(task_name, kwargs, options, fixed)
             passed = {k: v for k, v in kwargs.items() if k in options}
-            return fn(*args, **passed)
+            built = fn(*args, **passed)
         except USER_ERRORS as exc:
             raise user_error(task_name, exc) from exc
+        return with_record_version(task_name, built)
 
     if docs is not None and fixed is None:
         defaults = {n: sig.parameters[n].default for n in options}
