@@ -119,7 +119,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Path
     import scripted_judge  # noqa: F401  (registers the scripted/ judge provider)
 
     log_dir = tmp_path_factory.mktemp("compare-logs")
-    chosen = _pick(list(locomo(context="none").dataset))
+    chosen = _pick(list(locomo(context="none", protocol="memevals").dataset))
     ids = [str(s.id) for s in chosen]
     runs = [
         ("mockllm/provider-a", provider_a, "scripted/strict", 0),
@@ -127,7 +127,8 @@ def logs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Path
         ("mockllm/provider-a", provider_a, "scripted/strict", 1),  # same key, other seed
     ]
     for model, answer, grader, seed in runs:
-        task = locomo(context="none", judge=True, seed=seed)
+        # the scripted graders read our own judge prompt (protocol=memevals)
+        task = locomo(context="none", judge=True, seed=seed, protocol="memevals")
         # the seed changes the option order, so script from this task's own samples
         own = [s for s in task.dataset if s.id in ids]
         [log] = inspect_eval(
@@ -141,7 +142,9 @@ def logs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> tuple[Path
         assert log.status == "success", log.error
     fixtures = REPO / "tests" / "fixtures"
     [lme] = inspect_eval(
-        longmemeval(variant="oracle", data_dir=str(fixtures), verify_checksum=False),
+        longmemeval(
+            variant="oracle", data_dir=str(fixtures), verify_checksum=False, protocol="memevals"
+        ),
         model=get_model("mockllm/provider-a"),
         model_roles={"grader": get_model("scripted/strict")},
         log_dir=str(log_dir),
@@ -156,12 +159,13 @@ def test_table_values_labels_and_benchmarks(logs: tuple[Path, list[Sample]]) -> 
     rows = load_rows([str(log_dir)])
     assert sorted(r.benchmark for r in rows) == ["locomo"] * 3 + ["longmemeval"]
     loc = {(r.model, r.context): r for r in rows if r.benchmark == "locomo"}
+    # the seed is one of the record's label options: a run with another one says so
     assert set(loc) == {
-        ("mockllm/provider-a", "none [seed=0]"),
-        ("mockllm/provider-a", "none [seed=1]"),
+        ("mockllm/provider-a", "none"),
+        ("mockllm/provider-a", "none +seed=1"),
         ("mockllm/provider-b", "none"),
     }
-    a, b = loc["mockllm/provider-a", "none [seed=0]"], loc["mockllm/provider-b", "none"]
+    a, b = loc["mockllm/provider-a", "none"], loc["mockllm/provider-b", "none"]
     assert (a.judge, b.judge) == ("scripted/strict", "scripted/lenient")
     assert a.samples == b.samples == 20
 
@@ -209,15 +213,18 @@ def test_table_values_labels_and_benchmarks(logs: tuple[Path, list[Sample]]) -> 
     assert md.count("### ") == 2 and "### locomo\n" in md and "### longmemeval\n" in md
     locomo_part = md.split("### longmemeval")[0]
     header = next(line for line in locomo_part.splitlines() if line.startswith("| model"))
+    # logs from before the protocol option show the documented default
     assert header.startswith(
-        "| model | judge model | context | task | n | F1 | F1 stderr | F1 stderr_clustered "
-        "| F1 95% CI | F1 single_hop"
+        "| model | judge model | protocol | context | task | n | F1 | F1 stderr "
+        "| F1 stderr_clustered | F1 95% CI | F1 single_hop"
     )
     assert "| judge stderr_clustered | judge 95% Wilson |" in header
     line_b = next(line for line in locomo_part.splitlines() if "provider-b" in line)
     cells = [c.strip() for c in line_b.strip("|").split("|")]
-    assert cells[:5] == ["mockllm/provider-b", "scripted/lenient", "none", "locomo", "20"]
-    assert cells[5] == f"{b.kinds['f1'].overall:.3f}"
+    assert cells[:6] == [
+        "mockllm/provider-b", "scripted/lenient", "memevals", "none", "locomo", "20"
+    ]  # fmt: skip
+    assert cells[6] == f"{b.kinds['f1'].overall:.3f}"
     assert "2 different judges" in locomo_part
     # LongMemEval's judge numbers are not in the LoCoMo table, and vice versa
     lme_part = md.split("### longmemeval")[1]
@@ -247,7 +254,8 @@ def test_cli_writes_csv_and_charts_that_open(
     assert float(b["judge_single_hop"]) == 1.0
     assert float(b["f1_stderr"]) == pytest.approx(expected.kinds["f1"].stderr, abs=1e-12)
     lme = next(r for r in table if r["benchmark"] == "longmemeval")
-    assert lme["f1"] == "" and lme["context"] == "oracle:full" and lme["judge_task_avg"] != ""
+    assert lme["f1"] == "" and lme["context"] == "full +variant=oracle"
+    assert lme["judge_task_avg"] != "" and lme["protocol"] == "memevals"
 
     import matplotlib.image as mpimg
     from PIL import Image
@@ -271,7 +279,8 @@ def test_module_entry_point_and_errors(logs: tuple[Path, list[Sample]], tmp_path
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "| mockllm/provider-a | scripted/strict | none [seed=1] | locomo | 20 |" in proc.stdout
+    row = "| mockllm/provider-a | scripted/strict | memevals | none +seed=1 | locomo | 20 |"
+    assert row in proc.stdout
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -308,7 +317,7 @@ def test_other_epoch_reducers_get_their_own_columns(
 
     ids = [str(s.id) for s in chosen if s.metadata["category"] == "single_hop"][:4]  # type: ignore[index]
     [log] = inspect_eval(
-        locomo(context="none"),
+        locomo(context="none", protocol="memevals"),  # the prompts `chosen` holds
         model=get_model("mockllm/epochs", custom_outputs=alternate),
         sample_id=ids,
         epochs=Epochs(2, ["mean", "max"]),
@@ -335,21 +344,31 @@ def test_chart_names_from_log_metadata_never_escape_the_folder() -> None:
 
 def test_context_labels_come_from_the_settings_the_task_logged() -> None:
     """LongMemEval's rag unit defaults to session and its truncation budget to 126,500 tokens:
-    the label must say what ran, not LoCoMo's defaults (dialog, 4000)."""
+    the label must say what ran, not another benchmark's defaults (dialog, 4000); a label
+    option at another value than the record's default is named."""
+    from memevals.benchmarks import records
     from memevals.benchmarks.longmemeval.memory import longmemeval_memory
     from memevals.core.memory_options import MemoryOptions
-    from memevals.tools.compare import _context_label
+    from memevals.tools.runs import Run, context_label
+
+    def label(benchmark: str, options: dict[str, Any], used: dict[str, Any]) -> str:
+        run = Run("x", "x", "inspect", benchmark, {}, {}, record=records()[benchmark],
+                  options=options, used=used)  # fmt: skip
+        return context_label(run)
 
     truncated = longmemeval_memory(MemoryOptions("truncated"), context_window=8192)
     md = {"variant": "m", **truncated.settings()}
-    label = _context_label("longmemeval", {"context": "truncated", "context_window": 8192}, md)
-    assert label == "m:truncated(6692)"
+    got = label("longmemeval", {"context": "truncated", "context_window": 8192}, md)
+    assert got == "truncated(6692) +variant=m"
     rag = {"variant": "s", **longmemeval_memory(MemoryOptions("rag")).settings()}
-    assert _context_label("longmemeval", {"context": "rag"}, rag) == "s:rag(session, k=5, bm25)"
-    # LoCoMo logs its settings under "memory"
-    locomo_md = {"memory": {"context": "rag", "retrieval_unit": "summary", "top_k": 3,
-                            "retriever": "bm25"}}  # fmt: skip
-    assert _context_label("locomo", {"context": "rag"}, locomo_md) == "rag(summary, k=3, bm25)"
+    assert label("longmemeval", {"context": "rag"}, rag) == "rag(session, k=5, bm25)"
+    # LoCoMo logs its settings under "memory" (the reader takes them as what ran)
+    used = {"context": "rag", "retrieval_unit": "summary", "top_k": 3, "retriever": "bm25"}
+    assert label("locomo", {"context": "rag"}, used) == "rag(summary, k=3, bm25)"
+    # nothing logged: the record's own defaults
+    assert label("locomo", {"context": "rag"}, {}) == "rag(dialog, k=5, bm25)"
+    options = {"context": "none", "gap_fix": True, "adversarial": "open", "seed": 0}
+    assert label("locomo_plus", options, {}) == "none +gap-fix +adversarial=open"
 
 
 def test_clustered_figures_from_inspect_logs_and_lm_eval_samples(
@@ -365,7 +384,7 @@ def test_clustered_figures_from_inspect_logs_and_lm_eval_samples(
     from memevals.core import statistics
     from memevals.tools.compare import write_csv
 
-    task = locomo(categories="temporal", context="none", judge=True)
+    task = locomo(categories="temporal", context="none", judge=True, protocol="memevals")
     by_conv: dict[str, list[Sample]] = {}
     for s in task.dataset:
         by_conv.setdefault(str(s.metadata["cluster"]), []).append(s)  # type: ignore[index]

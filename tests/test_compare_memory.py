@@ -17,7 +17,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 
 from memevals.core.memory_harness import ingest_totals, latency_percentiles
 from memevals.tools.compare import Row, load_rows, markdown_tables, write_csv
-from memevals.tools.paired import find_mismatches, load_runs
+from memevals.tools.paired import compare_runs, find_mismatches, load_runs
 
 RUNS: Mapping[str, list[str]] = {
     "bm25": ["-T", "memory=bm25"],
@@ -114,7 +114,7 @@ def test_markdown_and_csv_carry_them_and_other_runs_stay_blank(
     ]  # fmt: skip
     assert header[-len(titles) :] == titles
     assert header[: -len(titles)] == [
-        "model", "judge model", "context", "task", "n", "F1", "F1 stderr",
+        "model", "judge model", "protocol", "context", "task", "n", "F1", "F1 stderr",
         "F1 stderr_clustered", "F1 95% CI", "F1 multi_hop", "F1 temporal", "F1 open_domain",
         "evidence_recall", "prompt_tokens",
     ]  # fmt: skip
@@ -156,7 +156,12 @@ def test_lm_eval_samples_with_memory_records(logs: dict[str, Path], tmp_path: Pa
     run.mkdir(parents=True)
     stamp = "2026-01-01T00-00-00.000000"
     records = [
-        {"doc_id": n, "doc": {"id": str(s.id), "metadata": json.dumps(s.metadata)}, "f1": 0.5}
+        {
+            "doc_id": n,
+            "doc": {"id": str(s.id), "metadata": json.dumps(s.metadata)},
+            "metrics": ["f1"],  # as lm-eval writes it: the names of the per-document metrics
+            "f1": 0.5,
+        }
         for n, s in enumerate(log.samples or [])
     ]
     (run / f"samples_locomo_temporal_{stamp}.jsonl").write_text(
@@ -173,16 +178,35 @@ def test_lm_eval_samples_with_memory_records(logs: dict[str, Path], tmp_path: Pa
 
 
 def test_paired_comparison_of_memory_systems(logs: dict[str, Path]) -> None:
-    """Different systems are what is compared (fair); a different k or context mode is not."""
+    """Two systems differ in one declared factor, the memory system: that comparison is fair
+    and names its runs by their systems; so is a different k (the context settings) or a
+    context that came from no system. Two factors at once are refused."""
     bm25, embedding, k3, rag = load_runs(
         [str(logs["bm25"]), str(logs["embedding"]), str(logs["bm25_k3"]), str(logs["rag"])]
     )
     assert bm25.label.startswith("mockllm/model + memory bm25 2 (")
     assert embedding.label.startswith("mockllm/model + memory embedding 2 (")
     assert rag.label.startswith("mockllm/model (")
-    assert find_mismatches(bm25, embedding, ["f1"]) == []
+    systems = compare_runs(bm25, embedding, resamples=100)
+    assert [str(m) for m in systems.differences] == [
+        "memory system: A='bm25 2 (unit=auto)', "
+        "B='embedding 2 (embedding_model=all-MiniLM-L6-v2, unit=auto)'"
+    ]
+    assert systems.mismatches == () and systems.factor is not None
+    assert (systems.name_a, systems.name_b) == (
+        "memory=bm25 2 (unit=auto)",
+        "memory=embedding 2 (embedding_model=all-MiniLM-L6-v2, unit=auto)",
+    )
     assert [str(m) for m in find_mismatches(bm25, k3, ["f1"])] == [
         "context settings: top_k: A=5, B=3"
     ]
+    k = compare_runs(bm25, k3, resamples=100)
+    assert k.mismatches == () and (k.name_a, k.name_b) == ("top_k=5", "top_k=3")
     named = [str(m) for m in find_mismatches(bm25, rag, ["f1"])]
     assert "context settings: context: A='memory', B='rag'" in named
+    modes = compare_runs(bm25, rag, resamples=100)
+    assert modes.mismatches == ()
+    assert (modes.name_a, modes.name_b) == ("context=memory(bm25 2 (unit=auto))", "context=rag")
+    # another system and another k: two factors, refused
+    both = compare_runs(embedding, k3, resamples=100)
+    assert {m.factor for m in both.mismatches} == {"context", "memory system"}

@@ -297,8 +297,8 @@ def _folder(path: Path) -> Path:
 # The real command lines
 
 _INSPECT_TABLE_PROVIDER = '''
-"""The real Inspect CLI with a `table/model` provider: replies from $PAIRED_REPLIES (user text
--> reply), the default mockllm reply otherwise."""
+"""The real Inspect CLI with a `table/model` provider: replies from $PAIRED_REPLIES (question
+-> reply, for the prompt that asks it), the default mockllm reply otherwise."""
 import json, os, sys
 sys.path.insert(0, {tests!r})
 from inspect_ai.model import ModelAPI, ModelOutput, modelapi, GenerateConfig
@@ -310,8 +310,9 @@ class TableAPI(ModelAPI):
             self.replies = json.load(fh)
 
     async def generate(self, input, tools, tool_choice, config):
-        user = "".join(m.text for m in input if m.role == "user")
-        reply = self.replies.get(user, "Default output from mockllm/model")
+        text = "".join(m.text for m in input)
+        asked = [reply for question, reply in self.replies.items() if question in text]
+        reply = asked[0] if len(asked) == 1 else "Default output from mockllm/model"
         return ModelOutput.from_content(model="table/model", content=reply)
 
 @modelapi(name="table")
@@ -328,7 +329,7 @@ def test_real_inspect_cli_logs(data_dir: Path, tmp_path: Path) -> None:
     the gold answers), then `python -m memevals.tools.paired` on the two logs."""
     limit = 6
     first = list(locomo(context="none").dataset)[:limit]
-    replies = {s.input[-1].text: str(s.target) for s in first}  # type: ignore[union-attr, index]
+    replies = {str(s.metadata["question"]): str(s.target) for s in first}  # type: ignore[index]
     (tmp_path / "replies.json").write_text(json.dumps(replies), encoding="utf-8")
     script = tmp_path / "table_provider.py"
     script.write_text(_INSPECT_TABLE_PROVIDER.format(tests=str(TESTS)), encoding="utf-8")

@@ -3,19 +3,21 @@
     python -m memevals.tools.compare LOG_OR_DIR ... [--csv out.csv] [--png-dir DIR]
     memevals-compare logs/ lm-eval-out/ --csv compare.csv
 
-Each Inspect log becomes one row, keyed by (model, judge, context mode, task); so does each
-lm-eval run (the `samples_<task>_*.jsonl` files of one output folder, per benchmark). Rows are
-grouped into one table per benchmark, so LoCoMo F1 never shares a column with LoCoMo-Plus or
-LongMemEval numbers, and every row names the judge that produced its judge scores and the
-context mode its model saw. When two logs of one table share that key, the task arguments that
-tell them apart are added to the context label rather than letting them look like the same run.
+Each Inspect log becomes one row, and so does each lm-eval run (the `samples_<task>_*.jsonl`
+files one `lm_eval` call wrote for one benchmark); runs are read by `memevals.tools.runs`, the
+reader `memevals-diff` uses too. Rows are grouped into one table per benchmark, so scores of
+two benchmarks never share a column, and every row names the judge that produced its judge
+scores, the protocol and the context its model saw. When two runs of one table share that
+key, the task arguments that tell them apart are added to the context label rather than
+letting them look like the same run.
 
-The means, naive stderr and per-category means of an Inspect log are the metrics the task
-already computed (its header). Beside them the table shows the cluster-robust standard error
-and 95 % interval (Wilson for judge accuracies, a proportion), overall and per category,
-computed here from the per-sample scores and their `cluster` metadata with
-memevals.core.statistics, the same arithmetic as the tasks' Inspect metrics; for lm-eval runs
-every figure comes from the samples. Nothing is rescored.
+What a table shows comes from the benchmark's record (`memevals.core.benchmark`): its declared
+answer and judge scores get a column each (mean, naive and clustered standard error, 95 %
+interval, the mean per category in the record's order, and the record's subgroups and macro
+average); its retrieval and prompt-size scores one mean each; its memory scorer's figures the
+memory columns. Every figure is computed here from the per-sample scores (the log's own metric
+names are never read, so renaming a metric changes nothing), with memevals.core.statistics:
+the same arithmetic as the tasks' Inspect metrics. Nothing is rescored.
 
 A judge run with repeated judging (`-T judge_runs=N`) gets, beside its judge column, N
 (`judge runs`), the share of samples whose N verdicts agree (`judge agreement`) and Fleiss'
@@ -32,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import math
 import re
 import sys
@@ -41,12 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog
 
-from memevals.benchmarks.locomo.data import PAPER_ORDER
-from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
-from memevals.benchmarks.longmemeval.data import CATEGORIES as LME_CATEGORIES
 from memevals.core import statistics
+from memevals.core.agreement import repeated_agreement
+from memevals.core.benchmark import Benchmark
 from memevals.core.memory_harness import (
     CONTEXT_TOKENS_KEY,
     CUT_KEY,
@@ -56,43 +56,34 @@ from memevals.core.memory_harness import (
     ingest_totals,
     latency_percentiles,
 )
-from memevals.core.validation import json_lines
+from memevals.tools.runs import (
+    NO_CATEGORY,
+    Run,
+    RunSample,
+    context_label,
+    is_compared,
+    load_runs,
+    memory_settings,
+    read_inspect_log,
+    score_order,
+    system_label,
+)
 
 __all__ = [
-    "CATEGORY_ORDER",
     "KindScores",
     "Row",
-    "lm_eval_rows",
     "load_rows",
     "main",
     "markdown_tables",
     "memory_figures",
     "plot_benchmark",
     "row_from_log",
-    "sample_values",
+    "row_from_run",
     "write_csv",
 ]
 
-#: Category columns come in this order (the project's category names), then any others sorted.
-CATEGORY_ORDER: tuple[str, ...] = (*PAPER_ORDER, COGNITIVE, *LME_CATEGORIES)
-
-#: Scorers whose main value is the official F1.
-F1_SCORERS = frozenset({"locomo_f1_scorer", "locomo_plus_f1"})
-#: Scorers reported as a single overall column (name -> column).
-AUX_SCORERS: Mapping[str, str] = {
-    "prompt_tokens": "prompt_tokens",
-    "evidence_recall": "evidence_recall",
-}
-#: Prompt-size metrics an answer scorer may carry (metric -> column; "" = not shown).
-PROMPT_TOKEN_METRICS: Mapping[str, str] = {
-    "mean_prompt_tokens": "prompt_tokens",
-    "total_prompt_tokens": "",
-}
-#: Scorers left out of the table (retrieval diagnostics; read the log for them).
-SKIPPED_SCORERS = frozenset({"turn_precision", "turn_recall", "selected_k"})
-#: The memory system's scorer (memevals.inspect_tasks.memory_system): its value is a latency,
-#: not a score; its figures become the memory columns, recomputed from the samples.
-MEMORY_SCORERS = frozenset({"memory_system"})
+#: Declared score kinds shown as one mean column each (not per category).
+AUX_KINDS = frozenset({"retrieval", "tokens"})
 #: The memory columns: (figure, Markdown title); latencies are seconds in the CSV and shown in
 #: milliseconds in the Markdown table (retrieval from a local index takes well under 1 ms).
 MEMORY_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -113,34 +104,19 @@ MEMORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("build_input_tokens", "build input tokens"),
     ("build_output_tokens", "build output tokens"),
 )
-OVERALL_METRICS = ("mean", "accuracy", "overall_accuracy")
 NO_JUDGE = "-"
-#: Score kinds that are proportions (judge accuracy): their interval is the Wilson interval.
-PROPORTION_KINDS = frozenset({"judge"})
-#: The uncertainty metrics the tasks log (memevals.inspect_tasks.common): recomputed here from
-#: the samples (also for logs written before them), so their header values are not read.
-UNCERTAINTY_GROUPS = frozenset(
-    {"ci_clustered", "by_category", "abstention_wilson", "by_relation_type"}
-)
-UNCERTAINTY_METRICS = frozenset({"stderr_clustered"})
-#: The metric group of repeated judging (memevals.inspect_tasks.judge.repeated_judging).
-REPEATED_GROUP = "judge"
-#: Its figures shown in the Markdown table (the rest, per category, go to the CSV only).
+#: The extra column counting the samples a judge left unscored.
+UNSCORED = "unscored"
+#: Repeated-judging figures shown in the Markdown table (the rest, per category, go to the CSV).
 REPEATED_SHOWN = ("runs", "agreement", "kappa")
-#: Sample-metadata keys that identify a sample's cluster in logs written before `cluster`
-#: existed: LoCoMo-Plus cognitive samples' host, a LoCoMo conversation, a LongMemEval question.
-LEGACY_CLUSTER_KEYS = ("host", "conversation_id", "question_id")
-#: Per-document lm-eval metrics shown as score kinds (the others are aux columns or skipped).
-LM_EVAL_KINDS = frozenset({"f1", "rouge1", "rouge2", "rougeL", "bleu1", "bleu2", "bertscore_f1"})
-LM_EVAL_AUX = frozenset({"prompt_tokens", "evidence_recall"})
 
 
 @dataclass
 class KindScores:
-    """The numbers of one kind of score (F1, judge, ...) in one log.
+    """The numbers of one score (F1, judge, ...) in one run, all computed from its samples.
 
-    `clustered` holds the figures computed from the samples: key "" for all samples, else a
-    category (statistics.Summary: n, clusters, clustered stderr, 95 % interval).
+    `clustered` holds the figures of each group: key "" for all samples, else a category or
+    subgroup (statistics.Summary: n, clusters, mean, naive and clustered stderr, 95 % interval).
     """
 
     overall: float | None = None
@@ -154,7 +130,7 @@ class KindScores:
 
 @dataclass
 class Row:
-    """One log: who answered, who judged, what context, and its scores by kind."""
+    """One run: who answered, who judged, under which protocol, what context, and its scores."""
 
     benchmark: str
     task: str
@@ -169,11 +145,15 @@ class Row:
     usage: dict[str, int]
     task_args: dict[str, Any]
     framework: str = "inspect"
-    #: LoCoMo's per-category ceilings under the original gold (share of questions whose gold the
-    #: audit does not mark wrong), as the task logged them; empty for other benchmarks
+    #: per-category ceilings under the original gold (share of questions whose gold an audit
+    #: does not mark wrong), as the task logged them; empty when it logged none
     ceilings: dict[str, float] = field(default_factory=dict)
     #: the memory system under test and its measurements (`memory_figures`); empty without one
     memory: dict[str, float | int | str] = field(default_factory=dict)
+    protocol: str = ""
+    record: Benchmark | None = None
+    #: score name -> its declared kind (None: the run has no record)
+    score_kinds: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -183,208 +163,27 @@ class Row:
         return " | ".join(p for p in parts if p)
 
 
-def _short(name: str) -> str:
-    return name.split("/", 1)[1] if name.startswith("memevals/") else name
-
-
-def _metric_name(name: str) -> str:
-    """Strip the package prefix Inspect puts on registered metric names."""
-    return name.rsplit("/", 1)[-1]
-
-
-def _category_of(metric: str) -> str | None:
-    """The category a per-group metric reports, or None if it is not per category."""
-    if metric in CATEGORY_ORDER:
-        return metric
-    for prefix in ("grouped_", "type_accuracy_"):
-        if metric.startswith(prefix):
-            return metric[len(prefix) :]
-    return None
-
-
-def _extra_name(metric: str) -> str:
-    if metric == "abstention_accuracy":
-        return "abstention"
-    if metric == "task_averaged_accuracy":
-        return "task_avg"
-    if metric.startswith("relation_type_"):
-        return "relation_" + metric[len("relation_type_") :]
-    return metric
-
-
-def _kind_of(score_name: str, scorer: str) -> str | None:
-    if score_name == "judge":
-        return "judge"
-    if scorer in SKIPPED_SCORERS:  # ("unscored" and AUX_SCORERS are handled by the caller)
-        return None
-    if scorer in F1_SCORERS or score_name in F1_SCORERS:
-        return "f1"
-    return score_name
-
-
-def _judge_label(log: EvalLog, has_judge: bool) -> str:
-    if not has_judge:
-        return NO_JUDGE
-    roles = log.eval.model_roles or {}
-    grader = roles.get("grader")
-    if isinstance(grader, list):  # several graders bound to the role
-        return ", ".join(g.model for g in grader)
-    if grader is not None:
-        return grader.model
-    return f"self ({log.eval.model})"
-
-
-def _context_label(benchmark: str, args: Mapping[str, Any], metadata: Mapping[str, Any]) -> str:
-    """The context mode plus the knobs that change what the model sees."""
-    from memevals.benchmarks.locomo.memory import (
-        DEFAULT_MAX_CONTEXT_TOKENS,
-        DEFAULT_RETRIEVAL_UNIT,
-        DEFAULT_RETRIEVER,
-        DEFAULT_TOP_K,
-    )
-
-    # What the task logged it used (memevals.core.retrievers.strategy_settings; LongMemEval
-    # logs it at the top level): the defaults differ per benchmark, so the arguments alone do
-    # not say which unit or budget ran. The arguments and LoCoMo's defaults are the fallback.
-    memory = metadata.get("memory")
-    used: Mapping[str, Any] = memory if isinstance(memory, Mapping) else metadata
-
-    def setting(name: str, default: Any) -> Any:
-        return used.get(name) or args.get(name) or default
-
-    context = str(setting("context", "full"))
-    if context == "memory" and setting("memory", None):
-        context = f"memory({setting('memory', None)}, k={setting('top_k', DEFAULT_TOP_K)})"
-    elif context == "rag":
-        unit = setting("retrieval_unit", DEFAULT_RETRIEVAL_UNIT)
-        k = setting("top_k", DEFAULT_TOP_K)
-        retriever = setting("retriever", DEFAULT_RETRIEVER)
-        context = f"rag({unit}, k={k}, {retriever})"
-    elif context == "truncated":
-        context = f"truncated({setting('max_context_tokens', DEFAULT_MAX_CONTEXT_TOKENS)})"
-    extras: list[str] = []
-    if benchmark == "longmemeval":
-        context = f"{args.get('variant') or metadata.get('variant') or 's'}:{context}"
-        if args.get("history_format") not in (None, "json"):
-            extras.append(f"history={args['history_format']}")
-        if args.get("chain_of_note"):
-            extras.append("chain-of-note")
-    if args.get("disclose_task"):
-        extras.append("disclosed")
-    if args.get("gap_fix"):
-        extras.append("gap-fix")
-    if args.get("adversarial") == "open":
-        extras.append("open-adversarial")
-    return context + "".join(f" +{e}" for e in extras)
-
-
-def row_from_log(log: EvalLog, path: str) -> Row | None:
-    """A table row from a log header; None (with a message on stderr) when it has no results."""
-    if log.results is None or not log.results.scores:
-        print(
-            f"memevals-compare: {path}: no results (status {log.status}); left out",
-            file=sys.stderr,
-        )
-        return None
-    metadata = log.eval.metadata or {}
-    args = dict(log.eval.task_args or {})
-    task = _short(log.eval.task)
-    benchmark = str(metadata.get("benchmark") or task)
-    kinds: dict[str, KindScores] = {}
-    aux: dict[str, float] = {}
-    for score in log.results.scores:
-        repeated = {
-            v.name: float(v.value)
-            for v in score.metrics.values()
-            if _metric_name(v.group or "") == REPEATED_GROUP
-        }
-        metrics = {
-            _metric_name(k): float(v.value)
-            for k, v in score.metrics.items()
-            if v.group not in UNCERTAINTY_GROUPS
-            and _metric_name(k) not in UNCERTAINTY_METRICS
-            and _metric_name(v.group or "") != REPEATED_GROUP
-        }
-        if score.name == "unscored":
-            kinds.setdefault("judge", KindScores()).extras["unscored"] = sum(metrics.values())
-            continue
-        if score.scorer in MEMORY_SCORERS:
-            continue
-        if score.scorer in AUX_SCORERS:
-            if "mean" in metrics:
-                aux[AUX_SCORERS[score.scorer]] = metrics["mean"]
-            continue
-        kind = _kind_of(score.name, score.scorer)
-        if kind is None:
-            continue
-        if score.reducer not in (None, "mean"):  # epochs reduced another way: its own columns
-            kind = f"{kind}@{score.reducer}"
-        ks = kinds.setdefault(kind, KindScores())
-        ks.repeated.update(repeated)
-        for name, value in metrics.items():
-            if name in PROMPT_TOKEN_METRICS:  # an answer scorer reporting the prompt size
-                if PROMPT_TOKEN_METRICS[name]:
-                    aux[PROMPT_TOKEN_METRICS[name]] = value
-                continue
-            category = _category_of(name)
-            if name in OVERALL_METRICS and ks.overall is None:
-                ks.overall = value
-            elif name == "stderr":
-                ks.stderr = value
-            elif category is not None:
-                ks.categories[category] = value
-            else:
-                ks.extras[_extra_name(name)] = value
-    usage: dict[str, int] = {}
-    if log.stats and log.stats.model_usage:
-        mu = log.stats.model_usage.get(log.eval.model)
-        if mu is not None:
-            usage = {"input_tokens": mu.input_tokens, "output_tokens": mu.output_tokens}
-            if mu.input_tokens_cache_read is not None:
-                usage["cache_read_tokens"] = mu.input_tokens_cache_read
-    return Row(
-        benchmark=benchmark,
-        task=task,
-        model=log.eval.model,
-        judge=_judge_label(log, "judge" in kinds and kinds["judge"].overall is not None),
-        context=_context_label(benchmark, args, metadata),
-        samples=log.results.completed_samples,
-        status=str(log.status),
-        log=path,
-        kinds=kinds,
-        aux=aux,
-        usage=usage,
-        task_args=args,
-        ceilings={
-            str(k): float(v)
-            for k, v in (metadata.get("gold_ceilings") or {}).items()
-            if k in CATEGORY_ORDER
-        },
-    )
-
-
-def _system_label(settings: Mapping[str, Any]) -> str:
-    """`<name> <version>` of the memory system, with its arguments when it was given any."""
-    label = " ".join(str(settings[k]) for k in ("memory", "memory_version") if settings.get(k))
-    args = settings.get("memory_args")
-    if isinstance(args, Mapping) and args:
-        label += " (" + ", ".join(f"{k}={v}" for k, v in sorted(args.items())) + ")"
-    elif args:
-        label += f" ({args})"
-    return label
-
-
 def memory_figures(
     settings: Mapping[str, Any], sample_metadata: Iterable[Mapping[str, Any]]
 ) -> dict[str, float | int | str]:
-    """The memory columns of one run: the system and k from its settings (the `memory` dict
-    an Inspect task logs), the rest from the samples' memory records. Every retrieval counts
-    (each epoch's); the ingestion totals count each history once (`ingest_totals`). Empty for
-    a run without a memory system."""
+    """The memory columns of one run.
+
+    The system and k come from its settings, the rest from the samples' memory records. Every
+    retrieval counts (each epoch's); the ingestion totals count each history once
+    (`ingest_totals`).
+
+    Args:
+        settings: the run's memory settings (`memory`, `memory_version`, `memory_args`,
+            `top_k`).
+        sample_metadata: every sample's metadata.
+
+    Returns:
+        The figures; empty for a run without a memory system.
+    """
     records = [md for md in sample_metadata if LATENCY_KEY in md]
     if not records and not settings.get("memory"):
         return {}
-    out: dict[str, float | int | str] = {"system": _system_label(settings)}
+    out: dict[str, float | int | str] = {"system": system_label(settings)}
     if settings.get("top_k") is not None:
         out["k"] = int(settings["top_k"])
     out |= latency_percentiles([float(md[LATENCY_KEY]) for md in records])
@@ -400,161 +199,210 @@ def memory_figures(
     return out
 
 
-def _is_lm_eval_samples(path: Path) -> bool:
-    return path.name.startswith("samples_") and path.suffix == ".jsonl"
+# ---------------------------------------------------------------------------------------------
+# Rows from runs
+
+#: Per-sample values of one score: (sample id, groups, cluster, value). The groups are the
+#: sample's category and its subgroups.
+SampleValue = tuple[str, tuple[str, ...], str, float]
 
 
-def _input_paths(paths: Iterable[str]) -> tuple[list[str], list[Path]]:
-    """(Inspect logs, lm-eval samples files) under `paths`: files, or folders searched for
-    both (lm-eval writes its files one folder per model below `--output_path`)."""
-    logs: list[str] = []
-    samples: list[Path] = []
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            found = [info.name for info in list_eval_logs(str(path), descending=False)]
-            jsonl = sorted(f for f in path.rglob("samples_*.jsonl") if f.is_file())
-            if not found and not jsonl:
-                raise FileNotFoundError(
-                    f"{p}: no Inspect logs (.eval or .json) and no lm-eval samples_*.jsonl "
-                    "files in this folder"
-                )
-            logs.extend(found)
-            samples.extend(jsonl)
-        elif path.is_file() and _is_lm_eval_samples(path):
-            samples.append(path)
-        elif path.is_file():
-            logs.append(str(path))
-        else:
-            raise FileNotFoundError(f"{p}: no such log file or folder")
-    return logs, samples
+def _groups(sample: RunSample) -> tuple[str, ...]:
+    category = () if sample.category == NO_CATEGORY else (sample.category,)
+    return (*category, *sample.groups)
 
 
-def _lm_eval_memory_settings(folder: Path, benchmark: str) -> dict[str, Any]:
-    """The memory settings of an lm-eval run (its `--metadata` memory knobs, recorded per task
-    in results_*.json); lm-eval does not record the system's version, so it is left out. k is
-    LoCoMo's default when not given (the benchmark whose memory option this is)."""
-    from memevals.benchmarks.locomo.memory import DEFAULT_TOP_K
-
-    given: dict[str, Any] = {}
-    for results in sorted(folder.glob("results_*.json")):
-        try:
-            configs = json.loads(results.read_text(encoding="utf-8")).get("configs") or {}
-        except (OSError, json.JSONDecodeError):
-            continue
-        for task_config in configs.values():
-            metadata = task_config.get("metadata") or {}
-            given |= {k: metadata[k] for k in ("memory", "memory_args", "top_k") if k in metadata}
-    if given.get("memory") and "top_k" not in given and benchmark == "locomo":
-        given["top_k"] = DEFAULT_TOP_K
-    return given
-
-
-def _lm_eval_model(folder: Path) -> str:
-    """The model of an lm-eval run, from its results_*.json beside the samples files:
-    `<model>` plus its `pretrained=` argument when given."""
-    for results in sorted(folder.glob("results_*.json")):
-        try:
-            config = json.loads(results.read_text(encoding="utf-8")).get("config") or {}
-        except (OSError, json.JSONDecodeError):
-            continue
-        model = str(config.get("model") or "?")
-        args = config.get("model_args")
-        if isinstance(args, str):
-            args = dict(a.split("=", 1) for a in args.split(",") if "=" in a)
-        if isinstance(args, Mapping) and args.get("pretrained"):
-            model = f"{model}/{args['pretrained']}"
-        return model
-    return "?"
-
-
-def _read_lm_eval_samples(path: Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(record, document metadata) per line of an lm-eval samples file."""
-    out = []
-    for where, _, record in json_lines(path):
-        try:
-            raw = record["doc"]["metadata"]
-            md = json.loads(raw) if isinstance(raw, str) else raw
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ValueError(
-                f"{where}: not a memevals lm-eval sample (field doc.metadata: {exc})"
-            ) from exc
-        if not isinstance(md, dict) or "benchmark" not in md:
-            raise ValueError(f"{where}: field 'doc.metadata.benchmark' is missing")
-        out.append((record, md))
+def _values(run: Run, name: str) -> list[SampleValue]:
+    """The finite values of one score (epochs averaged), one per sample that has one."""
+    out: list[SampleValue] = []
+    for s in run.samples.values():
+        value = s.scores.get(name)
+        if value is not None and math.isfinite(value) and not s.errored:
+            out.append((s.id, _groups(s), s.cluster, value))
     return out
 
 
-def lm_eval_rows(files: Iterable[Path]) -> list[Row]:
-    """One row per lm-eval run folder and benchmark, every figure computed from the samples
-    (per-document scores as logged by `--log_samples`; a document logged by two subtasks, like
-    LongMemEval's abstention task beside its type's, counts once)."""
-    runs: dict[tuple[Path, str, str], list[tuple[str, dict[str, Any], dict[str, Any]]]] = {}
-    for path in files:
-        task = path.name.removeprefix("samples_").rsplit("_", 1)[0]
-        for record, md in _read_lm_eval_samples(path):
-            # LoCoMo's event summaries and dialogue say benchmark "locomo" and their own task
-            key = (path.parent, str(md["benchmark"]), str(md.get("task") or ""))
-            runs.setdefault(key, []).append((task, record, md))
-    rows: list[Row] = []
-    for (folder, benchmark, _), records in sorted(runs.items()):
-        values: dict[str, dict[str, SampleValue]] = {}
-        aux: dict[str, list[float]] = {}
-        tasks = sorted({task for task, _, _ in records})
-        for _, record, md in records:
-            sid = str(record["doc"].get("id", record.get("doc_id")))
-            groups = _groups(md)
-            cluster = _cluster_of(md, sid)
-            for name in LM_EVAL_KINDS | LM_EVAL_AUX:
-                v = record.get(name)
-                if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v):
-                    continue
-                if name in LM_EVAL_AUX:
-                    aux.setdefault(name, []).append(float(v))
-                else:
-                    values.setdefault(name, {}).setdefault(sid, (sid, groups, cluster, float(v)))
-        kinds: dict[str, KindScores] = {}
-        _add_clustered(kinds, {k: list(v.values()) for k, v in values.items()})
-        for ks in kinds.values():
-            ks.overall = ks.clustered[""].mean
-            ks.stderr = ks.clustered[""].stderr
-            ks.categories = {c: s.mean for c, s in ks.clustered.items() if c != "abstention" and c}
-            if "abstention" in ks.clustered:
-                ks.extras["abstention"] = ks.clustered["abstention"].mean
-        model = _lm_eval_model(folder)
-        first_md = records[0][2]
-        memory = {}
-        if first_md.get("context") == "memory":
-            memory = _lm_eval_memory_settings(folder, benchmark)
-        by_id = {str(r["doc"].get("id", r.get("doc_id"))): md for _, r, md in records}
-        rows.append(
-            Row(
-                benchmark=benchmark,
-                task="lm-eval: " + (tasks[0] if len(tasks) == 1 else benchmark),
-                model=model,
-                judge=NO_JUDGE,
-                context=_context_label(benchmark, memory, first_md),
-                samples=len({str(r["doc"].get("id", r.get("doc_id"))) for _, r, _ in records}),
-                status="success",
-                log=str(folder),
-                kinds=kinds,
-                aux={k: sum(v) / len(v) for k, v in aux.items()},
-                usage={},
-                task_args={},
-                framework="lm-eval",
-                # a document logged by two subtasks (see above) is one retrieval
-                memory=memory_figures(memory, by_id.values()),
-            )
+def _reduced_values(run: Run, name: str) -> list[SampleValue]:
+    out: list[SampleValue] = []
+    for sid, value in sorted(run.reduced[name].items()):
+        s = run.samples.get(sid)
+        if s is not None:
+            out.append((sid, _groups(s), s.cluster, value))
+    return out
+
+
+def _is_proportion(kind: str | None, name: str, values: Sequence[SampleValue]) -> bool:
+    """A judge's accuracy is a proportion: its interval is the Wilson interval."""
+    judged = kind == "judge" or (kind is None and name.split("@", 1)[0] == "judge")
+    return judged and all(0.0 <= v[3] <= 1.0 for v in values)
+
+
+def _kind_scores(run: Run, name: str, values: Sequence[SampleValue]) -> KindScores:
+    """Every figure of one score from its sample values (see the module doc)."""
+    ks = KindScores()
+    subgroups = {g for s in run.samples.values() for g in s.groups}
+    proportion = _is_proportion(run.kinds.get(name.split("@", 1)[0]), name, values)
+    groups: dict[str, list[SampleValue]] = {"": list(values)}
+    for v in values:
+        for group in v[1]:
+            groups.setdefault(group, []).append(v)
+    for group, members in groups.items():
+        ks.clustered[group] = statistics.summarize(
+            [m[3] for m in members], [m[2] for m in members], proportion=proportion
         )
+    ks.overall, ks.stderr = ks.clustered[""].mean, ks.clustered[""].stderr
+    for group, summary in ks.clustered.items():
+        if group in subgroups:
+            ks.extras[group] = summary.mean
+        elif group:
+            ks.categories[group] = summary.mean
+    if run.record is not None and run.record.macro_average and ks.categories:
+        means = list(ks.categories.values())
+        ks.extras[run.record.macro_average] = sum(means) / len(means)
+    flagged = [s.unscored[name] for s in run.samples.values() if name in s.unscored]
+    if flagged:
+        ks.extras[UNSCORED] = float(sum(flagged))
+    ks.repeated = _repeated(run.repeated.get(name, ()))
+    return ks
+
+
+def _repeated(rows: Sequence[tuple[str, tuple[str | None, ...]]]) -> dict[str, float]:
+    """The repeated-judging figures of one score (its N labels per sample-epoch), overall and
+    per category: runs, compared, incomplete, agreement, kappa."""
+    if not rows:
+        return {}
+
+    def figures(prefix: str, labels: list[tuple[str | None, ...]]) -> dict[str, float]:
+        result = repeated_agreement([list(x) for x in labels])
+        out: dict[str, float] = {}
+        if result.agree is not None:
+            out[f"{prefix}agreement"] = result.agree
+        if result.kappa is not None:
+            out[f"{prefix}kappa"] = result.kappa
+        return out
+
+    overall = repeated_agreement([list(labels) for _, labels in rows])
+    out: dict[str, float] = {
+        "runs": float(max(len(labels) for _, labels in rows)),
+        "compared": float(overall.items),
+        "incomplete": float(overall.incomplete),
+        **figures("", [labels for _, labels in rows]),
+    }
+    for category in sorted({c for c, _ in rows if c != NO_CATEGORY}):
+        out |= figures(f"{category}_", [labels for c, labels in rows if c == category])
+    return out
+
+
+def _judge_label(run: Run, kinds: Mapping[str, KindScores]) -> str:
+    judged = [
+        n
+        for n in kinds
+        if run.kinds.get(n.split("@", 1)[0]) == "judge"
+        or (run.record is None and n.split("@", 1)[0] == "judge")
+    ]
+    if not any(kinds[n].overall is not None for n in judged):
+        return NO_JUDGE
+    if run.grader_role is not None:
+        return run.grader_role
+    graders = sorted({g for n in judged for g in run.judges.get(n.split("@", 1)[0], ())})
+    if graders:
+        return ", ".join(graders)
+    return f"self ({run.model})" if run.framework == "inspect" else "?"
+
+
+def row_from_run(run: Run) -> Row | None:
+    """A table row of one run; None (with a message on stderr) when an Inspect run has no
+    results.
+
+    Args:
+        run: the run (`memevals.tools.runs`).
+
+    Returns:
+        The row, or None.
+    """
+    if not run.has_results:
+        print(
+            f"memevals-compare: {run.path}: no results (status {run.status}); left out",
+            file=sys.stderr,
+        )
+        return None
+    names = score_order(run.record, {n for s in run.samples.values() for n in s.scores}, run.kinds)
+    kinds: dict[str, KindScores] = {}
+    aux: dict[str, float] = {}
+    for name in names:
+        kind = run.kinds.get(name)
+        values = _values(run, name)
+        if not values:
+            continue
+        if kind in AUX_KINDS:
+            aux[name] = sum(v[3] for v in values) / len(values)
+        elif is_compared(kind, run.record):
+            kinds[name] = _kind_scores(run, name, values)
+    for name in score_order(run.record, run.reduced, run.kinds):
+        kinds[name] = _kind_scores(run, name, _reduced_values(run, name))
+    ceilings = run.task_metadata.get("gold_ceilings") or {}
+    categories = run.record.categories if run.record else ()
+    return Row(
+        benchmark=run.benchmark,
+        task=run.task if run.framework == "inspect" else f"lm-eval: {run.task}",
+        model=run.model,
+        judge=_judge_label(run, kinds),
+        context=context_label(run),
+        samples=run.completed if run.completed is not None else len(run.samples),
+        status=run.status,
+        log=run.path,
+        kinds=kinds,
+        aux=aux,
+        usage=dict(run.usage),
+        task_args=dict(run.options),
+        framework=run.framework,
+        ceilings={
+            str(k): float(v)
+            for k, v in ceilings.items()
+            if k in categories or (not categories and k != "overall")
+        },
+        memory=memory_figures(memory_settings(run), run.epoch_metadata),
+        protocol=run.protocol,
+        record=run.record,
+        score_kinds=dict(run.kinds),
+    )
+
+
+def row_from_log(log: EvalLog, path: str) -> Row | None:
+    """A table row from an Inspect log already read.
+
+    Args:
+        log: the log.
+        path: where it came from.
+
+    Returns:
+        The row, or None when the log has no results.
+    """
+    return row_from_run(read_inspect_log(log, path))
+
+
+def load_rows(paths: Iterable[str]) -> list[Row]:
+    """Rows for every Inspect log and every lm-eval run under `paths` (files or folders).
+
+    Args:
+        paths: log files, lm-eval samples files, or folders of either.
+
+    Returns:
+        The rows, sorted by benchmark, task, model, judge and context.
+    """
+    rows = [row for run in load_runs(paths) if (row := row_from_run(run)) is not None]
+    _disambiguate(rows)
+    rows.sort(key=lambda r: (r.benchmark, r.task, r.model, r.judge, r.context, r.protocol))
     return rows
 
 
 def _disambiguate(rows: list[Row]) -> None:
-    """Rows that share (benchmark, model, judge, context, task) get the task arguments that
-    differ between them appended to their context label."""
+    """Rows that share (benchmark, model, judge, protocol, context, task) get the task
+    arguments that differ between them appended to their context label."""
     groups: dict[tuple[str, ...], list[Row]] = {}
     for r in rows:
-        groups.setdefault((r.benchmark, r.model, r.judge, r.context, r.task), []).append(r)
+        key = (r.benchmark, r.model, r.judge, r.protocol, r.context, r.task)
+        groups.setdefault(key, []).append(r)
     for same in groups.values():
         if len(same) < 2:
             continue
@@ -567,109 +415,18 @@ def _disambiguate(rows: list[Row]) -> None:
                 r.context += f" [run {i}: {Path(r.log).name}]"
 
 
-def _cluster_of(metadata: Mapping[str, Any], sample_id: object) -> str:
-    """The sample's cluster: `metadata["cluster"]`, else (older logs) the first legacy key
-    present, else the sample itself (an independent sample is its own cluster)."""
-    for key in (statistics.CLUSTER_KEY, *LEGACY_CLUSTER_KEYS):
-        if metadata.get(key) is not None:
-            return str(metadata[key])
-    return str(sample_id)
-
-
-#: Per-sample values of one kind: (sample id, groups, cluster, value). The groups are the
-#: sample's category and, for a LongMemEval `_abs` question, also "abstention".
-SampleValue = tuple[str, tuple[str, ...], str, float]
-
-
-def _groups(metadata: Mapping[str, Any]) -> tuple[str, ...]:
-    category = metadata.get("category")
-    groups = () if category is None else (str(category),)
-    return (*groups, "abstention") if metadata.get("abstention") is True else groups
-
-
-def sample_values(samples: Iterable[EvalSample]) -> dict[str, list[SampleValue]]:
-    """Per kind (as the table names them: f1, judge, rouge1, ...), one value per sample id.
-
-    Several epochs of a sample are averaged first (Inspect's default reducer); unscored values
-    (NaN, e.g. an unreadable judge verdict) are left out, never counted as 0.
-    """
-    by_kind: dict[str, dict[str, list[float]]] = {}
-    info: dict[str, tuple[tuple[str, ...], str]] = {}
-    for sample in samples:
-        sid = str(sample.id)
-        md = sample.metadata or {}
-        info[sid] = (_groups(md), _cluster_of(md, sid))
-        for scorer, score in (sample.scores or {}).items():
-            if scorer in AUX_SCORERS or scorer in MEMORY_SCORERS:
-                continue
-            value = score.value
-            named = value.items() if isinstance(value, Mapping) else [(scorer, value)]
-            for name, v in named:
-                kind = None if name == "unscored" else _kind_of(str(name), scorer)
-                if kind is None or isinstance(v, str | bool) or not isinstance(v, int | float):
-                    continue
-                x = float(v)
-                if not math.isnan(x):
-                    by_kind.setdefault(kind, {}).setdefault(sid, []).append(x)
-    return {
-        kind: [(sid, *info[sid], sum(xs) / len(xs)) for sid, xs in values.items()]
-        for kind, values in by_kind.items()
-    }
-
-
-def _add_clustered(kinds: dict[str, KindScores], values: Mapping[str, list[SampleValue]]) -> None:
-    """The clustered figures of each kind, overall and per category, from its sample values."""
-    for kind, rows in values.items():
-        if not rows:
-            continue
-        ks = kinds.setdefault(kind, KindScores())
-        proportion = kind in PROPORTION_KINDS and all(0.0 <= r[3] <= 1.0 for r in rows)
-        groups: dict[str, list[SampleValue]] = {"": rows}
-        for r in rows:
-            for group_name in r[1]:
-                groups.setdefault(group_name, []).append(r)
-        for name, group in groups.items():
-            ks.clustered[name] = statistics.summarize(  # "" = all samples
-                [r[3] for r in group], [r[2] for r in group], proportion=proportion
-            )
-
-
-def load_rows(paths: Iterable[str]) -> list[Row]:
-    """Rows for every Inspect log and every lm-eval run under `paths` (files or folders),
-    sorted by benchmark, task, model."""
-    rows: list[Row] = []
-    logs, lm_eval_files = _input_paths(paths)
-    for path in logs:
-        try:
-            log = read_eval_log(path)
-        except Exception as exc:
-            raise ValueError(f"{path}: not a readable Inspect log ({exc})") from exc
-        row = row_from_log(log, path.removeprefix("file://"))
-        if row is not None:
-            _add_clustered(row.kinds, sample_values(log.samples or []))
-            metadata = log.eval.metadata or {}
-            used = metadata.get("memory")
-            row.memory = memory_figures(
-                # LoCoMo logs its memory settings as one record, LongMemEval at the top level
-                used if isinstance(used, Mapping) else metadata,
-                [s.metadata or {} for s in log.samples or []],
-            )
-            rows.append(row)
-    rows += lm_eval_rows(lm_eval_files)
-    _disambiguate(rows)
-    rows.sort(key=lambda r: (r.benchmark, r.task, r.model, r.judge, r.context))
-    return rows
-
-
-def _ordered(categories: Iterable[str]) -> list[str]:
+def _ordered(record: Benchmark | None, categories: Iterable[str]) -> list[str]:
+    """Categories in the record's display order, then any others by name."""
     cats = set(categories)
-    known = [c for c in CATEGORY_ORDER if c in cats]
-    return known + sorted(cats - set(known))
+    if record is None:
+        return sorted(cats)
+    return sorted(cats, key=record.category_rank)
 
 
-def _kind_order(kinds: Iterable[str]) -> list[str]:
-    ks = set(kinds)
-    return [k for k in ("f1", "judge") if k in ks] + sorted(ks - {"f1", "judge"})
+def _kind_order(rows: Sequence[Row]) -> list[str]:
+    names = {k for r in rows for k in r.kinds}
+    kinds = {n: k for r in rows for n, k in r.score_kinds.items()}
+    return score_order(rows[0].record if rows else None, names, kinds)
 
 
 @dataclass(frozen=True)
@@ -693,10 +450,13 @@ def _clustered_cell(summary: statistics.Summary | None, field_name: str) -> floa
 
 def _layout(rows: Sequence[Row]) -> list[tuple[str, list[str], list[str]]]:
     """(kind, categories, extras) for the kinds present in `rows`."""
-    kinds = _kind_order(k for r in rows for k in r.kinds)
+    kinds = _kind_order(rows)
+    record = rows[0].record if rows else None
     out = []
     for kind in kinds:
-        cats = _ordered(c for r in rows if kind in r.kinds for c in r.kinds[kind].categories)
+        cats = _ordered(
+            record, (c for r in rows if kind in r.kinds for c in r.kinds[kind].categories)
+        )
         extras = sorted({e for r in rows if kind in r.kinds for e in r.kinds[kind].extras})
         out.append((kind, cats, extras))
     return out
@@ -705,7 +465,7 @@ def _layout(rows: Sequence[Row]) -> list[tuple[str, list[str], list[str]]]:
 def _cell(row: Row, key: str) -> float | int | str | None:
     if key == "judge_model":
         return row.judge
-    if key in ("benchmark", "task", "model", "context", "samples", "status", "log"):
+    if key in ("benchmark", "task", "model", "protocol", "context", "samples", "status", "log"):
         value: float | int | str = getattr(row, key)
         return value
     if key in row.usage:
@@ -739,13 +499,14 @@ def _columns(rows: Sequence[Row]) -> list[_Column]:
         _Column("benchmark", "benchmark"),
         _Column("model", "model"),
         _Column("judge_model", "judge model"),
+        _Column("protocol", "protocol"),
         _Column("context", "context"),
         _Column("task", "task"),
         _Column("samples", "n"),
     ]
     for kind, cats, extras in _layout(rows):
-        title = "F1" if kind == "f1" else kind
-        interval = "95% Wilson" if kind in PROPORTION_KINDS else "95% CI"
+        title = _title(kind)
+        interval = "95% Wilson" if _wilson(rows, kind) else "95% CI"
         cols.append(_Column(f"{kind}:", title))
         cols.append(_Column(f"{kind}:stderr", f"{title} stderr"))
         cols.append(_Column(f"{kind}:stderr_clustered", f"{title} stderr_clustered"))
@@ -767,6 +528,24 @@ def _columns(rows: Sequence[Row]) -> list[_Column]:
     if any(r.memory for r in rows):
         cols += [_Column(f"memory:{name}", title) for name, title in MEMORY_COLUMNS]
     return cols
+
+
+def _title(kind: str) -> str:
+    return "F1" if kind == "f1" else kind
+
+
+def _wilson(rows: Sequence[Row], kind: str) -> bool:
+    """Whether a score's intervals are Wilson intervals (a judge's accuracy, a proportion)."""
+    kinds = {n: k for r in rows for n, k in r.score_kinds.items()}
+    values = [
+        (r.kinds[kind].clustered[""].interval, r.kinds[kind].overall)
+        for r in rows
+        if kind in r.kinds and "" in r.kinds[kind].clustered
+    ]
+    judged = kinds.get(kind.split("@", 1)[0]) == "judge" or (
+        not kinds.get(kind.split("@", 1)[0]) and kind.split("@", 1)[0] == "judge"
+    )
+    return judged and all(o is None or 0.0 <= o <= 1.0 for _, o in values)
 
 
 def _ordered_repeated(figures: Iterable[Mapping[str, float]]) -> list[str]:
@@ -809,7 +588,7 @@ def _fmt(value: float | int | str | None, key: str) -> str:
         return ""
     if isinstance(value, str):
         return value.replace("|", "\\|")
-    if isinstance(value, int) or key in ("aux:prompt_tokens", "samples"):
+    if isinstance(value, int) or key == "samples" or key.startswith("tokens:"):
         return f"{value:.0f}" if not isinstance(value, int) else str(value)
     if key.endswith((":extra:unscored", ":repeated:runs", ":compared", ":incomplete")):
         return f"{value:.0f}"
@@ -826,6 +605,8 @@ def _markdown_cell(row: Row, key: str) -> str:
     """The cell's text; a mean gets its clustered standard error (`0.512 ± 0.031`), the
     interval column shows `[lower, upper]`; a memory latency is shown in milliseconds."""
     value = _cell(row, key)
+    if key.startswith("aux:") and row.score_kinds.get(key[4:]) == "tokens":
+        return _fmt(value, f"tokens:{key}")
     if key.startswith("memory:latency_") and isinstance(value, float):
         return "nan" if math.isnan(value) else f"{1000 * value:.3f}"
     text = _fmt(value, key)
@@ -882,7 +663,7 @@ def markdown_tables(rows: Sequence[Row]) -> str:
                 out.append(
                     f"\nAbove the audited-gold ceiling ({r.label}): {'; '.join(flagged)}. "
                     "The original gold is wrong on these shares of questions: see "
-                    "benchmarks/locomo/README.md#audited-gold."
+                    f"{_readme(r.record)}#audited-gold."
                 )
         judges = sorted({r.judge for r in sub if r.judge != NO_JUDGE})
         if len(judges) > 1:
@@ -893,6 +674,15 @@ def markdown_tables(rows: Sequence[Row]) -> str:
             )
         out.append("")
     return "\n".join(out)
+
+
+def _readme(record: Benchmark | None) -> str:
+    """The benchmark's README, relative to the checkout when it lies in one."""
+    if record is None:
+        return "the benchmark's README.md"
+    readme = record.folder / "README.md"
+    root = Path(__file__).resolve().parents[2]
+    return str(readme.relative_to(root)) if readme.is_relative_to(root) else str(readme)
 
 
 def plot_benchmark(rows: Sequence[Row], benchmark: str, path: Path) -> Path:
@@ -927,9 +717,13 @@ def plot_benchmark(rows: Sequence[Row], benchmark: str, path: Path) -> Path:
                 ax.errorbar([xs[0]], [heights[0]], yerr=[ks.stderr], fmt="none", ecolor="black")
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels(groups, rotation=20, ha="right")
-        ax.set_ylabel("F1" if kind == "f1" else kind)
-        ax.set_ylim(0, 1.05 if kind in ("f1", "judge") else None)
-        ax.set_title(f"{benchmark}: {'F1' if kind == 'f1' else kind}")
+        ax.set_ylabel(_title(kind))
+        shown = [r.kinds[kind] for r in sub if kind in r.kinds]
+        unit = all(
+            0.0 <= v <= 1.0 for ks in shown for v in (ks.overall or 0.0, *ks.categories.values())
+        )
+        ax.set_ylim(0, 1.05 if unit else None)
+        ax.set_title(f"{benchmark}: {_title(kind)}")
         ax.grid(axis="y", alpha=0.3)
     axes[-1, 0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), fontsize=8, ncol=1)
     fig.tight_layout()

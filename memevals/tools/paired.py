@@ -5,24 +5,29 @@
 
 A run is an Inspect log (`.eval` / `.json`; a folder stands for every log in it, in time order)
 or an lm-eval `--log_samples` run (a `samples_<task>_<date>.jsonl` file, or a folder: every
-run found under it, one per timestamp, all subtask files of one timestamp together). The first
-run is the baseline; each later run is compared with it.
+run found under it, one per call and benchmark); `memevals.tools.runs` reads both, by the same
+rules `memevals-compare` uses. The first run is the baseline; each later run is compared with
+it.
 
 Samples are paired by id. Several epochs of one question are averaged first. For every score
-the two runs share (F1, judge, retrieval metrics ...), overall and per category, the table gives
-both means, the difference B - A with its cluster-bootstrap interval, a paired test (exact
-McNemar for independent 0/1 scores, a cluster sign-flip test otherwise), the Holm-adjusted p
-across the categories, the minimum detectable difference and the questions that flipped. The
-statistics are memevals.core.paired_statistics; clusters are the conversations a question comes
-from (sample metadata `cluster`, else `conversation_id`, else the question itself).
+the two runs share (the benchmark record's answer, judge and retrieval scores), overall and per
+category, the table gives both means, the difference B - A with its cluster-bootstrap interval,
+a paired test (exact McNemar for independent 0/1 scores, a cluster sign-flip test otherwise),
+the Holm-adjusted p across the categories, the minimum detectable difference and the questions
+that flipped. The statistics are memevals.core.paired_statistics; a sample's cluster is the
+one rule of `memevals.tools.runs`.
 
-A comparison is only fair when both runs asked the same questions of the same data under the
-same settings and were judged by the same judge with the same criteria. A memory system under
-test (`-T memory=<name>`, with its arguments) is, like the model, what is compared: two runs
-with different systems are fair, but a different k (`top_k`) or context mode is not. Every
-difference is named and the command stops (exit status 1) unless `--allow-mismatch` is given;
-then each difference is printed under the table. A sample that errored or was left unscored in
-either run is left out of that score's pair and counted, never treated as wrong.
+A comparison is only fair when both runs asked the same questions of the same data and were
+judged by the same judge with the same criteria. Two runs may differ in exactly one declared
+factor: the model, the context settings, the memory system under test, or (with
+`--allow-mismatch`) the protocol. Such a comparison is that factor's comparison, and its runs
+are named by the factor's values (`context=none` vs `context=rag`). Any other difference, or a
+second factor, is named and the command stops (exit status 1) unless `--allow-mismatch` is
+given; then each difference is printed under the table. Runs of different protocols ask
+different prompts and are judged by different judges, so their difference measures the
+protocol: the command compares them only with `--allow-mismatch`, and says so. A sample that
+errored or was left unscored in either run is left out of that score's pair and counted,
+never treated as wrong.
 """
 
 from __future__ import annotations
@@ -31,27 +36,36 @@ import argparse
 import csv
 import json
 import math
-import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalSample, list_eval_logs, read_eval_log
-
-from memevals.core.memory_options import MemoryOptions
+from memevals.core.benchmark import Benchmark
 from memevals.core.paired_statistics import PairedResult, holm_adjust, paired_comparison
-from memevals.core.validation import json_lines
-from memevals.tools.compare import CATEGORY_ORDER, F1_SCORERS
+from memevals.tools.runs import (
+    Run,
+    RunError,
+    RunSample,
+    load_runs,
+    memory_settings,
+    read_inspect_run,
+    read_lm_eval_run,
+    record_of,
+    system_label,
+)
 
 __all__ = [
+    "FACTORS",
     "Comparison",
+    "Factor",
     "Mismatch",
     "Run",
     "RunSample",
     "ScoreTable",
     "compare_runs",
+    "factors_of",
     "find_mismatches",
     "flipped_rows",
     "load_runs",
@@ -68,383 +82,14 @@ __all__ = [
 PROG = "memevals-diff"
 OVERALL = "overall"
 
-#: Per-sample values that are not scores of the answer (prompt size, bookkeeping).
-#: `memory_system`'s value is the retrieval latency, a measurement, not a score to compare
-NOT_SCORES = frozenset({"prompt_tokens", "selected_k", "unscored", "memory_system"})
-
-#: Settings that change which answer counts as right (the gold), with their defaults. lm-eval
-#: records only the options given on its command line, so a missing one is its default.
-GOLD_SETTINGS: Mapping[str, Any] = {"adversarial": "choice", "gap_fix": False, "variant": None}
-#: Settings that change what the model is asked besides its history, with their defaults.
-PROMPT_SETTINGS: Mapping[str, Any] = {
-    "disclose_task": False,
-    "seed": 0,
-    "history_format": "json",
-    "chain_of_note": False,
-}
-#: lm-eval option names that are another name of an Inspect task parameter.
-LM_EVAL_ALIASES: Mapping[str, str] = {"choice_seed": "seed"}
-#: Keys of the memory settings a task logs that are outcomes, not settings.
-_MEMORY_OUTCOME = re.compile(r".*_total$|^prompt_tokens")
-#: Context settings that name the memory system under test (the subject, as the model is) or
-#: only say whether its ingestions were cached: never a reason to refuse a comparison.
-SUBJECT_SETTINGS = frozenset({"memory", "memory_args", "memory_cache"})
-
-_SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
-_LM_EVAL_KEYS = frozenset({"version", "config_source", "_metadata"})
-
-
-class RunError(ValueError):
-    """A run this command cannot read (the message names the file, record and field)."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Runs
-
-
-@dataclass(frozen=True)
-class RunSample:
-    """One question of one run (epochs averaged): its scores (NaN = unscored), reply and gold."""
-
-    id: str
-    category: str
-    cluster: str
-    scores: Mapping[str, float]
-    reply: str
-    gold: str
-    errored: bool = False
-    criterion: str | None = None
-
-
-@dataclass(frozen=True)
-class Run:
-    """One run of one task: what was asked, how, and the per-question scores."""
-
-    label: str
-    path: str
-    framework: str  # "inspect" or "lm-eval"
-    benchmark: str
-    samples: Mapping[str, RunSample]
-    #: setting group -> name -> value: "context settings", "gold variant", "prompt settings".
-    settings: Mapping[str, Mapping[str, Any]]
-    #: what the task logged it used (Inspect); compared instead of the options when both have it.
-    used_context: Mapping[str, Any] | None = None
-    data_checksums: Any = None  # None: not recorded (lm-eval)
-    judges: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # score -> judge models
-
-    @property
-    def score_names(self) -> list[str]:
-        names = {n for s in self.samples.values() for n in s.scores}
-        return sorted(names, key=lambda n: (n not in ("f1", "judge"), n != "f1", n))
-
-
-def _plain(value: Any) -> Any:
-    """Option values as lm-eval's --metadata may spell them ("true", "5") made comparable."""
-    if isinstance(value, str):
-        low = value.strip().lower()
-        if low in ("true", "false"):
-            return low == "true"
-        if re.fullmatch(r"-?\d+", low):
-            return int(low)
-        if low in ("none", "null", ""):
-            return None
-    return value
-
-
-def _settings(options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The compared option groups from a run's options (missing = the default)."""
-    memory = MemoryOptions()
-    return {
-        "context settings": {
-            name: _plain(options.get(name, getattr(memory, name))) for name in MemoryOptions.names()
-        },
-        "gold variant": {k: _plain(options.get(k, d)) for k, d in GOLD_SETTINGS.items()},
-        "prompt settings": {k: _plain(options.get(k, d)) for k, d in PROMPT_SETTINGS.items()},
-    }
-
-
-def _category(metadata: Mapping[str, Any], fallback: Any = None) -> str:
-    value = metadata.get("category", fallback)
-    return str(value) if value is not None else "-"
-
-
-def _cluster(metadata: Mapping[str, Any], sample_id: str) -> str:
-    """The cluster a question belongs to: metadata `cluster`, else its conversation, else itself
-    (a question that shares nothing with the others is its own cluster)."""
-    for key in ("cluster", "conversation_id"):
-        value = metadata.get(key)
-        if value is not None and value != "":
-            return str(value)
-    return sample_id
-
-
-def _criterion(metadata: Mapping[str, Any]) -> str | None:
-    judge = metadata.get("judge")
-    if isinstance(judge, Mapping) and judge.get("criterion") is not None:
-        return str(judge["criterion"])
-    return None
-
-
-def _gold(target: Any) -> str:
-    if isinstance(target, list):
-        return " | ".join(str(t) for t in target)
-    return str(target)
-
-
-def _score_name(scorer: str) -> str:
-    name = scorer.rsplit("/", 1)[-1]
-    return "f1" if name in F1_SCORERS else name
-
-
-def _number(value: Any) -> float | None:
-    """A numeric score value (bool included); None for text and other values."""
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, int | float):
-        return float(value)
-    return None
-
-
-def _inspect_scores(sample: EvalSample) -> tuple[dict[str, float], dict[str, str]]:
-    """Numeric scores of one Inspect sample (NaN = unscored) and the judge behind each."""
-    values: dict[str, float] = {}
-    graders: dict[str, str] = {}
-    for scorer, score in (sample.scores or {}).items():
-        base = _score_name(scorer)
-        if base in NOT_SCORES:
-            continue
-        items = score.value.items() if isinstance(score.value, dict) else [(base, score.value)]
-        md = score.metadata or {}
-        for key, raw in items:
-            if key in NOT_SCORES:
-                continue
-            number = _number(raw)
-            if number is None:
-                continue
-            name = key if key not in values else f"{base}.{key}"
-            values[name] = number
-            if md.get("grader") is not None:
-                fallback = " (the model under test)" if md.get("grader_fallback") else ""
-                graders[name] = f"{md['grader']}{fallback}"
-    return values, graders
-
-
-def _average_epochs(epochs: list[RunSample]) -> RunSample:
-    """One question of several epochs: each score averaged over the epochs that have it (an
-    errored or unscored epoch is left out); errored only if every epoch errored."""
-    first = epochs[0]
-    if len(epochs) == 1:
-        return first
-    kept = [e for e in epochs if not e.errored]
-    names = {n for e in kept for n in e.scores}
-    scores: dict[str, float] = {}
-    for name in names:
-        finite = [
-            e.scores[name] for e in kept if name in e.scores and math.isfinite(e.scores[name])
-        ]
-        scores[name] = math.fsum(finite) / len(finite) if finite else math.nan
-    reply = kept[0].reply if kept else first.reply
-    return RunSample(
-        id=first.id,
-        category=first.category,
-        cluster=first.cluster,
-        scores=scores,
-        reply=reply,
-        gold=first.gold,
-        errored=not kept,
-        criterion=first.criterion,
-    )
-
-
-def read_inspect_run(path: str) -> Run:
-    """One Inspect log as a run: its settings from the header, its samples by id."""
-    try:
-        # One pass over the whole log: measured faster than streaming the samples or asking
-        # for fields to be left out (both parse sample by sample), even with their events.
-        header = read_eval_log(path)
-    except Exception as exc:
-        raise RunError(f"{path}: not a readable Inspect log ({exc})") from exc
-    raw = header.samples or []
-    metadata = header.eval.metadata or {}
-    args = dict(header.eval.task_args or {})
-    by_id: dict[str, list[RunSample]] = {}
-    judges: dict[str, set[str]] = {}
-    for sample in sorted(raw, key=lambda s: (str(s.id), s.epoch)):
-        sid = str(sample.id)
-        md = sample.metadata or {}
-        scores, graders = _inspect_scores(sample)
-        for name, grader in graders.items():
-            judges.setdefault(name, set()).add(grader)
-        by_id.setdefault(sid, []).append(
-            RunSample(
-                id=sid,
-                category=_category(md),
-                cluster=_cluster(md, sid),
-                scores=scores,
-                reply=sample.output.completion if sample.output else "",
-                gold=_gold(sample.target),
-                errored=sample.error is not None,
-                criterion=_criterion(md),
-            )
-        )
-    memory = metadata.get("memory")
-    used = memory if isinstance(memory, Mapping) else metadata
-    used_context = {
-        k: v
-        for k, v in used.items()
-        if k in MemoryOptions.names() or k in ("retrieval_unit", "embedding_model")
-    }
-    used_context = {k: v for k, v in used_context.items() if not _MEMORY_OUTCOME.match(k)}
-    task = header.eval.task.rsplit("/", 1)[-1]
-    return Run(
-        label=f"{header.eval.model}{_subject(used)} ({Path(path).name})",
-        path=path,
-        framework="inspect",
-        benchmark=str(metadata.get("benchmark") or task),
-        samples={sid: _average_epochs(epochs) for sid, epochs in by_id.items()},
-        settings=_settings(args),
-        used_context=used_context or None,
-        data_checksums=metadata.get("data_sha256"),
-        judges={k: tuple(sorted(v)) for k, v in judges.items()},
-    )
-
-
-def _lm_eval_reply(record: Mapping[str, Any]) -> str:
-    filtered = record.get("filtered_resps")
-    while isinstance(filtered, list) and len(filtered) == 1:
-        filtered = filtered[0]
-    return filtered if isinstance(filtered, str) else json.dumps(filtered)
-
-
-def _lm_eval_record(record: Any, where: str) -> tuple[RunSample, str]:
-    if not isinstance(record, dict):
-        raise RunError(f"{where}: expected a JSON object per line")
-    doc = record.get("doc")
-    if not isinstance(doc, dict) or "id" not in doc:
-        raise RunError(
-            f"{where}: field 'doc.id' is missing; is this a memevals task's samples file?"
-        )
-    raw_md = doc.get("metadata", {})
-    try:
-        md = json.loads(raw_md) if isinstance(raw_md, str) else raw_md
-    except json.JSONDecodeError as exc:
-        raise RunError(f"{where}: field 'doc.metadata' is not JSON ({exc})") from exc
-    if not isinstance(md, dict):
-        raise RunError(f"{where}: field 'doc.metadata' is not a JSON object")
-    sid = str(doc["id"])
-    metrics = record.get("metrics")
-    if not isinstance(metrics, list):
-        raise RunError(f"{where}: field 'metrics' (the list of metric names) is missing")
-    scores: dict[str, float] = {}
-    for name in metrics:
-        if name in NOT_SCORES:
-            continue
-        value = record.get(name)
-        if value is None:  # the metric does not apply to this sample (e.g. no evidence turns)
-            continue
-        number = _number(value)
-        if number is not None:
-            scores[str(name)] = number
-    sample = RunSample(
-        id=sid,
-        category=_category(md, doc.get("category")),
-        cluster=_cluster(md, sid),
-        scores=scores,
-        reply=_lm_eval_reply(record),
-        gold=_gold(record.get("target", doc.get("target", ""))),
-        criterion=_criterion(md),
-    )
-    return sample, str(md.get("benchmark") or "")
-
-
-def _lm_eval_config(results: Path) -> tuple[str, dict[str, Any]]:
-    """(model label, options) from an lm-eval results file; ("lm-eval", {}) when it is absent."""
-    try:
-        data = json.loads(results.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return "lm-eval", {}
-    except (OSError, json.JSONDecodeError) as exc:
-        raise RunError(f"{results}: not a readable lm-eval results file ({exc})") from exc
-    config = data.get("config") or {}
-    model_args = config.get("model_args") or {}
-    if isinstance(model_args, str):
-        model_args = dict(kv.split("=", 1) for kv in model_args.split(",") if "=" in kv)
-    label = " ".join(
-        [str(config.get("model") or "lm-eval"), *(f"{k}={v}" for k, v in model_args.items())]
-    )
-    options: dict[str, Any] = {}
-    for task_config in (data.get("configs") or {}).values():
-        given = {**(task_config.get("dataset_kwargs") or {}), **(task_config.get("metadata") or {})}
-        for key, value in given.items():
-            if key in _LM_EVAL_KEYS or key in model_args or key == "categories":
-                continue
-            options[LM_EVAL_ALIASES.get(key, key)] = value
-    return label, options
-
-
-def read_lm_eval_run(files: Sequence[Path]) -> Run:
-    """The samples files of one lm-eval run (one timestamp) as a run."""
-    by_id: dict[str, RunSample] = {}
-    benchmark = ""
-    for path in files:
-        for where, _, record in json_lines(path, RunError):
-            sample, bench = _lm_eval_record(record, where)
-            if sample.id in by_id:
-                raise RunError(f"{where}: sample id {sample.id!r} appears twice in this run")
-            by_id[sample.id] = sample
-            benchmark = benchmark or bench
-    m = _SAMPLES_FILE.match(files[0].name)
-    results = files[0].with_name(f"results_{m.group('date')}.json") if m else Path("/nonexistent")
-    label, options = _lm_eval_config(results)
-    where = str(files[0].parent if len(files) > 1 else files[0])
-    return Run(
-        label=f"{label}{_subject(options)} ({files[0].parent.name})",
-        path=where,
-        framework="lm-eval",
-        benchmark=benchmark or (m.group("task") if m else "lm-eval"),
-        samples=by_id,
-        settings=_settings(options),
-    )
-
-
-def _subject(settings: Mapping[str, Any]) -> str:
-    """` + memory <system> [version]` for a run whose context a memory system gave, else ""."""
-    if not settings.get("memory"):
-        return ""
-    version = settings.get("memory_version")
-    return f" + memory {settings['memory']}" + (f" {version}" if version else "")
-
-
-def _lm_eval_groups(folder: Path) -> list[list[Path]]:
-    groups: dict[tuple[Path, str], list[Path]] = {}
-    for path in sorted(folder.rglob("samples_*.jsonl")):
-        m = _SAMPLES_FILE.match(path.name)
-        groups.setdefault((path.parent, m.group("date") if m else path.name), []).append(path)
-    return [groups[k] for k in sorted(groups)]
-
-
-def load_runs(paths: Iterable[str]) -> list[Run]:
-    """The runs named by `paths`, in order (a folder expands to its runs, oldest first)."""
-    runs: list[Run] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            logs = [info.name for info in list_eval_logs(str(path), descending=False)]
-            groups = _lm_eval_groups(path)
-            if not logs and not groups:
-                raise RunError(
-                    f"{raw}: no Inspect logs (.eval/.json) and no lm-eval samples_*.jsonl here"
-                )
-            runs += [read_inspect_run(log.removeprefix("file://")) for log in logs]
-            runs += [read_lm_eval_run(group) for group in groups]
-        elif path.is_file():
-            if path.suffix == ".jsonl":
-                runs.append(read_lm_eval_run([path]))
-            else:
-                runs.append(read_inspect_run(str(path)))
-        else:
-            raise RunError(f"{raw}: no such log file or folder")
-    return runs
+#: The declared factors: what one comparison may vary, one at a time.
+MODEL, CONTEXT, MEMORY_SYSTEM, PROTOCOL = "model", "context", "memory system", "protocol"
+FACTORS = (MODEL, CONTEXT, MEMORY_SYSTEM, PROTOCOL)
+#: Factors compared only with --allow-mismatch (the protocol changes prompts and judge).
+EXPLICIT_FACTORS = frozenset({PROTOCOL})
+#: Context settings that name the memory system under test (its own factor) or only say
+#: whether its ingestions were cached (never a difference).
+SUBJECT_SETTINGS = frozenset({"memory", "memory_args", "memory_cache", "memory_version"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,13 +98,25 @@ def load_runs(paths: Iterable[str]) -> list[Run]:
 
 @dataclass(frozen=True)
 class Mismatch:
-    """One way two runs differ that makes their comparison unfair."""
+    """One way two runs differ: part of a declared factor, or a reason the comparison is
+    unfair."""
 
     setting: str
     detail: str
+    #: the declared factor this difference belongs to (None: no factor, always unfair)
+    factor: str | None = None
 
     def __str__(self) -> str:
         return f"{self.setting}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Factor:
+    """The declared factor two runs differ in, and each run's name by its value."""
+
+    name: str
+    a: str
+    b: str
 
 
 def _few(ids: Iterable[str], limit: int = 5) -> str:
@@ -468,17 +125,33 @@ def _few(ids: Iterable[str], limit: int = 5) -> str:
     return shown + (f", ... ({len(items)} in all)" if len(items) > limit else "")
 
 
-def _dict_diff(group: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Mismatch]:
+def _dict_diff(
+    group: str, a: Mapping[str, Any], b: Mapping[str, Any], factor: str | None = None
+) -> list[Mismatch]:
     out = []
     for key in sorted(set(a) | set(b)):
         va, vb = a.get(key), b.get(key)
         if va != vb:
-            out.append(Mismatch(group, f"{key}: A={va!r}, B={vb!r}"))
+            out.append(Mismatch(group, f"{key}: A={va!r}, B={vb!r}", factor))
     return out
 
 
-def find_mismatches(a: Run, b: Run, scores: Sequence[str]) -> list[Mismatch]:
-    """Every difference between runs A and B that a fair comparison must not have."""
+def _context(run: Run, other: Run) -> dict[str, Any]:
+    """The compared context settings: what the task logged it used when both runs logged it,
+    else the options given; the memory system's own settings left out."""
+    both = run.used_context is not None and other.used_context is not None
+    source = run.used_context if both and run.used_context is not None else None
+    settings = source if source is not None else run.settings.get("context settings", {})
+    return {k: v for k, v in settings.items() if k not in SUBJECT_SETTINGS}
+
+
+def _system(run: Run) -> str | None:
+    settings = memory_settings(run)
+    return system_label(settings) if settings else None
+
+
+def _samples_and_judges(a: Run, b: Run, scores: Sequence[str]) -> list[Mismatch]:
+    """Differences of benchmark, samples, data and judge: never a factor."""
     out: list[Mismatch] = []
     if a.benchmark != b.benchmark:
         out.append(Mismatch("benchmark", f"A={a.benchmark!r}, B={b.benchmark!r}"))
@@ -508,18 +181,86 @@ def find_mismatches(a: Run, b: Run, scores: Sequence[str]) -> list[Mismatch]:
                 f"A={a.samples[first].criterion!r}, B={b.samples[first].criterion!r})",
             )
         )
-    if a.used_context is not None and b.used_context is not None:
-        context_a, context_b = a.used_context, b.used_context
-    else:
-        context_a, context_b = a.settings["context settings"], b.settings["context settings"]
-    out += _dict_diff(
-        "context settings",
-        {k: v for k, v in context_a.items() if k not in SUBJECT_SETTINGS},
-        {k: v for k, v in context_b.items() if k not in SUBJECT_SETTINGS},
-    )
-    for group in ("gold variant", "prompt settings"):
-        out += _dict_diff(group, a.settings[group], b.settings[group])
     return out
+
+
+def find_mismatches(a: Run, b: Run, scores: Sequence[str]) -> list[Mismatch]:
+    """Every difference between runs A and B: of their samples, data and judge (never fair),
+    of a declared factor (`Mismatch.factor`), and of their other task options (never fair).
+
+    Args:
+        a: run A.
+        b: run B.
+        scores: the scores compared (their judges must be the same).
+
+    Returns:
+        The differences, in that order.
+    """
+    out = _samples_and_judges(a, b, scores)
+    if a.model != b.model:
+        out.append(Mismatch("model", f"A={a.model!r}, B={b.model!r}", MODEL))
+    out += _dict_diff("context settings", _context(a, b), _context(b, a), CONTEXT)
+    system_a, system_b = _system(a), _system(b)
+    if system_a != system_b:
+        if system_a is not None and system_b is not None:
+            out.append(Mismatch("memory system", f"A={system_a!r}, B={system_b!r}", MEMORY_SYSTEM))
+        else:  # one run's context came from a memory system, the other's did not
+            detail = f"memory: A={system_a!r}, B={system_b!r}"
+            out.append(Mismatch("context settings", detail, CONTEXT))
+    if a.protocol != b.protocol:
+        out.append(Mismatch("protocol", f"A={a.protocol!r}, B={b.protocol!r}", PROTOCOL))
+    out += _dict_diff(
+        "task options", a.settings.get("task options", {}), b.settings.get("task options", {})
+    )
+    return out
+
+
+def _context_name(run: Run, other: Run, keys: Sequence[str]) -> str:
+    """A run's name by its context settings: the mode when the modes differ, else the
+    settings that differ."""
+    system = _system(run)
+    mode = str(run.setting("context") or "full")
+    if "context" in keys or "memory" in keys:
+        return f"context=memory({system})" if system else f"context={mode}"
+    settings = _context(run, other)
+    return ", ".join(f"{k}={settings.get(k)}" for k in keys)
+
+
+def factors_of(a: Run, b: Run, differences: Sequence[Mismatch]) -> list[Factor]:
+    """The declared factors the runs differ in, each with the runs' names by its value.
+
+    Args:
+        a: run A.
+        b: run B.
+        differences: `find_mismatches(a, b, ...)`.
+
+    Returns:
+        One Factor per differing factor, in FACTORS order.
+    """
+    out: list[Factor] = []
+    for name in FACTORS:
+        mine = [m for m in differences if m.factor == name]
+        if not mine:
+            continue
+        if name == MODEL:
+            out.append(Factor(name, f"model={a.model}", f"model={b.model}"))
+        elif name == CONTEXT:
+            keys = [m.detail.split(":", 1)[0] for m in mine]
+            out.append(Factor(name, _context_name(a, b, keys), _context_name(b, a, keys)))
+        elif name == MEMORY_SYSTEM:
+            out.append(Factor(name, f"memory={_system(a)}", f"memory={_system(b)}"))
+        else:
+            out.append(Factor(name, f"protocol={a.protocol}", f"protocol={b.protocol}"))
+    return out
+
+
+def _blocking(differences: Sequence[Mismatch], factors: Sequence[Factor]) -> tuple[Mismatch, ...]:
+    """The differences that make a comparison unfair: any outside a declared factor, every
+    factor's when more than one differs, and an explicit factor's (the protocol)."""
+    several = len(factors) > 1
+    return tuple(
+        m for m in differences if m.factor is None or several or m.factor in EXPLICIT_FACTORS
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,19 +294,40 @@ class Comparison:
     a: Run
     b: Run
     tables: tuple[ScoreTable, ...]
+    #: the differences that make the comparison unfair (refused without --allow-mismatch)
     mismatches: tuple[Mismatch, ...]
     not_shared: tuple[str, ...]  # scores that only one run has
+    #: every difference, the declared factors' included
+    differences: tuple[Mismatch, ...] = ()
+    #: the declared factors the runs differ in
+    factors: tuple[Factor, ...] = ()
+
+    @property
+    def factor(self) -> Factor | None:
+        """The one declared factor this comparison varies (None: none, or several)."""
+        return self.factors[0] if len(self.factors) == 1 else None
+
+    @property
+    def name_a(self) -> str:
+        """Run A's name: by the factors' values, else its label."""
+        return ", ".join(f.a for f in self.factors) or self.a.label
+
+    @property
+    def name_b(self) -> str:
+        """Run B's name: by the factors' values, else its label."""
+        return ", ".join(f.b for f in self.factors) or self.b.label
 
 
-def _ordered(categories: Iterable[str]) -> list[str]:
+def _ordered(record: Benchmark | None, categories: Iterable[str]) -> list[str]:
+    """Categories in the record's display order, then any others by name."""
     cats = set(categories)
-    known = [c for c in CATEGORY_ORDER if c in cats]
-    return known + sorted(cats - set(known))
+    return sorted(cats, key=record.category_rank) if record is not None else sorted(cats)
 
 
 def _score_table(
     a: Run, b: Run, score: str, ids: Sequence[str], resamples: int, seed: int
 ) -> ScoreTable:
+    record = a.record or record_of(a.benchmark, a.task)
     errored = unscored = 0
     pairs: list[tuple[RunSample, RunSample]] = []
     for sid in ids:
@@ -594,7 +356,7 @@ def _score_table(
             seed=seed,
         )
 
-    categories = _ordered({sa.category for sa, _ in pairs})
+    categories = _ordered(record, {sa.category for sa, _ in pairs})
     per_category = [(c, compare([p for p in pairs if p[0].category == c])) for c in categories]
     adjusted = holm_adjust([r.p_value for _, r in per_category]) if len(categories) > 1 else None
     rows = [TableRow(OVERALL, compare(pairs), None)]
@@ -605,13 +367,33 @@ def _score_table(
 
 
 def compare_runs(a: Run, b: Run, *, resamples: int = 10_000, seed: int = 0) -> Comparison:
-    """Pair B with A by sample id and compare every score they share."""
+    """Pair B with A by sample id and compare every score they share.
+
+    Args:
+        a: the baseline run.
+        b: the run compared with it.
+        resamples: cluster-bootstrap resamples.
+        seed: seed of the resampling.
+
+    Returns:
+        The comparison, with every difference between the runs and the factor it varies.
+    """
     names_a, names_b = a.score_names, b.score_names
     shared = [n for n in names_a if n in names_b]
     not_shared = tuple(sorted(set(names_a) ^ set(names_b)))
     ids = sorted(set(a.samples) & set(b.samples))
     tables = [_score_table(a, b, s, ids, resamples, seed) for s in shared]
-    return Comparison(a, b, tuple(tables), tuple(find_mismatches(a, b, shared)), not_shared)
+    differences = find_mismatches(a, b, shared)
+    factors = factors_of(a, b, differences)
+    return Comparison(
+        a,
+        b,
+        tuple(tables),
+        _blocking(differences, factors),
+        not_shared,
+        tuple(differences),
+        tuple(factors),
+    )
 
 
 def flipped_rows(comparison: Comparison) -> list[dict[str, Any]]:
@@ -624,8 +406,8 @@ def flipped_rows(comparison: Comparison) -> list[dict[str, Any]]:
                 continue
             out.append(
                 {
-                    "run_a": comparison.a.label,
-                    "run_b": comparison.b.label,
+                    "run_a": comparison.name_a,
+                    "run_b": comparison.name_b,
                     "score": table.score,
                     "id": sa.id,
                     "category": sa.category,
@@ -671,12 +453,52 @@ _HEADER = (
 )
 
 
+def _described(m: Mismatch) -> str:
+    return f"{m} (factor: {m.factor})" if m.factor else str(m)
+
+
+def _protocols(c: Comparison) -> str:
+    if c.a.protocol == c.b.protocol:
+        return f"protocol {c.a.protocol}"
+    return f"protocols A = {c.a.protocol}, B = {c.b.protocol}"
+
+
+def _factor_note(c: Comparison) -> list[str]:
+    """What the comparison varies, under its title."""
+    factor = c.factor
+    if factor is None or (c.mismatches and factor.name not in EXPLICIT_FACTORS):
+        return []
+    if factor.name in EXPLICIT_FACTORS:
+        return [
+            f"**The runs differ in their {factor.name}** ({factor.a} vs {factor.b}): their "
+            "prompts and judge differ, so B − A measures the protocol, not the model. "
+            "Compared because --allow-mismatch was given.\n"
+        ]
+    settings = "; ".join(str(m) for m in c.differences if m.factor == factor.name)
+    return [
+        f"The runs differ in one declared factor, the {factor.name} ({_md(settings)}); "
+        "everything else is the same.\n"
+    ]
+
+
 def markdown(comparisons: Sequence[Comparison], allow_mismatch: bool = False) -> str:
-    """One section per comparison, one table per score; mismatches listed under the tables."""
+    """One section per comparison, one table per score; differences listed under the tables.
+
+    Args:
+        comparisons: the comparisons.
+        allow_mismatch: whether unfair ones are compared anyway (said under their tables).
+
+    Returns:
+        The Markdown text.
+    """
     out: list[str] = []
     for c in comparisons:
-        out.append(f"## A: {_md(c.a.label)}  vs  B: {_md(c.b.label)}\n")
-        out.append(f"Benchmark {_md(c.a.benchmark)}; A = {_md(c.a.path)}, B = {_md(c.b.path)}.\n")
+        out.append(f"## A: {_md(c.name_a)}  vs  B: {_md(c.name_b)}\n")
+        out.append(
+            f"Benchmark {_md(c.a.benchmark)}, {_md(_protocols(c))}; A = {_md(c.a.path)}, "
+            f"B = {_md(c.b.path)}.\n"
+        )
+        out += _factor_note(c)
         for t in c.tables:
             if not t.rows:
                 out.append(
@@ -709,7 +531,7 @@ def markdown(comparisons: Sequence[Comparison], allow_mismatch: bool = False) ->
             if not allow_mismatch:
                 title = "Differences between the runs"
             out.append(f"**{title}:**\n")
-            out += [f"- {_md(str(m))}" for m in c.mismatches]
+            out += [f"- {_md(_described(m))}" for m in c.differences]
             out.append("")
     return "\n".join(out)
 
@@ -720,9 +542,12 @@ def _finite(value: float | None) -> float | None:
 
 def _result_record(c: Comparison, t: ScoreTable, row: TableRow) -> dict[str, Any]:
     record: dict[str, Any] = {
-        "run_a": c.a.label,
-        "run_b": c.b.label,
+        "run_a": c.name_a,
+        "run_b": c.name_b,
         "benchmark": c.a.benchmark,
+        "factor": c.factor.name if c.factor else None,
+        "protocol_a": c.a.protocol,
+        "protocol_b": c.b.protocol,
         "score": t.score,
         "category": row.category,
     }
@@ -751,13 +576,25 @@ def _write_records(records: list[dict[str, Any]], path: Path) -> None:
         writer.writerows(records)
 
 
+def _run_record(run: Run, name: str) -> dict[str, Any]:
+    return {
+        "label": name,
+        "path": run.path,
+        "framework": run.framework,
+        "model": run.model,
+        "protocol": run.protocol,
+    }
+
+
 def write_json(comparisons: Sequence[Comparison], path: Path) -> None:
     """The runs, the mismatches and every table row (non-finite figures as null)."""
     data = [
         {
-            "run_a": {"label": c.a.label, "path": c.a.path, "framework": c.a.framework},
-            "run_b": {"label": c.b.label, "path": c.b.path, "framework": c.b.framework},
+            "run_a": _run_record(c.a, c.name_a),
+            "run_b": _run_record(c.b, c.name_b),
             "benchmark": c.a.benchmark,
+            "factor": c.factor.name if c.factor else None,
+            "differences": [asdict(m) for m in c.differences],
             "mismatches": [asdict(m) for m in c.mismatches],
             "not_shared": list(c.not_shared),
             "scores": {
@@ -825,14 +662,14 @@ def plot_differences(comparisons: Sequence[Comparison], path: Path) -> Path:
             res = [rows[name] for name in groups if name in rows]
             ys = [r.difference for r in res]
             err = [[r.difference - r.ci_low for r in res], [r.ci_high - r.difference for r in res]]
-            ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4, label=f"B = {c.b.label}")
+            ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4, label=f"B = {c.name_b}")
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels(groups, rotation=20, ha="right")
         ax.set_ylabel(f"{score}: B − A")
         ax.set_title(f"{score}: difference with its 95 % cluster-bootstrap interval")
         ax.grid(axis="y", alpha=0.3)
-    axes[0, 0].legend(fontsize=8, title=f"A = {comparisons[0].a.label}", title_fontsize=8)
+    axes[0, 0].legend(fontsize=8, title=f"A = {comparisons[0].name_a}", title_fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -859,10 +696,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--allow-mismatch",
         action="store_true",
-        help="compare runs whose samples, data, judge or settings differ (each difference "
-        "is printed under its table)",
+        help="compare runs whose samples, data, judge or other settings differ, or that differ "
+        "in more than one factor or in their protocol (each difference is printed under its "
+        "table)",
     )
     return parser
+
+
+def _why(c: Comparison) -> str:
+    """Why a comparison is refused, in one line."""
+    reasons = sorted({m.setting for m in c.mismatches if m.factor is None})
+    if len(c.factors) > 1:
+        names = ", ".join(f.name for f in c.factors)
+        reasons.append(f"more than one factor ({names}); vary one at a time")
+    elif c.factor is not None and c.factor.name in EXPLICIT_FACTORS:
+        reasons.append(f"their {c.factor.name}s differ (prompts and judge)")
+    return "the runs differ in " + "; ".join(reasons)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -884,11 +733,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unfair and not ns.allow_mismatch:
         for c in unfair:
             print(
-                f"{PROG}: refusing to compare {c.a.label} with {c.b.label}: the runs differ",
+                f"{PROG}: refusing to compare {c.name_a} with {c.name_b}: {_why(c)}",
                 file=sys.stderr,
             )
-            for m in c.mismatches:
-                print(f"  - {m}", file=sys.stderr)
+            print(f"  A = {c.a.path}\n  B = {c.b.path}", file=sys.stderr)
+            for m in c.differences:
+                print(f"  - {_described(m)}", file=sys.stderr)
         print(f"{PROG}: pass --allow-mismatch to compare them anyway", file=sys.stderr)
         return 1
     print(markdown(comparisons, ns.allow_mismatch))
