@@ -97,6 +97,11 @@ INSTALL_HINT = "pip install 'memevals[graphiti]'"
 #: Undated histories (LoCoMo-Plus stitched histories) get ordinal dates from here, one day per
 #: session, only so that graphiti sees their sessions in order.
 UNDATED_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
+#: The cosine floor of the vector half of graphiti's search. graphiti's own (0.6) is set for
+#: OpenAI's embeddings; the local MiniLM rarely scores a question that high against a fact, so
+#: with it the search is BM25 alone and finds nothing for a question sharing no word with the
+#: facts. memevals asks every system for its top k, so no floor by default.
+DEFAULT_MIN_SIMILARITY = 0.0
 #: Neo4j / FalkorDB passwords come from here (never an argument: arguments are logged).
 PASSWORD_ENV = "GRAPHITI_DB_PASSWORD"
 
@@ -443,9 +448,10 @@ def _release(store: _OpenStore) -> None:
 class GraphitiIndex:
     """Retrieval over one store: graphiti's edge search in the history's group."""
 
-    def __init__(self, store: _OpenStore, reranker: str) -> None:
+    def __init__(self, store: _OpenStore, reranker: str, min_similarity: float) -> None:
         self._store: _OpenStore | None = store
         self.reranker = reranker
+        self.min_similarity = min_similarity
         self._finalizer = weakref.finalize(self, _release, store)
 
     def retrieve(self, query: MemoryQuery) -> Sequence[MemoryItem]:
@@ -475,6 +481,7 @@ class GraphitiIndex:
         }[self.reranker]
         # a copy: graphiti's own search() sets the limit on the shared recipe
         config = recipe.model_copy(deep=True, update={"limit": k})
+        config.edge_config.sim_min_score = self.min_similarity
         search_filter = filters.SearchFilters()
         if asked is not None:
             op = filters.ComparisonOperator
@@ -548,6 +555,7 @@ class GraphitiSystem:
         turns_per_episode: int = 1,
         temperature: float = 0.0,
         reranker: str = "rrf",
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
         backend: str = "kuzu",
         uri: str | None = None,
         db_user: str | None = None,
@@ -592,6 +600,16 @@ class GraphitiSystem:
         self.uri = uri
         self.db_user = db_user
         self.reranker = _choice("reranker", reranker, RERANKERS)
+        if (
+            isinstance(min_similarity, bool)
+            or not isinstance(min_similarity, int | float)
+            or not -1 <= min_similarity <= 1
+        ):
+            raise ValueError(
+                f"memory=graphiti: min_similarity must be a cosine in [-1, 1], not "
+                f"{min_similarity!r}"
+            )
+        self.min_similarity = float(min_similarity)
         self.turns_per_episode = _check_int("turns_per_episode", turns_per_episode, 1)
         self.llm_max_retries = _check_int("llm_max_retries", llm_max_retries, 0)
         self.llm_base_url = base_url.rstrip("/")
@@ -604,8 +622,10 @@ class GraphitiSystem:
 
     @property
     def args(self) -> Mapping[str, Any]:
-        # the endpoint and model decide which facts are extracted; the reranker decides the
-        # ranking and is logged with the rest (the key, timeout and retries decide nothing)
+        # the endpoint and model decide which facts are extracted; the reranker and the
+        # similarity floor decide the ranking and are logged with the rest, so they also key
+        # the store (the protocol logs what it keys); the key, timeout and retries decide
+        # nothing
         out: dict[str, Any] = {
             "llm_base_url": self.llm_base_url,
             "llm_model": self.llm_model,
@@ -613,6 +633,7 @@ class GraphitiSystem:
             "turns_per_episode": self.turns_per_episode,
             "temperature": self.temperature,
             "reranker": self.reranker,
+            "min_similarity": self.min_similarity,
             "backend": self.backend,
         }
         if self.uri is not None:
@@ -795,7 +816,7 @@ class GraphitiSystem:
                 shared = _OpenStore(key, graphiti, driver, asyncio.new_event_loop(), meta)
                 _open_stores[key] = shared
             shared.users += 1
-        return GraphitiIndex(shared, self.reranker)
+        return GraphitiIndex(shared, self.reranker, self.min_similarity)
 
 
 def _graphiti_version() -> str:

@@ -226,6 +226,13 @@ def test_every_reranker_ranks_the_store(first_run: MemoryRun, server: LoopbackOp
         # MMR drops facts below graphiti's minimum score; the cross-encoder slot keeps k
         assert 1 <= len(got) <= 2 if reranker == "mmr" else len(got) == 2
         index.close()
+    # a question sharing no word with any fact: the top k all the same, unless graphiti's own
+    # cosine floor (0.6, set for OpenAI's embeddings) is asked for
+    vague = MemoryQuery("Which relative handed over a present?", k=3)
+    assert len(first_run.retrieve(HISTORY, vague).items) == 3
+    floored = _system(server.url, min_similarity=0.6).open(store, HISTORY)
+    assert floored.retrieve(vague) == []
+    floored.close()
     assert server.count == calls
 
 
@@ -395,6 +402,7 @@ def test_args_version_and_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
         "turns_per_episode": 1,
         "temperature": 0.0,
         "reranker": "rrf",
+        "min_similarity": 0.0,
         "backend": "kuzu",
     }
     run = MemoryRun(system, data_sha256="test")
@@ -405,6 +413,7 @@ def test_args_version_and_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
         {"turns_per_episode": 2},
         {"llm_model": "other"},
         {"reranker": "mmr"},
+        {"min_similarity": 0.6},
         {"temperature": 0.5},
         {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2"},
     ):
@@ -433,6 +442,7 @@ def test_entry_point_and_bad_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"uri": "bolt://127.0.0.1:7687"}, "uri is for backend=neo4j or falkordb"),
         ({"backend": "sqlite"}, "backend='sqlite' is not one of kuzu, neo4j, falkordb"),
         ({"temperature": "hot"}, "temperature must be a number"),
+        ({"min_similarity": 2}, r"min_similarity must be a cosine in \[-1, 1\]"),
     ]
     for args, message in bad:
         with pytest.raises(ValueError, match=message):
