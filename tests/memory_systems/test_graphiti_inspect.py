@@ -59,13 +59,60 @@ def _env(tmp: Path) -> dict[str, str]:
     }
 
 
+#: Run before the CLI in its process: refuses, and writes down, every connection to an address
+#: that is not loopback, then runs the script named first on the command line.
+GUARD = """
+import os, runpy, socket, sys
+
+_connect = socket.socket.connect
+_log = os.path.abspath("refused.txt")
+
+
+def _guarded(self, address):
+    if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in (
+        "127.0.0.1",
+        "::1",
+    ):
+        with open(_log, "a", encoding="utf-8") as fh:
+            fh.write(repr(address) + "\\n")
+        raise OSError(f"test: no network ({address!r})")
+    return _connect(self, address)
+
+
+socket.socket.connect = _guarded
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def _inspect(script: str, args: list[str], cwd: Path) -> None:
     """The real Inspect CLI through one of the tests' entry scripts (offline mockllm token
-    count; scripted_memory.py also registers the scripted memory model)."""
+    count; scripted_memory.py also registers the scripted memory model), in a process whose
+    sockets may reach loopback only (nothing is refused: `refused.txt` stays absent)."""
     env = {**os.environ, **_env(cwd)}
-    cmd = [sys.executable, str(TESTS / script), "eval", *args, "--display", "none"]
+    (cwd / "guard.py").write_text(GUARD, encoding="utf-8")
+    cmd = [sys.executable, "guard.py", str(TESTS / script), "eval", *args, "--display", "none"]
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    refused = cwd / "refused.txt"
+    assert not refused.exists(), f"something tried the network: {refused.read_text()}"
+
+
+def test_the_cli_guard_refuses_the_network(tmp_path: Path) -> None:
+    """What the guard of every CLI run here catches: a connection beyond loopback."""
+    (tmp_path / "guard.py").write_text(GUARD, encoding="utf-8")
+    (tmp_path / "dial.py").write_text(
+        "import socket\n"
+        "try:\n"
+        "    socket.create_connection(('192.0.2.1', 443), timeout=1)\n"
+        "except OSError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "guard.py", "dial.py"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert "test: no network (('192.0.2.1', 443))" in done.stdout
+    assert (tmp_path / "refused.txt").read_text() == "('192.0.2.1', 443)\n"
 
 
 def _logs(folder: Path) -> list[EvalLog]:
