@@ -48,6 +48,7 @@ from inspect_ai.solver import TaskState
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.core.agreement import repeated_agreement
 from memevals.core.judge import (
+    CRITERIA_SETS,
     JudgeInput,
     Verdict,
     criterion_spec,
@@ -214,6 +215,65 @@ def _unscored(answer: str, why: str, metadata: dict[str, Any]) -> Score:
     )
 
 
+def _judged(
+    results: list[tuple[Verdict | None, list[str]]],
+    criterion: str,
+    answer: str,
+    context: Mapping[str, Any],
+    seeds: list[int],
+) -> Score:
+    """The judge's score of one sample from its judgements (one, or one per seed).
+
+    One judgement scores its verdict's label; several score the mean of their readable
+    verdicts, labelled by the majority (`majority_label`), with every run's label and score
+    kept. No readable verdict leaves the sample unscored.
+    """
+    verdicts = [verdict for verdict, _ in results]
+    readable = [v for v in verdicts if v is not None]
+    repeated = len(results) > 1
+    if repeated and readable:
+        label: str | None = majority_label(
+            [v.label for v in readable], criterion_spec(criterion).scores
+        )
+    else:
+        label = readable[0].label if readable else None
+    replies: list[Any] = [r for _, r in results] if repeated else results[0][1]
+    metadata: dict[str, Any] = {
+        "criterion": criterion,
+        "label": label,
+        "grader": context["grader"],
+        "grader_fallback": context["grader_fallback"],
+        "judge_replies": replies,
+        "prediction_map": context["prediction_map"],
+        "category": context["category"],
+    }
+    if repeated:
+        metadata |= {
+            "judge_runs": len(results),
+            "judge_seeds": seeds,
+            "judge_labels": [v.label if v else None for v in verdicts],
+            "judge_scores": [v.score if v else None for v in verdicts],
+        }
+    if not readable:
+        tried = f"in {len(results)} runs" if repeated else f"after {len(replies)} attempt(s)"
+        why = f"no readable verdict from {context['grader']} {tried}. Raw replies: {replies!r}"
+        return _unscored(answer, why, metadata)
+    if not repeated:
+        explanation = f"{readable[0].label}: {readable[0].reason}"
+    else:
+        runs = ", ".join(
+            f"run {i + 1}: {v.label if v else 'unreadable'}" for i, v in enumerate(verdicts)
+        )
+        explanation = (
+            f"{label} (majority of {len(readable)} readable verdicts of {len(results)}; {runs})"
+        )
+    value = sum(v.score for v in readable) / len(readable)
+    return Score(
+        value={"judge": value, "unscored": 0}, answer=answer, explanation=explanation,
+        metadata=metadata,
+    )  # fmt: skip
+
+
 @scorer(
     metrics={
         "judge": [*uncertainty_metrics(wilson=True), repeated_judging()],
@@ -245,7 +305,9 @@ def llm_judge(
             `inspect score ... -S criteria=lenient`; never the default).
     """
     judge_runs_args(judge_runs)
-    criterion_under("factual", criteria)  # an unknown name fails before any sample
+    if criteria not in CRITERIA_SETS:  # an unknown name fails before any sample
+        known = ", ".join(CRITERIA_SETS)
+        raise ValueError(f"llm_judge: unknown judge criteria {criteria!r}; choose from {known}")
     if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"llm_judge: max_tokens must be positive, got {max_tokens}")
     if retries < 0:
@@ -274,78 +336,20 @@ def llm_judge(
         grader, fallback = grader_model()
         limit = max_tokens or (not fallback and grader.config.max_tokens) or DEFAULT_MAX_TOKENS
         config = GenerateConfig(temperature=0.0, max_tokens=limit)
-        if judge_runs > 1:
-            return await _repeated(state, grader, fallback, inp, prompt, config, map_name, mapped)
-        verdict, replies = await _judge_once(grader, inp, prompt, config, retries)
-        metadata = {
-            "criterion": inp.criterion,
-            "label": verdict.label if verdict else None,
-            "grader": str(grader),
-            "grader_fallback": fallback,
-            "judge_replies": replies,
-            "prediction_map": map_name,
-            "category": state.metadata.get("category"),
-        }
-        if verdict is None:
-            why = f"after {len(replies)} attempt(s). Raw replies: {replies!r}"
-            return _unscored(mapped, f"no readable verdict from {grader} {why}", metadata)
-        return Score(
-            value={"judge": verdict.score, "unscored": 0},
-            answer=mapped,
-            explanation=f"{verdict.label}: {verdict.reason}",
-            metadata=metadata,
-        )
-
-    async def _repeated(
-        state: TaskState,
-        grader: Model,
-        fallback: bool,
-        inp: JudgeInput,
-        prompt: str,
-        config: GenerateConfig,
-        map_name: str,
-        mapped: str,
-    ) -> Score:
+        # one run keeps the config as is (its cache entry and log as without judge_runs);
+        # repeated runs get distinct seeds, so no two share a cache entry
         base = grader.config.seed if grader.config.seed is not None else 0
-        seeds = [base + i for i in range(judge_runs)]
+        seeds = [base + i for i in range(judge_runs)] if judge_runs > 1 else []
+        configs = [config.merge(GenerateConfig(seed=seed)) for seed in seeds] or [config]
         results = await asyncio.gather(
-            *(
-                _judge_once(grader, inp, prompt, config.merge(GenerateConfig(seed=seed)), retries)
-                for seed in seeds
-            )
+            *(_judge_once(grader, inp, prompt, c, retries) for c in configs)
         )
-        verdicts = [v for v, _ in results]
-        readable = [v for v in verdicts if v is not None]
-        label_scores = criterion_spec(inp.criterion).scores
-        majority = majority_label([v.label for v in readable], label_scores) if readable else None
         metadata: dict[str, Any] = {
-            "criterion": inp.criterion,
-            "label": majority,
             "grader": str(grader),
             "grader_fallback": fallback,
-            "judge_replies": [replies for _, replies in results],
             "prediction_map": map_name,
             "category": state.metadata.get("category"),
-            "judge_runs": judge_runs,
-            "judge_seeds": seeds,
-            "judge_labels": [v.label if v else None for v in verdicts],
-            "judge_scores": [v.score if v else None for v in verdicts],
         }
-        runs = ", ".join(
-            f"run {i + 1}: {v.label if v else 'unreadable'}" for i, v in enumerate(verdicts)
-        )
-        if not readable:
-            why = f"in {judge_runs} runs. Raw replies: {metadata['judge_replies']!r}"
-            return _unscored(mapped, f"no readable verdict from {grader} {why}", metadata)
-        mean_score = sum(v.score for v in readable) / len(readable)
-        return Score(
-            value={"judge": mean_score, "unscored": 0},
-            answer=mapped,
-            explanation=(
-                f"{majority} (majority of {len(readable)} readable verdicts of {judge_runs}; "
-                f"{runs})"
-            ),
-            metadata=metadata,
-        )
+        return _judged(list(results), inp.criterion, mapped, metadata, seeds)
 
     return score
