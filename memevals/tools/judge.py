@@ -383,6 +383,50 @@ def verdict_rows(log: EvalLog) -> list[dict[str, Any]]:
     return rows
 
 
+def _by_benchmark(files: Sequence[Path]) -> dict[str, list[LmEvalSample]]:
+    """The logged samples of the files, by the record they are judged under (checked)."""
+    by_benchmark: dict[str, list[LmEvalSample]] = {}
+    for path in files:
+        for s in read_samples(path):
+            record = record_of(s)
+            _checked_inputs(record, s)
+            by_benchmark.setdefault(record.name, []).append(s)
+    if not by_benchmark:
+        raise SamplesError(f"no samples in {', '.join(str(f) for f in files)}")
+    return by_benchmark
+
+
+def _grader_model(
+    grader: str | Model, grader_args: dict[str, Any] | None, max_connections: int, cache: bool
+) -> Model:
+    config = GenerateConfig(
+        max_connections=max_connections,
+        cache=CachePolicy(expiry=None) if cache else None,
+    )
+    if not isinstance(grader, Model):
+        return get_model(grader, config=config, **(grader_args or {}))
+    if cache:
+        grader.config = grader.config.merge(config)
+    return grader
+
+
+def _write_outputs(run: JudgeRun, out_dir: Path, summary: dict[str, Any]) -> None:
+    """`judge_<benchmark>.jsonl` (one verdict per sample) and `.json` (the table)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / f"judge_{run.benchmark}.jsonl").open("w", encoding="utf-8") as fh:
+        for row in run.verdicts:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    summary = {
+        **summary,
+        "samples": len(run.verdicts),
+        "inspect_log": run.log.location,
+        "metrics": [{"scorer": s, "metric": m, "value": _json_number(v)} for s, m, v in run.table],
+    }
+    (out_dir / f"judge_{run.benchmark}.json").write_text(
+        json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+
+
 def judge_samples(
     paths: Sequence[str | Path],
     grader: str | Model,
@@ -402,26 +446,8 @@ def judge_samples(
     if isinstance(judge_runs, bool) or not isinstance(judge_runs, int) or judge_runs < 1:
         raise ValueError(f"judge_runs must be an integer of at least 1, got {judge_runs!r}")
     files = samples_files(paths)
-    by_benchmark: dict[str, list[LmEvalSample]] = {}
-    for path in files:
-        for s in read_samples(path):
-            record = record_of(s)
-            _checked_inputs(record, s)
-            by_benchmark.setdefault(record.name, []).append(s)
-    if not by_benchmark:
-        raise SamplesError(f"no samples in {', '.join(str(f) for f in files)}")
-
-    config = GenerateConfig(
-        max_connections=max_connections,
-        cache=CachePolicy(expiry=None) if cache else None,
-    )
-    grader_model = (
-        grader
-        if isinstance(grader, Model)
-        else get_model(grader, config=config, **(grader_args or {}))
-    )
-    if isinstance(grader, Model) and cache:
-        grader_model.config = grader_model.config.merge(config)
+    by_benchmark = _by_benchmark(files)
+    grader_model = _grader_model(grader, grader_args, max_connections, cache)
     model_name = _lm_eval_model(files) or "lm-eval"
     out_dir = Path(output_dir) if output_dir is not None else files[0].parent
 
@@ -451,24 +477,13 @@ def judge_samples(
             reason = log.error.message if log.error is not None else log.status
             raise RuntimeError(f"{benchmark}: judging failed: {reason} (log: {log.location})")
         run = JudgeRun(benchmark, log, aggregate_table(log), verdict_rows(log))
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with (out_dir / f"judge_{benchmark}.jsonl").open("w", encoding="utf-8") as fh:
-            for row in run.verdicts:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
         summary = {
             "benchmark": benchmark,
             "grader": str(grader_model),
             **({"judge_runs": judge_runs} if judge_runs != 1 else {}),
             "lm_eval_model": model_name,
-            "samples": len(run.verdicts),
-            "inspect_log": log.location,
-            "metrics": [
-                {"scorer": s, "metric": m, "value": _json_number(v)} for s, m, v in run.table
-            ],
         }
-        (out_dir / f"judge_{benchmark}.json").write_text(
-            json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        _write_outputs(run, out_dir, summary)
         runs.append(run)
     return runs
 
