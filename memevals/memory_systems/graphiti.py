@@ -53,6 +53,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memevals.core.memory_system import (
     History,
     IngestReport,
@@ -109,6 +111,7 @@ _LONGMEMEVAL_DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2}) \(\w+\) (\d{1,2}):(
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%d %B %Y", "%d %B, %Y", "%B %d, %Y")
 
 _import_lock = threading.Lock()
+_template_lock = threading.Lock()
 #: Open stores of this process, by resolved path: Kuzu locks its database file, so a store
 #: opened twice in one process (two runs over one cache) must share one database.
 _open_stores: dict[str, _OpenStore] = {}
@@ -241,8 +244,8 @@ def _reranker_class(mod: Any) -> Any:
         async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
             if not passages:
                 return []
-            q, *ps = self.embedder.encode([query, *passages])
-            scores = [sum(a * b for a, b in zip(q, p, strict=True)) for p in ps]
+            vectors = np.asarray(self.embedder.encode([query, *passages]))
+            scores = (vectors[1:] @ vectors[0]).tolist()
             return sorted(zip(passages, scores, strict=True), key=lambda x: x[1], reverse=True)
 
     return LocalReranker
@@ -563,10 +566,9 @@ class GraphitiSystem:
         llm_max_retries: int = 2,
     ) -> None:
         api = _api()
-        kuzu_version = api.kuzu.__version__ if backend == "kuzu" else backend
-        self.version = (
-            f"graphiti-core-{_graphiti_version()}-{backend}-{kuzu_version}-{VERSION_SUFFIX}"
-        )
+        # a new graphiti or Kuzu may store another graph: a new version, so new stores
+        engine = f"kuzu-{api.kuzu.__version__}" if backend == "kuzu" else str(backend)
+        self.version = f"graphiti-core-{_graphiti_version()}-{engine}-{VERSION_SUFFIX}"
         base_url = llm_base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
             raise ValueError(
@@ -651,7 +653,7 @@ class GraphitiSystem:
         api = _api()
         if self.backend == "kuzu":
             if new:
-                with _import_lock:
+                with _template_lock:
                     template = _kuzu_template()
                 shutil.copyfile(template, store / KUZU_FILE)
             return api.Driver(str(store / KUZU_FILE), group)

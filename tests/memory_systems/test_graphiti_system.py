@@ -451,7 +451,7 @@ def test_entry_point_and_bad_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
         load_memory_system("graphiti", {"llm_base_url": "http://x/v1", "top": 3})
     neo4j = graphiti_system(backend="neo4j", uri="bolt://127.0.0.1:7687")
     assert neo4j.args["uri"] == "bolt://127.0.0.1:7687"
-    assert neo4j.version == "graphiti-core-0.31.2-neo4j-neo4j-1"
+    assert neo4j.version == "graphiti-core-0.31.2-neo4j-1"
 
 
 def test_telemetry_is_off() -> None:
