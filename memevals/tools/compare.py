@@ -57,6 +57,7 @@ from memevals.core.memory_harness import (
     latency_percentiles,
 )
 from memevals.tools.runs import (
+    FLAGS,
     NO_CATEGORY,
     Run,
     RunSample,
@@ -105,8 +106,6 @@ MEMORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("build_output_tokens", "build output tokens"),
 )
 NO_JUDGE = "-"
-#: The extra column counting the samples a judge left unscored.
-UNSCORED = "unscored"
 #: Repeated-judging figures shown in the Markdown table (the rest, per category, go to the CSV).
 REPEATED_SHOWN = ("runs", "agreement", "kappa")
 
@@ -259,9 +258,10 @@ def _kind_scores(run: Run, name: str, values: Sequence[SampleValue]) -> KindScor
     if run.record is not None and run.record.macro_average and ks.categories:
         means = list(ks.categories.values())
         ks.extras[run.record.macro_average] = sum(means) / len(means)
-    flagged = [s.unscored[name] for s in run.samples.values() if name in s.unscored]
-    if flagged:
-        ks.extras[UNSCORED] = float(sum(flagged))
+    # a flag its scorer logs (unscored, unclear) is counted beside the score
+    for s in run.samples.values():
+        for flag, n in s.flags.get(name, {}).items():
+            ks.extras[flag] = ks.extras.get(flag, 0.0) + n
     ks.repeated = _repeated(run.repeated.get(name, ()))
     return ks
 
@@ -590,7 +590,8 @@ def _fmt(value: float | int | str | None, key: str) -> str:
         return value.replace("|", "\\|")
     if isinstance(value, int) or key == "samples" or key.startswith("tokens:"):
         return f"{value:.0f}" if not isinstance(value, int) else str(value)
-    if key.endswith((":extra:unscored", ":repeated:runs", ":compared", ":incomplete")):
+    counts = tuple(f":extra:{flag}" for flag in sorted(FLAGS))
+    if key.endswith((*counts, ":repeated:runs", ":compared", ":incomplete")):
         return f"{value:.0f}"
     if math.isnan(value):
         return "nan"

@@ -49,6 +49,7 @@ from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.util import registry_info
 
+from memevals.benchmarks import record_for_task, records
 from memevals.core.tokens import TOKEN_COUNTERS, TokenCounter, get_token_counter
 from memevals.inspect_tasks.common import check_task_options, task_options
 from memevals.inspect_tasks.inspect_internals import InspectInternalsError, parse_cli_args
@@ -281,11 +282,21 @@ def estimate_samples(samples: Sequence[Sample], counter: TokenCounter) -> list[S
     return out
 
 
+def _judges(task: Task) -> list[str]:
+    """The task's scorers that call a grader model: its record's judge scores (a task without
+    a record: a scorer named like a judge)."""
+    names = [registry_info(s).name.rpartition("/")[2] for s in task.scorer or []]
+    benchmark = str((task.metadata or {}).get("benchmark") or "")
+    record = records().get(benchmark) or record_for_task(task.name)
+    if record is None:
+        return [n for n in names if "judge" in n]
+    return [n for n in names if (spec := record.score(n)) is not None and spec.kind == "judge"]
+
+
 def _notes(task: Task) -> list[str]:
     notes: list[str] = []
     md = task.metadata or {}
-    scorer_names = [registry_info(s).name.rpartition("/")[2] for s in task.scorer or []]
-    judged = [n for n in scorer_names if "judge" in n]
+    judged = _judges(task)
     if judged:
         notes.append(
             f"scorer {', '.join(judged)} calls a grader model once per sample (or more on an "

@@ -710,7 +710,7 @@ def _why(c: Comparison) -> str:
         names = ", ".join(f.name for f in c.factors)
         reasons.append(f"more than one factor ({names}); vary one at a time")
     elif c.factor is not None and c.factor.name in EXPLICIT_FACTORS:
-        reasons.append(f"their {c.factor.name}s differ (prompts and judge)")
+        reasons.append(f"{c.factor.name} (its prompts and judge differ)")
     return "the runs differ in " + "; ".join(reasons)
 
 

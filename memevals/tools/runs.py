@@ -11,8 +11,9 @@ Every sample is read by one set of rules, whichever framework wrote it and which
   record declares is named by its label (a dict-valued scorer by its keys) and has the declared
   kind; an lm-eval metric is matched to the declared label of that name. A value the record does
   not declare is kept with kind None (a diagnostic). A run whose benchmark has no record keeps
-  every numeric value, named as logged. A numeric `unscored` key is the flag of a score left
-  unscored (counted, never a score), and NaN is an unscored value.
+  every numeric value, named as logged. A key of a scorer's value that flags a sample (that its
+  score is unscored, that the judge's reply was unclear) is counted, never a score: a key the
+  task aggregates only by a count, or one of FLAGS. NaN is an unscored value.
 * **Category**: the sample metadata under the record's `category_key` ("-" when absent).
 * **Cluster**: `metadata["cluster"]`; for logs written before that key, the record's
   `legacy_cluster_key`; else the sample itself (a sample sharing nothing is its own cluster).
@@ -45,6 +46,7 @@ from memevals.core.validation import json_lines
 
 __all__ = [
     "DEFAULT_PROTOCOL",
+    "FLAGS",
     "MEMORY_KINDS",
     "NO_CATEGORY",
     "PROTOCOL_OPTION",
@@ -74,8 +76,9 @@ PROTOCOL_OPTION = "protocol"
 DEFAULT_PROTOCOL = "memevals"
 #: A score's category when its sample has none.
 NO_CATEGORY = "-"
-#: The flag a scorer logs beside a score it could not give (e.g. an unreadable judge verdict).
-UNSCORED = "unscored"
+#: Flags the memevals judges log beside their verdict: a score left unscored (an unreadable
+#: verdict), a reply that is no clear verdict. Counted per score, never scores themselves.
+FLAGS = frozenset({"unscored", "unclear"})
 #: Score kinds that are scores of the answers (compared and tabulated as scores).
 SCORE_KINDS_COMPARED = frozenset({"answer", "judge", "retrieval"})
 #: Score kinds that are measurements, never scores: the memory system's latency value, the
@@ -114,8 +117,8 @@ class RunSample:
     criterion: str | None = None
     #: the groups it belongs to beside its category (the record's `subgroups`)
     groups: tuple[str, ...] = ()
-    #: score name -> epochs in which that score was flagged unscored
-    unscored: Mapping[str, int] = field(default_factory=_frozen)
+    #: score name -> flag -> epochs in which its scorer raised that flag (0: it logs the flag)
+    flags: Mapping[str, Mapping[str, int]] = field(default_factory=_frozen)
 
 
 @dataclass(frozen=True)
@@ -460,7 +463,7 @@ def context_label(run: Run) -> str:
     elif context == "truncated":
         context = mode("truncated", setting("max_context_tokens"))
     extras: list[str] = []
-    for name, default in (run.record.label_options if run.record else {}).items():
+    for name, default in _label_options(run.record).items():
         value = plain(run.option(name, default))
         if value == plain(default):
             continue
@@ -472,6 +475,12 @@ def context_label(run: Run) -> str:
     return context + "".join(f" +{e}" for e in extras)
 
 
+def _label_options(record: Benchmark | None) -> Mapping[str, Any]:
+    """The record's label options but the protocol (a column and a factor of its own)."""
+    options = record.label_options if record else {}
+    return {k: v for k, v in options.items() if k != PROTOCOL_OPTION}
+
+
 def _with_settings(run: Run) -> Run:
     """The run with its compared option groups: the context options as given (a missing one
     is its default) and the record's `label_options` as the run used them."""
@@ -479,7 +488,7 @@ def _with_settings(run: Run) -> Run:
     context = {
         name: plain(run.options.get(name, getattr(memory, name))) for name in MemoryOptions.names()
     }
-    labelled = run.record.label_options if run.record else {}
+    labelled = _label_options(run.record)
     task = {k: plain(run.option(k, d)) for k, d in labelled.items()}
     return replace(run, settings={"context settings": context, "task options": task})
 
@@ -516,7 +525,7 @@ class _Epochs:
     replies: list[str] = field(default_factory=list)
     scores: list[dict[str, float]] = field(default_factory=list)
     errored: list[bool] = field(default_factory=list)
-    unscored: dict[str, int] = field(default_factory=dict)
+    flags: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def combined(self) -> RunSample:
         """Each score averaged over the epochs that have a finite value of it (NaN if none
@@ -537,7 +546,7 @@ class _Epochs:
             errored=not kept,
             criterion=self.criterion,
             groups=self.groups,
-            unscored=dict(self.unscored),
+            flags={k: dict(v) for k, v in self.flags.items()},
         )
 
 
@@ -559,47 +568,49 @@ class _ScoreReader:
     """Names and kinds the values of one run's scores by the record (the module doc's rule)."""
 
     record: Benchmark | None
+    #: the keys of a scorer's value that are flags (FLAGS and those the log counts only)
+    flag_keys: frozenset[str] = FLAGS
     kinds: dict[str, str | None] = field(default_factory=dict)
     judges: dict[str, set[str]] = field(default_factory=dict)
     repeated: dict[str, list[tuple[str, tuple[str | None, ...]]]] = field(default_factory=dict)
 
-    def named(self, scorer: str, value: Any) -> tuple[dict[str, float], int | None]:
-        """(name -> number, unscored flag or None when the scorer logs none) of one value."""
+    def named(self, scorer: str, value: Any) -> tuple[dict[str, float], dict[str, int]]:
+        """(name -> number, flag -> 0/1) of one scorer's value."""
         bare = scorer.rsplit("/", 1)[-1]
         spec = _spec(self.record, bare)
         kind = spec.kind if spec else None
         label = spec.label if spec else bare
         items = value.items() if isinstance(value, Mapping) else [(label, value)]
         out: dict[str, float] = {}
-        flag: int | None = None
+        flags: dict[str, int] = {}
         for key, raw in items:
             number = _number(raw)
             if number is None:
                 continue
-            if key == UNSCORED:
-                flag = int(number) if math.isfinite(number) else 0
+            if key in self.flag_keys:
+                flags[str(key)] = int(number) if math.isfinite(number) else 0
                 continue
             out[str(key)] = number
             self.kinds.setdefault(str(key), kind)
-        return out, flag
+        return out, flags
 
     def inspect_scores(
         self, sample: EvalSample, category: str
-    ) -> tuple[dict[str, float], dict[str, int]]:
-        """The numeric scores of one Inspect sample-epoch and its unscored flags."""
+    ) -> tuple[dict[str, float], dict[str, dict[str, int]]]:
+        """The numeric scores of one Inspect sample-epoch and each one's flags."""
         values: dict[str, float] = {}
-        flags: dict[str, int] = {}
+        flags: dict[str, dict[str, int]] = {}
         recorded: dict[str, Any] = {}
         for scorer, score in (sample.scores or {}).items():
-            named, flag = self.named(scorer, score.value)
+            named, raised = self.named(scorer, score.value)
             md = score.metadata or {}
             recorded.update({k: v for k, v in md.items() if k not in recorded})
             for name, number in named.items():
                 key = name if name not in values else f"{scorer.rsplit('/', 1)[-1]}.{name}"
                 self.kinds.setdefault(key, self.kinds.get(name))
                 values[key] = number
-                if flag is not None:
-                    flags[key] = flag
+                if raised:
+                    flags[key] = raised
                 if md.get("grader") is not None:
                     fallback = " (the model under test)" if md.get("grader_fallback") else ""
                     self.judges.setdefault(key, set()).add(f"{md['grader']}{fallback}")
@@ -673,7 +684,7 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
     benchmark = record.name if record else str(metadata.get("benchmark") or task)
     memory = metadata.get("memory")
     used = dict(memory) if isinstance(memory, Mapping) else metadata
-    reader = _ScoreReader(record)
+    reader = _ScoreReader(record, FLAGS | _counted_only(log))
     by_id: dict[str, _Epochs] = {}
     for sample in sorted(log.samples or [], key=lambda s: (str(s.id), s.epoch)):
         sid = str(sample.id)
@@ -694,8 +705,10 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
         )
         epochs.replies.append(sample.output.completion if sample.output else "")
         epochs.errored.append(sample.error is not None)
-        for name, flag in flags.items():
-            epochs.unscored[name] = epochs.unscored.get(name, 0) + flag
+        for name, raised in flags.items():
+            counts = epochs.flags.setdefault(name, {})
+            for flag, n in raised.items():
+                counts[flag] = counts.get(flag, 0) + n
     epoch_md = tuple(s.metadata or {} for s in log.samples or [])
     run = Run(
         label=f"{log.eval.model}{_subject(used)} ({Path(path).name})",
@@ -725,6 +738,16 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
         usage=_usage(log),
     )
     return _with_settings(run)
+
+
+def _counted_only(log: EvalLog) -> frozenset[str]:
+    """The scores a log aggregates by nothing but a count: flags, not scores."""
+    out = set()
+    for score in log.results.scores if log.results is not None else []:
+        names = {name.rsplit("/", 1)[-1] for name in score.metrics}
+        if names == {"count"}:
+            out.add(score.name)
+    return frozenset(out)
 
 
 def _reductions(log: EvalLog, reader: _ScoreReader) -> dict[str, dict[str, float]]:
