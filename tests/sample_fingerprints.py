@@ -22,30 +22,36 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 DIGESTS = FIXTURES / "sample_fingerprints.json"
-LME = {"data_dir": str(FIXTURES), "verify_checksum": False}
+# LongMemEval's recorded cases are of our own prompts: protocol=memevals (issue 23 made official
+# the default); kept out of the case keys like the data options
+LME = {"data_dir": str(FIXTURES), "verify_checksum": False, "protocol": "memevals"}
+
+# LoCoMo's and LoCoMo-Plus's recorded cases are of our own prompts too (protocol is kept out of
+# the case keys, see LME)
+MEMEVALS = {"protocol": "memevals"}
 
 #: (task name, -T options). Each row is one Inspect task build.
 INSPECT_CASES: list[tuple[str, dict[str, Any]]] = [
-    ("locomo", {}),
-    ("locomo", {"context": "truncated", "max_context_tokens": 1500}),
-    ("locomo", {"context": "rag"}),
-    ("locomo", {"context": "rag", "retrieval_unit": "observation", "top_k": 3}),
-    ("locomo", {"context": "rag", "retrieval_unit": "summary", "top_k": 2}),
-    ("locomo", {"context": "oracle"}),
-    ("locomo", {"context": "none", "adversarial": "open"}),
-    ("locomo", {"seed": 3}),
-    ("locomo_single_hop", {}),
-    ("locomo_multi_hop", {"context": "none"}),
-    ("locomo_temporal", {"context": "none"}),
-    ("locomo_open_domain", {"context": "none"}),
-    ("locomo_adversarial", {"context": "none"}),
-    ("locomo_plus", {}),
-    ("locomo_plus", {"context": "rag"}),
-    ("locomo_plus", {"context": "oracle", "disclose_task": True}),
-    ("locomo_plus", {"context": "truncated", "gap_fix": True}),
-    ("locomo_plus", {"context": "none", "sample_order": "host", "token_counter": "approx"}),
-    ("locomo_plus_cognitive", {}),
-    ("locomo_plus_cognitive", {"context": "rag", "top_k": 8}),
+    ("locomo", MEMEVALS),
+    ("locomo", {**MEMEVALS, "context": "truncated", "max_context_tokens": 1500}),
+    ("locomo", {**MEMEVALS, "context": "rag"}),
+    ("locomo", {**MEMEVALS, "context": "rag", "retrieval_unit": "observation", "top_k": 3}),
+    ("locomo", {**MEMEVALS, "context": "rag", "retrieval_unit": "summary", "top_k": 2}),
+    ("locomo", {**MEMEVALS, "context": "oracle"}),
+    ("locomo", {**MEMEVALS, "context": "none", "adversarial": "open"}),
+    ("locomo", {**MEMEVALS, "seed": 3}),
+    ("locomo_single_hop", MEMEVALS),
+    ("locomo_multi_hop", {**MEMEVALS, "context": "none"}),
+    ("locomo_temporal", {**MEMEVALS, "context": "none"}),
+    ("locomo_open_domain", {**MEMEVALS, "context": "none"}),
+    ("locomo_adversarial", {**MEMEVALS, "context": "none"}),
+    ("locomo_plus", MEMEVALS),
+    ("locomo_plus", {**MEMEVALS, "context": "rag"}),
+    ("locomo_plus", {**MEMEVALS, "context": "oracle", "disclose_task": True}),
+    ("locomo_plus", {**MEMEVALS, "context": "truncated", "gap_fix": True}),
+    ("locomo_plus", {**MEMEVALS, "context": "none", "sample_order": "host", "token_counter": "approx"}),
+    ("locomo_plus_cognitive", MEMEVALS),
+    ("locomo_plus_cognitive", {**MEMEVALS, "context": "rag", "top_k": 8}),
     ("longmemeval", {"variant": "s", **LME}),
     ("longmemeval", {"variant": "oracle", **LME}),
     ("longmemeval", {"variant": "m", "context": "truncated", "context_window": 4000, **LME}),
@@ -69,13 +75,13 @@ INSPECT_CASES: list[tuple[str, dict[str, Any]]] = [
 
 #: (lm-eval task or group, --metadata). Each row is one lm-eval task build.
 LM_EVAL_CASES: list[tuple[str, dict[str, Any]]] = [
-    ("locomo", {}),
-    ("locomo", {"context": "rag"}),
-    ("locomo", {"context": "truncated", "max_context_tokens": 1500}),
-    ("locomo_temporal", {"context": "oracle"}),
-    ("locomo_plus", {}),
-    ("locomo_plus", {"context": "rag", "disclose_task": True}),
-    ("locomo_plus_cognitive", {"context": "none", "sample_order": "host"}),
+    ("locomo", MEMEVALS),
+    ("locomo", {**MEMEVALS, "context": "rag"}),
+    ("locomo", {**MEMEVALS, "context": "truncated", "max_context_tokens": 1500}),
+    ("locomo_temporal", {**MEMEVALS, "context": "oracle"}),
+    ("locomo_plus", MEMEVALS),
+    ("locomo_plus", {**MEMEVALS, "context": "rag", "disclose_task": True}),
+    ("locomo_plus_cognitive", {**MEMEVALS, "context": "none", "sample_order": "host"}),
     ("longmemeval_s", LME),
     ("longmemeval_oracle", {"context": "rag", **LME}),
     ("longmemeval_m", {"context": "truncated", "context_window": 4000, **LME}),
@@ -168,6 +174,8 @@ def lm_eval_fingerprint(name: str, options: Mapping[str, Any]) -> dict[str, Any]
             # question) for the clustered standard errors; not part of what the pre-move code
             # wrote either, and no prompt depends on it.
             md.pop("cluster", None)
+            # Issue 23: every document says which protocol built it; no prompt depends on it.
+            md.pop("protocol", None)
             rows.append([task_name, doc["id"], task.doc_to_text(doc), task.doc_to_target(doc)])
             metadata.append([task_name, doc["id"], md])
     return {

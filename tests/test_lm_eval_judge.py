@@ -36,6 +36,11 @@ REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures"
 UNREADABLE = "zzz"  # a reply containing this gets an unreadable verdict (-> unscored)
 
+# The LoCoMo and LoCoMo-Plus tables here are of the memevals judge (protocol=memevals); the
+# official judge's: tests/benchmarks/locomo
+MEMEVALS_NONE = {"context": "none", "protocol": "memevals"}
+MEMEVALS_ORACLE = {"context": "oracle", "protocol": "memevals"}
+
 
 def write_lm_eval_samples(
     tasks: list[str],
@@ -127,14 +132,14 @@ def test_locomo_verdicts_and_table_equal_the_inspect_task(data_dir: Path, tmp_pa
     ]  # fmt: skip
     answers = replies_for(chosen, reply_mix)
     run_dir = write_lm_eval_samples(
-        ["locomo"], answers, {"context": "none"}, tmp_path / "out", per_category
+        ["locomo"], answers, MEMEVALS_NONE, tmp_path / "out", per_category
     )
 
     [run] = judge_samples(
         [run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"), output_dir=tmp_path
     )
     log = run_inspect(
-        locomo(context="none", judge=True),
+        locomo(context="none", judge=True, protocol="memevals"),
         answers,
         tmp_path / "inspect",
         [i.id for i in chosen],
@@ -183,10 +188,16 @@ def test_longmemeval_table_equals_the_inspect_task(tmp_path: Path) -> None:
             memory=MemoryOptions("oracle"),
             data_dir=str(FIXTURES),
             verify_checksum=False,
+            protocol="memevals",
         )
     ).items
     answers = replies_for(items, reply_mix)
-    options = {"data_dir": str(FIXTURES), "verify_checksum": False, "context": "oracle"}
+    options = {
+        "data_dir": str(FIXTURES),
+        "verify_checksum": False,
+        "context": "oracle",
+        "protocol": "memevals",  # our judge; the official one: tests/benchmarks/longmemeval
+    }
     # the abstention task repeats the _abs questions of the group: judged once
     run_dir = write_lm_eval_samples(
         ["longmemeval_oracle", "longmemeval_oracle_abstention"], answers, options,
@@ -195,7 +206,11 @@ def test_longmemeval_table_equals_the_inspect_task(tmp_path: Path) -> None:
     [run] = judge_samples([run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"))
     log = run_inspect(
         longmemeval(
-            variant="oracle", context="oracle", data_dir=str(FIXTURES), verify_checksum=False
+            variant="oracle",
+            context="oracle",
+            data_dir=str(FIXTURES),
+            verify_checksum=False,
+            protocol="memevals",
         ),
         answers,
         tmp_path / "inspect",
@@ -223,7 +238,7 @@ def test_grader_calls_are_cached(
     ][:3]  # fmt: skip
     answers = {i.as_text(): str(i.metadata["answer"]) for i in items}
     run_dir = write_lm_eval_samples(
-        ["locomo_single_hop"], answers, {"context": "none"}, tmp_path / "out", 3
+        ["locomo_single_hop"], answers, MEMEVALS_NONE, tmp_path / "out", 3
     )
     calls: list[str] = []
     [first] = judge_samples([run_dir], grader(calls), log_dir=str(tmp_path / "logs"))
@@ -249,7 +264,7 @@ def test_cli_with_a_scripted_grader(data_dir: Path, tmp_path: Path) -> None:
         i.as_text(): str(i.metadata["answer"]) if n % 2 else "no idea" for n, i in enumerate(items)
     }
     run_dir = write_lm_eval_samples(
-        ["locomo_temporal"], answers, {"context": "none"}, tmp_path / "out", 4
+        ["locomo_temporal"], answers, MEMEVALS_NONE, tmp_path / "out", 4
     )
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]); import scripted_judge; "
@@ -327,11 +342,11 @@ def test_locomo_plus_cognitive_verdicts_equal_the_inspect_task(
 
     answers = replies_for(items, reply)
     run_dir = write_lm_eval_samples(
-        ["locomo_plus_cognitive"], answers, {"context": "oracle"}, tmp_path / "out", len(items)
+        ["locomo_plus_cognitive"], answers, MEMEVALS_ORACLE, tmp_path / "out", len(items)
     )
     [run] = judge_samples([run_dir], grader(), cache=False, log_dir=str(tmp_path / "logs"))
     log = run_inspect(
-        locomo_plus_cognitive(context="oracle"),
+        locomo_plus_cognitive(context="oracle", protocol="memevals"),
         answers,
         tmp_path / "inspect",
         [i.id for i in items],

@@ -303,7 +303,7 @@ def test_skipped_as_rag_skips() -> None:
 )
 def test_bad_memory_options_fail_before_any_model_call(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        longmemeval(data_dir=str(FIXTURES), verify_checksum=False, **kwargs)
+        longmemeval(data_dir=str(FIXTURES), verify_checksum=False, protocol="memevals", **kwargs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -311,7 +311,9 @@ def test_bad_memory_options_fail_before_any_model_call(kwargs: dict[str, Any], m
 
 
 def _eval(tmp_path: Path, name: str, fail_on_error: bool = True, **params: Any) -> EvalLog:
-    task = longmemeval(data_dir=str(FIXTURES), verify_checksum=False, **params)
+    task = longmemeval(
+        data_dir=str(FIXTURES), verify_checksum=False, protocol="memevals", **params
+    )
     (log,) = inspect_eval(
         task,
         model="mockllm/model",
@@ -409,6 +411,7 @@ def test_lm_eval_documents_have_the_inspect_contexts(tmp_path: Path) -> None:
     metadata = {
         "data_dir": str(FIXTURES),
         "verify_checksum": False,
+        "protocol": "memevals",
         "memory": "bm25",
         "memory_args": {"unit": "turn"},  # a JSON object, as --metadata gives it
     }
@@ -491,7 +494,11 @@ def _facts(messages: list[Any], tools: Any, tool_choice: Any, config: Any) -> Mo
 
 def test_inspect_observations_show_dated_facts_and_score_their_turns(tmp_path: Path) -> None:
     task = longmemeval(
-        data_dir=str(FIXTURES), verify_checksum=False, memory="observations", top_k=2
+        data_dir=str(FIXTURES),
+        verify_checksum=False,
+        memory="observations",
+        top_k=2,
+        protocol="memevals",
     )
     (log,) = inspect_eval(
         task,

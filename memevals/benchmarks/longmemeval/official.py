@@ -42,6 +42,7 @@ from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
 from memevals.core.official_judge import OfficialJudge, split_around
+from memevals.core.options import checked_protocol
 from memevals.core.upstream import (
     Template,
     UpstreamError,
@@ -57,7 +58,6 @@ __all__ = [
     "JUDGE_MAX_TOKENS",
     "LABEL_RULE",
     "NOTE_MAX_TOKENS",
-    "PROTOCOLS",
     "Chunk",
     "OfficialTexts",
     "Unit",
@@ -72,8 +72,6 @@ __all__ = [
     "turn_chunks",
     "unit_chunks",
 ]
-
-PROTOCOLS: tuple[str, ...] = ("official", "memevals")
 
 REPO = "xiaowu0162/LongMemEval"
 COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
@@ -226,10 +224,8 @@ class OfficialTexts:
 
 
 def check_protocol(protocol: str) -> str:
-    """`protocol` if it is one of PROTOCOLS, else a ValueError naming the option."""
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol={protocol!r} is not one of {', '.join(PROTOCOLS)}")
-    return protocol
+    """`protocol` if it is official or memevals, else a ValueError naming the option."""
+    return checked_protocol(protocol)
 
 
 def answer_tokens(protocol: str, step_by_step: bool) -> int:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 from datasets import DatasetDict
 
-from memevals.benchmarks.longmemeval.memory import DEFAULT_ANSWER_TOKENS, headline_keys
+from memevals.benchmarks.longmemeval.memory import headline_keys
 from memevals.benchmarks.longmemeval.samples import (
     LongMemEvalOptions,
     LongMemEvalSamples,
@@ -18,16 +19,23 @@ from memevals.benchmarks.longmemeval.samples import (
     parse_categories,
 )
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.options import DEFAULT_PROTOCOL
 from memevals.lm_eval_tasks import common
 
+logger = logging.getLogger(__name__)
+
 #: LongMemEval's options besides the shared memory ones (MemoryOptions.names()).
+#: `answer_tokens` None: upstream's answer length (500, 800 with official step-by-step), which
+#: is what the truncation budget reserves; lm-eval's own limit is the YAML's max_gen_toks.
 LONGMEMEVAL_OPTIONS: dict[str, Any] = {
     "history_format": "json",
     "context_window": None,
-    "answer_tokens": DEFAULT_ANSWER_TOKENS,
+    "answer_tokens": None,
     "data_dir": None,
     "verify_checksum": True,
     "chain_of_note": False,
+    "step_by_step": False,
+    "protocol": DEFAULT_PROTOCOL,
 }
 
 
@@ -62,15 +70,28 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
             "(inspect eval memevals/longmemeval -T chain_of_note=true)"
         )
     wanted = common.checked(task, lambda: parse_categories(categories))
+    step_by_step = common.as_bool(task, "step_by_step", opts["step_by_step"])
+    answer_tokens = opts["answer_tokens"]
     options = LongMemEvalOptions(
         variant=variant,
         memory=MemoryOptions.from_mapping(_hashable(opts)),
         history_format=opts["history_format"],
         context_window=opts["context_window"],
-        answer_tokens=opts["answer_tokens"],
+        answer_tokens=None
+        if answer_tokens is None
+        else common.as_int(task, "answer_tokens", answer_tokens),
         data_dir=None if opts["data_dir"] is None else str(opts["data_dir"]),
         verify_checksum=common.as_bool(task, "verify_checksum", opts["verify_checksum"]),
+        protocol=str(opts["protocol"]),
+        step_by_step=step_by_step,
     )
+    if step_by_step and options.protocol == "official":
+        # the YAML's generation length is fixed; a loader cannot change it per run
+        logger.warning(
+            "%s: upstream answers step by step in up to 800 tokens; pass --gen_kwargs "
+            "max_gen_toks=800 (the task's YAML allows 500)",
+            task,
+        )
     everything = common.checked(task, lambda: _every_category(options))
     items = of_categories(everything.items, wanted)
     return common.to_docs(common.with_memory(task, items, everything.subject), task)

@@ -235,7 +235,7 @@ def test_memevals_protocol_is_our_text_in_one_user_message() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"protocol": "offical"}, "protocol='offical' is not one of official, memevals"),
+        ({"protocol": "offical"}, r"protocol='offical' is not supported \(did you mean"),
         ({"protocol": "memevals", "step_by_step": True}, "step_by_step is upstream's"),
         ({"chain_of_note": True, "history_format": "text"}, "use history_format=json"),
     ],
@@ -322,13 +322,14 @@ def test_scripted_grader_gets_upstreams_prompt_and_its_label_counts(tmp_path: Pa
         reply = grader_replies[str(sample.id)]
         assert score.value["judge"] == (1.0 if up.label(reply) else 0.0)
         assert score.value["unclear"] == (0 if yes_in_reply(reply).clear else 1)
-    metrics = {k: m.value for k, m in log.results.scores[0].metrics.items()}
-    labels = [up.label(grader_replies[q]) for q in answers]
-    assert metrics["mean"] == pytest.approx(sum(labels) / len(labels))
-    unclear = sum(not yes_in_reply(grader_replies[q]).clear for q in answers)
-    assert unclear > 0 and log.results.scores[-1].metrics  # counted beside the accuracy
     by_name = {s.name: s for s in log.results.scores}
-    assert by_name["unclear"].metrics["count"].value == unclear
+    judged = {k.split("/")[-1]: m.value for k, m in by_name["judge"].metrics.items()}
+    labels = [up.label(grader_replies[q]) for q in answers]
+    assert judged["mean"] == pytest.approx(sum(labels) / len(labels))
+    # the unclear replies are counted beside the accuracy
+    unclear = sum(not yes_in_reply(grader_replies[q]).clear for q in answers)
+    counted = {k.split("/")[-1]: m.value for k, m in by_name["unclear"].metrics.items()}
+    assert unclear > 0 and counted["count"] == unclear
 
 
 # ---------------------------------------------------------------------------------------------
