@@ -27,7 +27,9 @@ from memevals.inspect_tasks.longmemeval import (
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
-FX = {"data_dir": str(FIXTURES), "verify_checksum": False}
+# these tests check our own prompts and judge (protocol=memevals; tests/benchmarks/longmemeval
+# checks the official protocol)
+FX = {"data_dir": str(FIXTURES), "verify_checksum": False, "protocol": "memevals"}
 
 
 def run(
@@ -167,16 +169,23 @@ def test_category_task_takes_variant(tmp_path: Path) -> None:
     assert first.metadata["n_sessions_shown"] == 13
 
 
-def _system_text(log: EvalLog, sample_id: str) -> str | None:
+def _context_text(log: EvalLog, sample_id: str) -> str | None:
+    """The history part of the sample's one user message (our layout: the history, a blank
+    line, then `Current Date: ...`); None when the message is the question alone."""
     assert log.samples is not None
     sample = next(s for s in log.samples if s.id == sample_id)
-    systems = [m for m in sample.messages if isinstance(m, ChatMessageSystem)]
-    return systems[0].text if systems else None
+    assert not any(isinstance(m, ChatMessageSystem) for m in sample.messages)
+    [user] = [m for m in sample.messages if m.role == "user"]
+    if user.text.startswith("Current Date: "):
+        return None
+    history, blank, _ = user.text.rpartition("\n\nCurrent Date: ")
+    assert blank, user.text[-200:]
+    return history
 
 
 def test_sample_input_shows_dates_hides_has_answer(tmp_path: Path) -> None:
     log = run(longmemeval(variant="s", categories="knowledge_update", **FX), tmp_path)
-    text = _system_text(log, "fx14c9d0")
+    text = _context_text(log, "fx14c9d0")
     assert text is not None
     assert "has_answer" not in text
     dates = [line for line in text.split("\n") if line.startswith("Session date: ")]
@@ -184,16 +193,17 @@ def test_sample_input_shows_dates_hides_has_answer(tmp_path: Path) -> None:
     assert text.index("Corvel Systems") < text.index("Brightline Analytics")
     assert log.samples is not None
     sample = next(s for s in log.samples if s.id == "fx14c9d0")
-    assert sample.messages[1].text.startswith("Current Date: 2024/06/30 (Sun) 13:20\n")
+    question = sample.messages[0].text.split("\n\n")[-1]
+    assert question.startswith("Current Date: 2024/06/30 (Sun) 13:20\n")
 
 
 def test_context_none_and_oracle(tmp_path: Path) -> None:
     none = run(longmemeval(variant="s", context="none", categories="multi_session", **FX), tmp_path)
-    assert _system_text(none, "fx08c7d8") is None
+    assert _context_text(none, "fx08c7d8") is None
     oracle = run(
         longmemeval(variant="m", context="oracle", categories="multi_session", **FX), tmp_path
     )
-    text = _system_text(oracle, "fx08c7d8")
+    text = _context_text(oracle, "fx08c7d8")
     assert text is not None
     assert text.count("### Session") == 2
     assert "guitar" in text and "ukulele" in text and "photosynthesis" not in text
@@ -233,7 +243,7 @@ def test_chain_of_note(tmp_path: Path) -> None:
     assert len(note_calls) == 18
     assert all("has_answer" not in c for c in note_calls)
     assert len(answer_inputs) == 3
-    text = _system_text(log, "fx08c7d8")
+    text = _context_text(log, "fx08c7d8")
     assert text is not None
     assert "Notes:" in text and text.count("### Session") == 2
     assert "photosynthesis" not in text
@@ -278,6 +288,8 @@ def test_real_cli_all_variants(tmp_path: Path) -> None:
         f"data_dir={FIXTURES}",
         "-T",
         "verify_checksum=false",
+        "-T",
+        "protocol=memevals",
         "--model",
         "mockllm/model",
         "--model-role",

@@ -31,7 +31,9 @@ from memevals.inspect_tasks.longmemeval import longmemeval
 
 TESTS = Path(__file__).resolve().parent
 FIXTURES = TESTS / "fixtures"
-FX = {"data_dir": str(FIXTURES), "verify_checksum": False}
+# these tests check our own prompts and judge (protocol=memevals; tests/benchmarks/longmemeval
+# checks the official protocol)
+FX = {"data_dir": str(FIXTURES), "verify_checksum": False, "protocol": "memevals"}
 CL100K = bpe_openai.get_encoding("cl100k_base")
 
 
@@ -218,9 +220,12 @@ def test_inspect_truncated_run_sends_the_cut_history(tmp_path: Path) -> None:
     truncated = 0
     for sample in log.samples:
         inst = by_id[str(sample.id)]
-        [system] = [m for m in sample.messages if isinstance(m, ChatMessageSystem)]
-        assert system.text == official_cut(history_text(session_blocks(inst.sessions)), 700)
-        assert counter(system.text) <= 700
+        # one user message: the cut history, a blank line, then the question
+        [user] = [m for m in sample.messages if m.role == "user"]
+        history, blank, _ = user.text.rpartition("\n\nCurrent Date: ")
+        assert blank and not any(isinstance(m, ChatMessageSystem) for m in sample.messages)
+        assert history == official_cut(history_text(session_blocks(inst.sessions)), 700)
+        assert counter(history) <= 700
         truncated += bool(sample.metadata["history_truncated"])
         assert sample.scores is not None
         assert sample.scores["prompt_tokens"].value == sample.metadata["prompt_tokens"]
@@ -246,6 +251,8 @@ def test_real_cli_truncated_m(tmp_path: Path) -> None:
         f"data_dir={FIXTURES}",
         "-T",
         "verify_checksum=false",
+        "-T",
+        "protocol=memevals",
         "-T",
         "context=truncated",
         "-T",
@@ -295,14 +302,13 @@ def test_lm_eval_truncated_docs_equal_the_inspect_samples(tmp_path: Path) -> Non
         max_tokens=100,
     )
     assert log.samples is not None
-    inspect_systems = {
-        str(s.id): next(m.text for m in s.messages if isinstance(m, ChatMessageSystem))
-        for s in log.samples
+    inspect_users = {
+        str(s.id): next(m.text for m in s.messages if m.role == "user") for s in log.samples
     }
     inspect_tokens = {str(s.id): s.metadata["prompt_tokens"] for s in log.samples}
-    assert sorted(docs["id"]) == sorted(inspect_systems)
+    assert sorted(docs["id"]) == sorted(inspect_users)
     for doc in docs:
-        assert doc["system"] == inspect_systems[doc["id"]]
+        assert (doc["system"], doc["user"]) == ("", inspect_users[doc["id"]])
         md = doc_item(doc).metadata
         assert md["history_truncated"] is True
         assert md["prompt_tokens"] == inspect_tokens[doc["id"]]

@@ -1,5 +1,10 @@
 """LongMemEval on Inspect: `longmemeval` (-T variant=oracle|s|m), one task per variant and one
-per category, judged per question type by the LLM judge with the official aggregation."""
+per category, judged per question type by the LLM judge with the official aggregation.
+
+`-T protocol=official` (default) sends upstream's one user message and judges with upstream's
+judge (memevals.benchmarks.longmemeval.official, memevals.inspect_tasks.official_judge);
+`protocol=memevals` sends our own wording, also as one user message, and judges with our
+criteria. Either way the lm-eval tasks send the same message."""
 
 from __future__ import annotations
 
@@ -9,13 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from inspect_ai import Task
-from inspect_ai.model import (
-    ChatMessage,
-    ChatMessageSystem,
-    ChatMessageUser,
-    GenerateConfig,
-    get_model,
-)
+from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 from inspect_ai.scorer import (
     Metric,
     MetricProtocol,
@@ -32,14 +31,8 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from memevals.benchmarks.longmemeval.data import CATEGORIES
-from memevals.benchmarks.longmemeval.memory import (
-    CONTEXT_MODES,
-    RETRIEVAL_UNITS,
-    SessionBlock,
-    headline_keys,
-)
-from memevals.benchmarks.longmemeval.prompts import is_empty_note, note_prompt, notes_text
-from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, build
+from memevals.benchmarks.longmemeval.memory import CONTEXT_MODES, RETRIEVAL_UNITS, headline_keys
+from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, NotePlan, build
 from memevals.benchmarks.longmemeval.scoring import LmeLabel, LmeSummary, summarize
 from memevals.core.memory_options import MemoryOptions
 from memevals.inspect_tasks.common import (
@@ -53,6 +46,7 @@ from memevals.inspect_tasks.common import (
 )
 from memevals.inspect_tasks.judge import judge_runs_args, llm_judge, repeated_judging
 from memevals.inspect_tasks.memory_system import memory_system, solver_chain
+from memevals.inspect_tasks.official_judge import judge_officially, official_request
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
 # ---------------------------------------------------------------------------------------------
@@ -152,17 +146,39 @@ LME_METRICS: list[Metric] = [
 ]
 
 
-@scorer(metrics={"judge": LME_METRICS, "unscored": [count()]})
-def longmemeval_judge(max_tokens: int = 256, retries: int = 1, judge_runs: int = 1) -> Scorer:
-    """The LLM judge (criterion per question type, abstention for `_abs` ids) with
-    LongMemEval's aggregation: overall, per-type, task-averaged and abstention accuracy."""
+#: The memevals judge's token limit (the official judge's is upstream's, in each sample).
+JUDGE_MAX_TOKENS = 256
+
+
+@scorer(metrics={"judge": LME_METRICS, "unscored": [count()], "unclear": [count()]})
+def longmemeval_judge(
+    max_tokens: int = JUDGE_MAX_TOKENS, retries: int = 1, judge_runs: int = 1
+) -> Scorer:
+    """The LLM judge with LongMemEval's aggregation: overall, per-type, task-averaged and
+    abstention accuracy.
+
+    A sample built under protocol=official (its metadata holds upstream's judge request) is
+    judged by upstream's judge: its prompt for the question type (abstention for `_abs` ids),
+    10 tokens, temperature 0, label yes when "yes" is in the lower-cased reply, and `unclear`
+    counting the replies that are no clear yes or no. A protocol=memevals sample gets our
+    criterion per question type with strict JSON verdicts (`unclear` is then 0)."""
     inner = llm_judge(max_tokens=max_tokens, retries=retries, **judge_runs_args(judge_runs))
 
     async def score(state: TaskState, target: Target) -> Score:
+        request = official_request(state)
+        if request is not None:
+            if judge_runs != 1 or max_tokens != JUDGE_MAX_TOKENS:
+                raise ValueError(
+                    f"sample {state.sample_id}: protocol=official judges once with upstream's "
+                    f"{request.max_tokens} tokens; judge_runs and judge_max_tokens apply to "
+                    "protocol=memevals"
+                )
+            return await judge_officially(state, request)
         result = await inner(state, target)
         if result is None:  # llm_judge always scores; keep the contract explicit
             raise RuntimeError(f"sample {state.sample_id}: the judge returned no score")
-        return result
+        assert isinstance(result.value, dict)
+        return result.model_copy(update={"value": {**result.value, "unclear": 0}})
 
     return score
 
@@ -204,37 +220,29 @@ def longmemeval_retrieval() -> Scorer:
 
 
 @solver
-def take_notes(blocks: Mapping[str, Sequence[SessionBlock]], note_max_tokens: int = 500) -> Solver:
-    """One call per session asks the model for notes relevant to the question (or "empty");
-    the notes then replace the history in the system message before the answer is generated.
+def take_notes(plans: Mapping[str, NotePlan], note_max_tokens: int = 500) -> Solver:
+    """One call per session (or retrieved chunk) asks the model for notes relevant to the
+    question; the notes then become the one user message the answer is generated from (the
+    protocol's NotePlan: upstream's notes-for-history under official, our notes text then the
+    question under memevals).
 
-    `blocks` maps each sample id to its sessions (chronological), built with the dataset.
+    `plans` maps each sample id to its note plan, built with the dataset.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         sid = str(state.sample_id)
-        if sid not in blocks:
+        if sid not in plans:
             raise ValueError(f"sample {sid}: chain_of_note has no sessions for this sample")
-        sample_blocks = list(blocks[sid])
-        md = state.metadata
+        plan = plans[sid]
         model = get_model()
-        config = GenerateConfig(max_tokens=note_max_tokens)
+        config = GenerateConfig(max_tokens=note_max_tokens, temperature=plan.temperature)
         outputs = await asyncio.gather(
-            *(
-                model.generate(
-                    [ChatMessageUser(content=note_prompt(b, md["question"], md["question_date"]))],
-                    config=config,
-                )
-                for b in sample_blocks
-            )
+            *(model.generate([ChatMessageUser(content=p)], config=config) for p in plan.prompts)
         )
         notes = [o.completion for o in outputs]
-        state.metadata["notes_kept"] = sum(not is_empty_note(n) for n in notes)
+        state.metadata["notes_kept"] = plan.kept(notes)
         state.metadata["notes_total"] = len(notes)
-        rest: list[ChatMessage] = [
-            m for m in state.messages if not isinstance(m, ChatMessageSystem)
-        ]
-        state.messages = [ChatMessageSystem(content=notes_text(sample_blocks, notes)), *rest]
+        state.messages = [ChatMessageUser(content=plan.compose(notes))]
         return state
 
     return solve
@@ -255,9 +263,10 @@ def longmemeval(
     context: str = "full",
     history_format: str = "json",
     chain_of_note: bool = False,
-    max_tokens: int = 500,
+    step_by_step: bool = False,
+    max_tokens: int | None = None,
     note_max_tokens: int = 500,
-    judge_max_tokens: int = 256,
+    judge_max_tokens: int = JUDGE_MAX_TOKENS,
     judge_runs: int = 1,
     retrieval_unit: str | None = None,
     top_k: int | None = None,
@@ -272,6 +281,7 @@ def longmemeval(
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = None,
     memory_answers: bool | None = None,
+    protocol: str = "official",
 ) -> Task:
     """LongMemEval (500 questions; oracle, S ≈115K-token or M ≈1.5M-token histories), judged
     per question type by the LLM judge (`--model-role grader=...`).
@@ -285,7 +295,8 @@ def longmemeval(
             (`role: content` lines). `has_answer` is never shown.
         chain_of_note: first take notes on each session (one call per session), then answer
             from the notes (not with memory).
-        max_tokens: answer length limit (the paper used 500).
+        step_by_step: upstream's step-by-step answer template (protocol=official only).
+        max_tokens: answer length limit (default upstream's: 500, 800 with step_by_step).
         note_max_tokens: length limit of each chain-of-note call.
         context_window: truncated only: the model's window; the budget is then the official
             context_window - max_tokens - 1000 (default window 128000, gpt-4o's).
@@ -298,9 +309,10 @@ def longmemeval(
         ("note_max_tokens", note_max_tokens),
         ("judge_max_tokens", judge_max_tokens),
     ):
-        if value < 1:
+        if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     runs_args = judge_runs_args(judge_runs)
+    _check_official_judge(protocol, judge_runs, judge_max_tokens)
     built = build(
         LongMemEvalOptions(
             variant=variant,
@@ -312,11 +324,13 @@ def longmemeval(
             chain_of_note=chain_of_note,
             data_dir=data_dir,
             verify_checksum=verify_checksum,
+            protocol=protocol,
+            step_by_step=step_by_step,
         )
     )
 
     if chain_of_note:
-        solvers: list[Solver] = [take_notes(built.note_blocks, note_max_tokens), generate()]
+        solvers: list[Solver] = [take_notes(built.note_plans, note_max_tokens), generate()]
     else:
         solvers = solver_chain(built.subject)
     scorers = [longmemeval_judge(max_tokens=judge_max_tokens, **runs_args)]
@@ -330,9 +344,29 @@ def longmemeval(
         dataset=to_dataset(built.items, f"longmemeval_{variant}"),
         solver=solvers,
         scorer=scorers,
-        config=GenerateConfig(max_tokens=max_tokens),
+        # upstream's reader decodes at temperature 0
+        config=GenerateConfig(
+            max_tokens=built.log["answer_tokens"],
+            temperature=0.0 if built.protocol == "official" else None,
+        ),
         metadata=built.log,
     )
+
+
+def _check_official_judge(protocol: str, judge_runs: int, judge_max_tokens: int) -> None:
+    """Repeated judging and the judge's token limit belong to our judge: under
+    protocol=official (upstream judges once, with 10 tokens) setting them is an error."""
+    if protocol != "official":
+        return
+    for name, value, default in (
+        ("judge_runs", judge_runs, 1),
+        ("judge_max_tokens", judge_max_tokens, JUDGE_MAX_TOKENS),
+    ):
+        if value != default:
+            raise ValueError(
+                f"{name}={value}: protocol=official judges once with upstream's 10 tokens; "
+                f"{name} applies to -T protocol=memevals"
+            )
 
 
 def _variant_doc(variant: str) -> str:
