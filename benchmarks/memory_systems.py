@@ -1,9 +1,9 @@
 """Memory systems on the real LoCoMo: what ingestion and retrieval cost, and that the disk cache
 makes a second run ingest nothing.
 
-For each system (bm25, embedding, observations, mem0) the script builds the LoCoMo samples
-framework-free (`memevals.benchmarks.locomo.samples.build` with `memory=<system>`) and gives
-every question its context with `subject.fill(item, model)`, as the Inspect solver and the
+For each system (bm25, embedding, observations, mem0, graphiti) the script builds the LoCoMo
+samples framework-free (`memevals.benchmarks.locomo.samples.build` with `memory=<system>`) and
+gives every question its context with `subject.fill(item, model)`, as the Inspect solver and the
 lm-eval documents do, in a fresh MEMEVALS_CACHE_DIR per system. Then it does it again over the
 same cache (a new run, as a rerun would be) and prints one table:
 
@@ -14,8 +14,9 @@ same cache (a new run, as a rerun would be) and prints one table:
 - retrieval latency p50 / p95 / p99 per question (`latency_percentiles`, the harness's timing
   of `retrieve`);
 - ingestions per question (`ingest_totals`: each conversation counted once) and memory-model
-  calls per question (observations: the scripted model; mem0: its own LLM calls to the
-  loopback server);
+  calls per question (observations: the scripted model; mem0 and graphiti: their own LLM calls
+  to the loopback server), and per turn ingested, with the tokens of those calls per turn;
+- mean items returned per question (a system may return fewer than k);
 - the second pass: its ingestions (0 when the cache works) and its latency p50.
 
 The memory model of `observations` is scripted: a deterministic function that answers each
@@ -24,12 +25,16 @@ the figures are the system's own cost, not a provider's. mem0's LLM is the loopb
 OpenAI-compatible server of tests/loopback_openai.py (one fact per message); its embedder is
 the real local all-MiniLM-L6-v2 (about 0.1 s per `add` of one turn), so mem0 runs on one
 conversation by default (conv-26: 419 turns, 199 questions; mem0's default of one turn per
-`add`); `--mem0-conversations all` takes about 10 minutes more. bm25, embedding and
-observations run on all ten conversations (1,986 questions); `--embedding-conversations`
-narrows embedding, which encodes every turn each time a store is opened. Each system's scope is
-printed with it. torch gets one thread (`--torch-threads`): on a shared 2-core machine its
-default of one per core oversubscribes the CPU (docs/performance.md). About 4 minutes in all on
-an idle 2-core machine.
+`add`); `--mem0-conversations all` takes about 10 minutes more. graphiti's LLM is the same
+server answering graphiti's structured-output calls (tests/loopback_graphiti.py: one fact per
+speaker of an episode), over Kuzu and the same embedder, on conv-26 with graphiti's default
+of one turn per episode (`--graphiti-turns-per-episode`, `--graphiti-conversations`). bm25,
+embedding and observations run on all ten conversations (1,986 questions);
+`--embedding-conversations` narrows embedding. Each system's scope is printed with it. torch
+gets one thread (`--torch-threads`): on a shared 2-core machine its default of one per core
+oversubscribes the CPU (docs/performance.md). About 4 minutes in all on an idle 2-core
+machine without graphiti; graphiti's 419 episodes took 3.2 of the 12 minutes of a run on a
+2-core machine at load average 11 (docs/memory_systems.md).
 
     MEMEVALS_DATA_DIR=../shared/data python benchmarks/memory_systems.py
     python benchmarks/memory_systems.py --systems bm25,observations --json out.json
@@ -53,14 +58,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.samples import LocomoOptions, build
-from memevals.core.memory_harness import INGEST_KEY, LATENCY_KEY, latency_percentiles
+from memevals.core.memory_harness import INGEST_KEY, ITEMS_KEY, LATENCY_KEY, latency_percentiles
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import ModelReply, TextModel
 from memevals.core.prompt_item import PromptItem
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-SYSTEMS = ("bm25", "embedding", "observations", "mem0")
+SYSTEMS = ("bm25", "embedding", "observations", "mem0", "graphiti")
 
 #: A turn line of the observations prompt: `[D1:3] Caroline: text` (a LoCoMo dia id; a turn's
 #: text may run over several lines, and a later line may itself start with a bracket).
@@ -97,6 +103,7 @@ class Pass:
     """One pass over the questions: per-question latencies, wall time, records."""
 
     latencies: list[float]
+    items: list[int]  # items shown per question
     first_wall: dict[str, float]  # conversation -> wall time of its first fill
     records: dict[str, dict[str, Any]]  # conversation -> its ingestion record
     ingestions: int
@@ -132,6 +139,7 @@ def one_pass(
     if not items:
         raise SystemExit(f"{memory}: no LoCoMo question comes from {sorted(conversations or ())}")
     latencies: list[float] = []
+    shown: list[int] = []
     first_wall: dict[str, float] = {}
     records: dict[str, dict[str, Any]] = {}
     start = time.perf_counter()
@@ -141,10 +149,12 @@ def one_pass(
         filled = built.subject.fill(item, model)
         first_wall.setdefault(conv, time.perf_counter() - t0)
         latencies.append(float(filled.metadata[LATENCY_KEY]))
+        shown.append(int(filled.metadata[ITEMS_KEY]))
         records.setdefault(conv, filled.metadata[INGEST_KEY])
     wall = time.perf_counter() - start
     run = built.subject.run
-    return Pass(latencies, first_wall, records, run.ingestions, run.cache_hits, wall), len(items)
+    ingested = Pass(latencies, shown, first_wall, records, run.ingestions, run.cache_hits, wall)
+    return ingested, len(items)
 
 
 def measure(
@@ -164,8 +174,17 @@ def measure(
         second, _ = one_pass(memory, args, conversations, model)
     builds = [float(r["seconds"]) for r in first.records.values() if not r["cached"]]
     opens = [first.first_wall[c] - float(first.records[c]["seconds"]) for c in first.first_wall]
-    model_calls = sum(int(r["model_calls"]) for r in first.records.values() if not r["cached"])
-    llm_calls = sum(int(r["llm_calls"] or 0) for r in first.records.values() if not r["cached"])
+    built = [r for r in first.records.values() if not r["cached"]]
+    model_calls = sum(int(r["model_calls"]) for r in built)
+    llm_calls = sum(int(r["llm_calls"] or 0) for r in built)
+    # the memory model's tokens (observations) or the system's own LLM's (mem0, graphiti)
+    tokens_in = sum(
+        int(r["input_tokens"]) + int(r["extra"].get("llm_input_tokens", 0)) for r in built
+    )
+    tokens_out = sum(
+        int(r["output_tokens"]) + int(r["extra"].get("llm_output_tokens", 0)) for r in built
+    )
+    turns = {c.sample_id: sum(len(s.turns) for s in c.sessions) for c in load_locomo()}
     return {
         "system": memory,
         "note": note,
@@ -179,6 +198,10 @@ def measure(
         "cache_hits": first.cache_hits,
         # the memory model (observations) or the system's own LLM (mem0): whichever it calls
         "model_calls": model_calls or llm_calls,
+        "turns": sum(turns[c] for c in first.records),
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "mean_items": statistics.mean(first.items),
         "pass1_wall_s": first.wall,
         "pass2_ingestions": second.ingestions,
         "pass2_cache_hits": second.cache_hits,
@@ -195,18 +218,20 @@ def _ms(seconds: float) -> str:
 def table(results: list[dict[str, Any]]) -> str:
     head = (
         "| system | convs | build s / conv (median; total) | open s / conv | "
-        "latency p50 / p95 / p99 ms | ingestions / questions | model calls / question | "
+        "latency p50 / p95 / p99 ms | mean items | ingestions / questions | "
+        "model calls / question | model calls / turn | tokens / turn (in; out) | "
         "2nd pass: ingestions, cache hits, p50 ms | wall s (1st; 2nd) |"
     )
-    lines = [head, "|" + "---|" * 9]
+    lines = [head, "|" + "---|" * 12]
     for r in results:
-        q = r["questions"]
+        q, t = r["questions"], r["turns"]
         lines.append(
             f"| {r['system']}{r['note']} | {r['conversations']} | "
             f"{r['build_s_median']:.3f}; {r['build_s_total']:.2f} | {r['open_s_median']:.3f} | "
             f"{_ms(r['latency_p50_s'])} / {_ms(r['latency_p95_s'])} / "
-            f"{_ms(r['latency_p99_s'])} | {r['ingestions']} / {q:,} | "
-            f"{r['model_calls'] / q:.2f} ({r['model_calls']:,}) | "
+            f"{_ms(r['latency_p99_s'])} | {r['mean_items']:.2f} | {r['ingestions']} / {q:,} | "
+            f"{r['model_calls'] / q:.2f} ({r['model_calls']:,}) | {r['model_calls'] / t:.2f} | "
+            f"{r['tokens_in'] / t:,.0f}; {r['tokens_out'] / t:,.0f} | "
             f"{r['pass2_ingestions']}, {r['pass2_cache_hits']}, "
             f"{_ms(r['pass2_latency_p50_s'])} | {r['pass1_wall_s']:.1f}; "
             f"{r['pass2_wall_s']:.1f} |"
@@ -233,6 +258,12 @@ def main() -> None:
     )
     parser.add_argument("--mem0-turns-per-add", type=int, default=1)
     parser.add_argument(
+        "--graphiti-conversations",
+        default="conv-26",
+        help="comma-separated conversation ids for graphiti ('all' = every one; slow)",
+    )
+    parser.add_argument("--graphiti-turns-per-episode", type=int, default=1)
+    parser.add_argument(
         "--torch-threads", type=int, default=1, help="torch intra-op threads (0: torch's choice)"
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -244,11 +275,12 @@ def main() -> None:
     # the 4 evidence ids no turn matches are reported by the task; not part of this report
     logging.getLogger("memevals.benchmarks.locomo.samples").setLevel(logging.ERROR)
     logging.getLogger("mem0").setLevel(logging.ERROR)  # spaCy is optional and kept off
+    logging.getLogger("graphiti_core").setLevel(logging.ERROR)
     wanted = [s.strip() for s in ns.systems.split(",") if s.strip()]
     unknown = sorted(set(wanted) - set(SYSTEMS))
     if unknown:
         parser.error(f"unknown systems {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
-    if ns.torch_threads and {"embedding", "mem0"} & set(wanted):
+    if ns.torch_threads and {"embedding", "mem0", "graphiti"} & set(wanted):
         import torch
 
         torch.set_num_threads(ns.torch_threads)
@@ -269,6 +301,19 @@ def main() -> None:
             with server:
                 args = {"llm_base_url": server.url, "turns_per_add": ns.mem0_turns_per_add}
                 note = f" (turns_per_add={ns.mem0_turns_per_add}; {ns.mem0_conversations})"
+                result = measure(name, args, convs, lambda: None, note)
+            result["loopback_requests"] = server.count
+        elif name == "graphiti":
+            sys.path.insert(0, str(TESTS))
+            from loopback_graphiti import graphiti_facts
+            from loopback_openai import LoopbackOpenAI
+
+            convs = _subset(ns.graphiti_conversations)
+            server = LoopbackOpenAI(graphiti_facts)
+            with server:
+                per = ns.graphiti_turns_per_episode
+                args = {"llm_base_url": server.url, "turns_per_episode": per}
+                note = f" (turns_per_episode={per}; {ns.graphiti_conversations})"
                 result = measure(name, args, convs, lambda: None, note)
             result["loopback_requests"] = server.count
         elif name == "embedding":

@@ -350,6 +350,28 @@ def test_an_undated_history_ingests_in_order(tmp_path: Path) -> None:
         )
 
 
+def _camping_ended(body: dict[str, Any]) -> str:
+    """The scripted LLM, marking the camping fact as true only until the next day."""
+    reply = graphiti_facts(body)
+    if schema_name(body) != "ExtractedEdges":
+        return reply
+    edges = json.loads(reply)
+    for edge in edges["edges"]:
+        if "camping" in edge["fact"]:
+            edge["invalid_at"] = "2023-05-26T00:00:00Z"
+    return json.dumps(edges)
+
+
+def test_a_fact_that_ended_says_until_when(tmp_path: Path) -> None:
+    with LoopbackOpenAI(_camping_ended) as srv:
+        run = MemoryRun(
+            _system(srv.url, turns_per_episode=3), data_sha256="test", cache_root=tmp_path
+        )
+        got = run.retrieve(HISTORY, MemoryQuery("camping at the lake", k=1)).items[0]
+    assert got.text.endswith("We are camping at the lake in June. (until 2023-05-26)")
+    assert got.source_ids == ("D2:1", "D2:2", "D2:3")
+
+
 def _no_facts(body: dict[str, Any]) -> str:
     """A model that finds the entities but no relation between them."""
     if schema_name(body) == "ExtractedEdges":
