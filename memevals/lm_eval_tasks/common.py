@@ -239,7 +239,7 @@ def with_clusters(
 
     lm-eval aggregates each metric over its per-document values only, and a clustered standard
     error needs each value's cluster (`metadata["cluster"]`, the conversation), so the pair
-    travels as the value of a metric of its own, aggregated by `stderr_clustered`.
+    travels as the value of a metric of its own, aggregated by `clustered_stderr_of_pairs`.
     """
     cluster = md.get(statistics.CLUSTER_KEY)
     if cluster is None:
@@ -251,7 +251,7 @@ def with_clusters(
     }
 
 
-def stderr_clustered(items: Sequence[Sequence[Any]]) -> float:
+def clustered_stderr_of_pairs(items: Sequence[Sequence[Any]]) -> float:
     """lm-eval aggregation of `(value, cluster)` pairs: the cluster-robust standard error of the
     mean of the values (memevals.core.statistics; the Inspect tasks' `stderr_clustered`). NaN
     with fewer than two clusters. Not one of lm-eval's bootstrappable aggregations, so lm-eval

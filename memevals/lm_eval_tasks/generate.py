@@ -97,7 +97,7 @@ def _base_yaml(record: Benchmark, spec: LmEvalSpec) -> str:
     metrics = "".join(
         f"  - metric: {_scalar(m)}\n    aggregation: mean\n    higher_is_better: true\n"
         f"  - metric: {_scalar(m + '_stderr_clustered')}\n"
-        f"    aggregation: !function {COMMON}.stderr_clustered\n"
+        f"    aggregation: !function {COMMON}.clustered_stderr_of_pairs\n"
         "    higher_is_better: false\n"
         for m in spec.metrics
     )

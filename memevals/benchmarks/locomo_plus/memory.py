@@ -213,7 +213,7 @@ def cognitive_context(memory: LocomoMemory) -> CognitiveContextFn:
     )
 
 
-def cue_recall(retrieved_ids: Sequence[str], st: StitchedInstance) -> float:
+def cue_turn_recall(retrieved_ids: Sequence[str], st: StitchedInstance) -> float:
     """Share of the cue turns among `retrieved_ids`: did retrieval find the cue?"""
     found = set(retrieved_ids)
     cue = cue_ids(st)
@@ -343,7 +343,7 @@ def plus_memory_renderer(
             {
                 "shown_turns": list(ctx.shown_turns or ()),
                 "retrieved_ids": retrieved,
-                "cue_recall": cue_recall(retrieved, st),
+                "cue_recall": cue_turn_recall(retrieved, st),
                 "turn_level": True,
             },
         )

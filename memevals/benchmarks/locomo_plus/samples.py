@@ -29,7 +29,7 @@ from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, load_locomo_p
 from memevals.benchmarks.locomo_plus.memory import (
     cognitive_context,
     cognitive_full,
-    cue_recall,
+    cue_turn_recall,
     plus_memory_renderer,
     stitched_data_sha256,
     stitched_history,
@@ -200,7 +200,7 @@ def annotate_cognitive_items(
         total_tokens += md["prompt_tokens"]
         retrieved = md.get("retrieved_ids")
         if retrieved is not None:
-            md["cue_recall"] = cue_recall(retrieved, by_id[item.id])
+            md["cue_recall"] = cue_turn_recall(retrieved, by_id[item.id])
             recalls.append(md["cue_recall"])
         out.append(dataclasses.replace(item, metadata=md))
     summary: dict[str, Any] = {"cognitive_prompt_tokens_total": total_tokens}
