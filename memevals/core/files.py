@@ -16,6 +16,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    "CACHE_DIR_ENV",
+    "DATA_DIR_ENV",
+    "DataError",
+    "PinnedFile",
+    "cache_dir",
+    "cached_download",
+    "data_dir_file",
+    "download",
+    "override_dir",
+    "resolve",
+    "sha256_of",
+]
+
 DATA_DIR_ENV = "MEMEVALS_DATA_DIR"
 CACHE_DIR_ENV = "MEMEVALS_CACHE_DIR"
 

@@ -23,6 +23,16 @@ from memevals.core.retrievers import (
     resolve_embedding_model,
 )
 
+__all__ = [
+    "MEMORY_CONTEXT",
+    "MemoryOptions",
+    "RagChoice",
+    "RagDefaults",
+    "SystemChoice",
+    "rag_choice",
+    "system_choice",
+]
+
 
 @dataclass(frozen=True)
 class MemoryOptions:

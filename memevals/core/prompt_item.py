@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["PromptItem", "parse_category_list"]
+
 
 @dataclass(frozen=True)
 class PromptItem:

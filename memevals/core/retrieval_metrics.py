@@ -16,6 +16,15 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
+__all__ = [
+    "ndcg_any_at_k",
+    "recall_all_at_k",
+    "recall_any_at_k",
+    "strip_turn_index",
+    "turn_precision_recall",
+    "turn_to_session",
+]
+
 
 def turn_precision_recall(
     selected_ids: Collection[str], gold_ids: Collection[str]

@@ -26,6 +26,28 @@ from typing import Any, Protocol
 
 import numpy as np
 
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "RETRIEVERS",
+    "BM25Retriever",
+    "EmbeddingRetriever",
+    "Index",
+    "IndexCache",
+    "MemoryUnit",
+    "Retriever",
+    "StrategyFields",
+    "bm25_tokens",
+    "checked_top_k",
+    "load_embedding_model",
+    "make_retriever",
+    "packaged_minilm_path",
+    "positive_tokens",
+    "reject_options_outside",
+    "resolve_embedding_model",
+    "strategy_settings",
+    "top_k",
+]
+
 RETRIEVERS: tuple[str, ...] = ("bm25", "embedding")
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 _MINILM_NAMES = {"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}

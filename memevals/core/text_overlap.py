@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+__all__ = ["ROUGE_TYPES", "rouge_scores"]
+
 #: The ROUGE variants reported by default (F-measure of each).
 ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
 
+__all__ = ["TOKEN_COUNTERS", "Head", "TokenCounter", "approx_token_count", "get_token_counter"]
+
 #: Names accepted by `get_token_counter`; "auto" = cl100k_base when `bpe-openai` is installed.
 TOKEN_COUNTERS: tuple[str, ...] = ("auto", "cl100k_base", "o200k_base", "approx")
 

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 from memevals.core.files import DataError
 
+__all__ = ["Reader", "json_lines", "load_json"]
+
 T = TypeVar("T")
 
 

@@ -44,6 +44,18 @@ from memevals.core.memory_harness import (
 from memevals.core.memory_system import ModelReply
 from memevals.core.prompt_item import PromptItem
 
+__all__ = [
+    "MEMORY_ROLE",
+    "InspectTextModel",
+    "items_cut",
+    "mean_context_tokens",
+    "mean_items",
+    "memory_answer",
+    "memory_context",
+    "memory_system",
+    "solver_chain",
+]
+
 #: The model role of a memory system's own LLM calls (observations, summaries).
 MEMORY_ROLE = "memory"
 

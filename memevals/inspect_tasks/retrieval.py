@@ -35,6 +35,18 @@ from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.common import stderr_clustered, total
 
+__all__ = [
+    "evidence_recall",
+    "mean_prompt_tokens",
+    "prompt_tokens",
+    "retrieval_scorers",
+    "sample_prompt_tokens",
+    "selected_k",
+    "total_prompt_tokens",
+    "turn_precision",
+    "turn_recall",
+]
+
 
 def sample_prompt_tokens(state: TaskState) -> dict[str, int | str]:
     """`{"prompt_tokens": n, "token_counter": name}` for one sample's Score.metadata.

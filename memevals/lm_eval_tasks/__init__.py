@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["include_path"]
+
 
 def include_path() -> str:
     """The folder to pass to `lm_eval --include_path` (this package's directory)."""

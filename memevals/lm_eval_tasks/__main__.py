@@ -8,6 +8,8 @@ import sys
 
 from memevals.lm_eval_tasks import include_path
 
+__all__ = ["main"]
+
 
 def main(argv: list[str]) -> int:
     """Print the include path, or run the generator.

@@ -32,6 +32,26 @@ from memevals.core.options import OPTIONS
 from memevals.core.prompt_item import PromptItem
 from memevals.core.tokens import get_token_counter
 
+__all__ = [
+    "CLUSTERED",
+    "LM_EVAL_KEYS",
+    "OptionError",
+    "as_bool",
+    "as_int",
+    "checked",
+    "checked_options",
+    "clustered_stderr_of_pairs",
+    "doc_item",
+    "doc_to_text",
+    "keyword_names",
+    "only_reply",
+    "prompt_tokens_of",
+    "shared_defaults",
+    "to_docs",
+    "with_clusters",
+    "with_memory",
+]
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")

@@ -40,6 +40,23 @@ from memevals.core.memory_system import (
     Turn,
 )
 
+__all__ = [
+    "COLLECTION",
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_LLM_MODEL",
+    "DUMMY_API_KEY",
+    "HISTORY_DB",
+    "INSTALL_HINT",
+    "QDRANT_DIR",
+    "VERSION_SUFFIX",
+    "Mem0Index",
+    "Mem0System",
+    "mem0_system",
+    "turn_chunks",
+    "turn_content",
+    "user_id",
+]
+
 VERSION_SUFFIX = "1"
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"

@@ -37,6 +37,31 @@ from memevals.core.memory_system import (
 from memevals.core.retrievers import Index, MemoryUnit, Retriever, make_retriever
 from memevals.memory_systems.units import save_vectors, stored_index
 
+__all__ = [
+    "NOTES_FILE",
+    "NOTES_FORMAT",
+    "QUOTED_REPLY_CHARS",
+    "Asked",
+    "BadReply",
+    "Note",
+    "NoteIndex",
+    "NoteRetrieval",
+    "NoteSystem",
+    "ask",
+    "notes_report",
+    "parse_facts",
+    "parse_summary",
+    "prompt_version",
+    "read_notes",
+    "render_session",
+    "repair_prompt",
+    "require_model",
+    "session_date",
+    "strip_fence",
+    "turn_line",
+    "write_notes",
+]
+
 NOTES_FILE = "notes.json"
 #: The layout of notes.json; a store of another layout is refused, never half-read.
 NOTES_FORMAT = 1

@@ -24,6 +24,15 @@ from memevals.memory_systems.model_notes import (
     render_session,
 )
 
+__all__ = [
+    "GENERATION",
+    "SYSTEM_PROMPT",
+    "USER_PROMPT",
+    "ObservationsSystem",
+    "observations_system",
+    "session_prompt",
+]
+
 SYSTEM_PROMPT = """\
 You maintain the long-term memory of an assistant that talks with people over many sessions. \
 You are shown one session of a conversation and write down the facts from it that could \

@@ -20,6 +20,15 @@ from memevals.memory_systems.model_notes import (
     render_session,
 )
 
+__all__ = [
+    "GENERATION",
+    "SYSTEM_PROMPT",
+    "USER_PROMPT",
+    "SummariesSystem",
+    "session_prompt",
+    "summaries_system",
+]
+
 SYSTEM_PROMPT = """\
 You maintain the long-term memory of an assistant that talks with people over many sessions. \
 You are shown one session of a conversation and write a summary of it that will be read \

@@ -29,6 +29,19 @@ from memevals.core.retrievers import (
     make_retriever,
 )
 
+__all__ = [
+    "UNITS",
+    "UNITS_FILE",
+    "VECTORS_FILE",
+    "UnitIndex",
+    "UnitSystem",
+    "bm25_system",
+    "embedding_system",
+    "history_units",
+    "save_vectors",
+    "stored_index",
+]
+
 UNITS: tuple[str, ...] = ("auto", "turn", "session")
 UNITS_FILE = "units.json"
 VECTORS_FILE = "vectors.npy"

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from memevals.core.files import cache_dir
 
+__all__ = ["GGUF_NAME", "MODEL_DIR_NAME", "main", "prepare_smollm2", "smollm2_gguf"]
+
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_DIR_NAME = "smollm2-135m-instruct"
 

@@ -18,6 +18,8 @@ from typing import Any
 from memevals.core.files import DataError, PinnedFile, resolve, sha256_of
 from memevals.core.validation import Reader, load_json
 
+__all__ = ["AUDIT_ANSWER_FILES", "AuditAnswer", "load_audit_answers", "parse_audit_answers"]
+
 _BASE = (
     "https://raw.githubusercontent.com/dial481/locomo-audit/"
     "9493fb4b4af4256ed17a18e8fd0b3cfdeec29539/ap-baseline/"

@@ -23,6 +23,24 @@ from memevals.benchmarks.locomo.data import CATEGORY_NAMES, QA, Conversation, sp
 from memevals.core.files import DataError, PinnedFile, resolve, sha256_of
 from memevals.core.validation import Reader, load_json
 
+__all__ = [
+    "AUDITED_CATEGORIES",
+    "AUDIT_FILE",
+    "GOLD_VARIANTS",
+    "WRONG_CITATION",
+    "AuditRecord",
+    "Gold",
+    "apply_gold",
+    "audited_conversations",
+    "ceilings",
+    "check_gold",
+    "gold_metadata",
+    "load_audit",
+    "load_audit_file",
+    "match_audit",
+    "parse_audit",
+]
+
 logger = logging.getLogger(__name__)
 
 AUDIT_FILE = PinnedFile(

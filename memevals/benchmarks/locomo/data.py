@@ -19,6 +19,26 @@ from typing import Any
 from memevals.core.files import DataError, PinnedFile, resolve, sha256_of
 from memevals.core.validation import Reader, load_json
 
+__all__ = [
+    "CATEGORY_IDS",
+    "CATEGORY_NAMES",
+    "LOCOMO_FILE",
+    "PAPER_ORDER",
+    "QA",
+    "SESSION_DATE_FORMAT",
+    "Conversation",
+    "Event",
+    "Observation",
+    "Session",
+    "Turn",
+    "load_conversations",
+    "load_locomo",
+    "load_locomo_file",
+    "parse_locomo",
+    "select_conversations",
+    "split_evidence",
+]
+
 LOCOMO_FILE = PinnedFile(
     relpath="locomo/locomo10.json",
     url="https://raw.githubusercontent.com/snap-research/LoCoMo/"

@@ -50,6 +50,41 @@ from memevals.core.retrievers import (
 )
 from memevals.core.tokens import TokenCounter, get_token_counter
 
+__all__ = [
+    "CONTEXT_MODES",
+    "DEFAULT_MAX_CONTEXT_TOKENS",
+    "DEFAULT_RETRIEVAL_UNIT",
+    "DEFAULT_RETRIEVER",
+    "DEFAULT_TOP_K",
+    "RAG_DEFAULTS",
+    "RETRIEVAL_UNITS",
+    "UNIT_BUILDERS",
+    "ContextFn",
+    "LocomoContext",
+    "LocomoMemory",
+    "dialog_units",
+    "evidence_turns",
+    "excerpt_preamble",
+    "full_context",
+    "locomo_history",
+    "locomo_memory",
+    "memory_context",
+    "memory_renderer",
+    "no_context",
+    "observation_units",
+    "preamble",
+    "recent_turn_blocks",
+    "render_conversation",
+    "render_excerpts",
+    "render_recent_turns",
+    "render_sessions",
+    "session_header",
+    "summary_units",
+    "truncate_to_budget",
+    "turn_line",
+    "unit_session",
+]
+
 CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
 RETRIEVAL_UNITS: tuple[str, ...] = ("dialog", "observation", "summary")
 DEFAULT_MAX_CONTEXT_TOKENS = 4000

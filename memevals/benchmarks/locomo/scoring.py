@@ -26,6 +26,25 @@ from memevals.core.judge import (
     register_criteria,
 )
 
+__all__ = [
+    "ABSTENTION_PHRASES",
+    "ADVERSARIAL",
+    "FACTUAL",
+    "LOCOMO_CRITERIA",
+    "LOCOMO_JUDGE_CRITERIA",
+    "LONG_PREDICTION",
+    "TEMPORAL",
+    "abstained",
+    "answer_tokens",
+    "criterion_for_locomo",
+    "locomo_evidence_recall",
+    "locomo_f1",
+    "locomo_recall_for_mean",
+    "multi_answer_f1",
+    "normalize_answer",
+    "token_f1",
+]
+
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 _PUNCT_BUT_COMMA = str.maketrans("", "", string.punctuation.replace(",", ""))
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")

@@ -18,6 +18,17 @@ from typing import Any
 from memevals.core.files import DataError, PinnedFile, resolve, sha256_of
 from memevals.core.validation import Reader, load_json
 
+__all__ = [
+    "LOCOMO_PLUS_FILE",
+    "RELATION_TYPES",
+    "CueLine",
+    "PlusInstance",
+    "load_locomo_plus",
+    "load_locomo_plus_file",
+    "parse_dialogue_lines",
+    "parse_locomo_plus",
+]
+
 LOCOMO_PLUS_FILE = PinnedFile(
     relpath="locomo_plus/locomo_plus.json",
     url="https://raw.githubusercontent.com/xjtuleeyf/Locomo-Plus/"

@@ -39,6 +39,33 @@ from memevals.core.memory_system import Turn as HistoryTurn
 from memevals.core.retrievers import MemoryUnit
 from memevals.core.tokens import TokenCounter
 
+__all__ = [
+    "COGNITIVE_CONTEXT_MODES",
+    "CUE_SESSION",
+    "CognitiveContext",
+    "CognitiveContextFn",
+    "cognitive_context",
+    "cognitive_full",
+    "cognitive_memory_context",
+    "cognitive_none",
+    "cognitive_oracle",
+    "cognitive_pending",
+    "cognitive_preamble",
+    "cue_ids",
+    "cue_turn_recall",
+    "dialogue_line",
+    "history",
+    "history_units",
+    "plus_memory_renderer",
+    "render_history",
+    "stitched_data_sha256",
+    "stitched_history",
+    "stitched_history_id",
+    "trigger_query",
+    "truncate_history",
+    "turn_id",
+]
+
 #: Context modes that apply to cognitive samples.
 COGNITIVE_CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")
 

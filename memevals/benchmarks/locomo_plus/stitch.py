@@ -26,6 +26,19 @@ from memevals.benchmarks.locomo.data import Conversation
 from memevals.benchmarks.locomo_plus.data import CueLine, PlusInstance
 from memevals.core.files import DataError
 
+__all__ = [
+    "HOST_COUNT",
+    "QUERY_OFFSET_DAYS",
+    "Source",
+    "StitchedInstance",
+    "StitchedTurn",
+    "host_index_for",
+    "parse_time_gap",
+    "parse_time_gap_fixed",
+    "stitch",
+    "stitch_all",
+]
+
 #: The unified builder picks hosts modulo the 10 released LoCoMo conversations.
 HOST_COUNT = 10
 #: The trigger is asked one week after the host's last session.

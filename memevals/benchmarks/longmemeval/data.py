@@ -36,6 +36,28 @@ from memevals.core.files import (
 )
 from memevals.core.validation import Reader
 
+__all__ = [
+    "CATEGORIES",
+    "FILES",
+    "HF_REPO",
+    "QUESTION_TYPES",
+    "REVISION",
+    "ROLES",
+    "URL_PATTERN",
+    "VARIANTS",
+    "Instance",
+    "LongMemEvalFile",
+    "Session",
+    "Turn",
+    "data_file",
+    "iter_instances",
+    "iter_longmemeval",
+    "load_longmemeval",
+    "load_longmemeval_file",
+    "locate",
+    "parse_instance",
+]
+
 HF_REPO = "xiaowu0162/longmemeval-cleaned"
 #: The revision third parties pin (benchmarks/longmemeval/README.md#data); every download uses it.
 REVISION = "98d7416c24c778c2fee6e6f3006e7a073259d48f"

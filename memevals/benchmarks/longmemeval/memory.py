@@ -64,6 +64,50 @@ from memevals.core.retrieval_metrics import (
 from memevals.core.retrievers import MemoryUnit, Retriever, positive_tokens, strategy_settings
 from memevals.core.tokens import TokenCounter, get_token_counter
 
+__all__ = [
+    "CONTEXT_MODES",
+    "DEFAULT_ANSWER_TOKENS",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_RETRIEVAL_UNIT",
+    "DEFAULT_RETRIEVER",
+    "DEFAULT_TOP_K",
+    "HEADLINE_KS",
+    "HEADLINE_TURN_KS",
+    "HISTORY_FORMATS",
+    "HISTORY_INTRO",
+    "K_VALUES",
+    "MEMORY_DEPTH",
+    "MEMORY_NOTES_INTRO",
+    "RAG_DEFAULTS",
+    "RETRIEVAL_UNITS",
+    "SELECTION_MODES",
+    "TRUNCATION_RESERVE",
+    "LmeContext",
+    "LongMemEvalMemory",
+    "MessageFn",
+    "RetrievalUnit",
+    "SessionBlock",
+    "gold_ids",
+    "headline_keys",
+    "history_text",
+    "longmemeval_history",
+    "longmemeval_memory",
+    "memory_context",
+    "memory_depth",
+    "memory_renderer",
+    "render_blocks",
+    "render_turns",
+    "select_sessions",
+    "session_blocks",
+    "session_scores",
+    "session_units",
+    "truncation_budget",
+    "turn_json",
+    "turn_scores",
+    "turn_units",
+    "warn_if_oversized",
+]
+
 logger = logging.getLogger(__name__)
 
 CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "rag", "oracle", "none")

@@ -17,6 +17,18 @@ from memevals.benchmarks.longmemeval.data import Instance
 from memevals.benchmarks.longmemeval.memory import SessionBlock, render_blocks
 from memevals.benchmarks.longmemeval.scoring import criterion_for_longmemeval
 
+__all__ = [
+    "ANSWER_CUE",
+    "NOTES_INTRO",
+    "NOTE_INSTRUCTION",
+    "NO_NOTES",
+    "is_empty_note",
+    "judge_inputs",
+    "note_prompt",
+    "notes_text",
+    "question_text",
+]
+
 NOTES_INTRO = (
     "You are a chat assistant with a long-term memory of your conversations with this user. "
     "Below are notes you took on your earlier chat sessions with them, oldest first; each "

@@ -57,6 +57,24 @@ from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.prompt_item import PromptItem, parse_category_list
 from memevals.core.statistics import CLUSTER_KEY
 
+__all__ = [
+    "LongMemEvalOptions",
+    "LongMemEvalSamples",
+    "NotePlan",
+    "Reader",
+    "Shown",
+    "build",
+    "build_item",
+    "check_protocol_options",
+    "in_categories",
+    "item_metadata",
+    "make_reader",
+    "memory_subject",
+    "of_categories",
+    "parse_categories",
+    "question_context",
+]
+
 
 @dataclass(frozen=True)
 class LongMemEvalOptions:

@@ -17,6 +17,20 @@ from dataclasses import dataclass, field
 
 from memevals.core.judge import YES_NO, CriterionSpec, criterion, register_criteria
 
+__all__ = [
+    "LME_ABSTENTION",
+    "LME_KNOWLEDGE_UPDATE",
+    "LME_PREFERENCE",
+    "LME_STANDARD",
+    "LME_TEMPORAL",
+    "LME_TYPES",
+    "LONGMEMEVAL_CRITERIA",
+    "LmeLabel",
+    "LmeSummary",
+    "criterion_for_longmemeval",
+    "summarize",
+]
+
 #: The six question types in snake case, paper order.
 LME_TYPES: tuple[str, ...] = (
     "single_session_user",

@@ -15,6 +15,15 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import shared_options
 from memevals.lm_eval_tasks import common
 
+__all__ = [
+    "DIALOGUE_OPTIONS",
+    "MEMORY_OPTIONS",
+    "corpus_bleu1",
+    "corpus_bleu2",
+    "dialogue_docs",
+    "dialogue_results",
+]
+
 logger = logging.getLogger(__name__)
 
 

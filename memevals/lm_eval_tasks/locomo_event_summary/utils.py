@@ -11,6 +11,8 @@ from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions
 from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
 from memevals.lm_eval_tasks import common
 
+__all__ = ["EVENT_SUMMARY_OPTIONS", "event_summary_docs", "event_summary_results"]
+
 #: The `--metadata` options and their defaults (those of `EventSummaryOptions`).
 EVENT_SUMMARY_OPTIONS: dict[str, Any] = {
     "sessions": None,

@@ -13,6 +13,8 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.lm_eval_tasks import common
 from memevals.lm_eval_tasks.locomo.utils import LOCOMO_OPTIONS, locomo_metrics, shared_options
 
+__all__ = ["LOCOMO_PLUS_OPTIONS", "locomo_plus_docs", "locomo_plus_results"]
+
 LOCOMO_PLUS_OPTIONS: dict[str, Any] = {
     **LOCOMO_OPTIONS,
     "disclose_task": False,

@@ -22,6 +22,8 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import DEFAULT_PROTOCOL
 from memevals.lm_eval_tasks import common
 
+__all__ = ["LONGMEMEVAL_OPTIONS", "longmemeval_docs", "longmemeval_results"]
+
 logger = logging.getLogger(__name__)
 
 #: LongMemEval's options besides the shared memory ones (MemoryOptions.names()).
