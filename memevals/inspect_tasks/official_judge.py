@@ -46,19 +46,23 @@ def official_request(state: TaskState) -> OfficialJudge | None:
         raise ValueError(f"sample {state.sample_id}: {exc}") from exc
 
 
-async def judge_officially(state: TaskState, request: OfficialJudge) -> Score:
+async def judge_officially(
+    state: TaskState, request: OfficialJudge, reply: str | None = None
+) -> Score:
     """Judge the sample's reply with its upstream request.
 
     Args:
         state: the scored sample (its completion is the reply).
         request: the sample's upstream judge request.
+        reply: the text to judge instead of the completion (a benchmark's prediction, such as
+            the option a letter reply chose); None judges the completion.
 
     Returns:
         A Score with ``judge`` (the rule's score), ``unscored`` (always 0: upstream's rule
         labels every reply) and ``unclear`` (1 when the grader's reply was not a clear
         verdict); the grader's reply, the label and the grader in its metadata.
     """
-    reply = request.reply_text(state.output.completion)
+    reply = request.reply_text(state.output.completion if reply is None else reply)
     grader, fallback = grader_model()
     config = GenerateConfig(temperature=request.temperature, max_tokens=request.max_tokens)
     messages: list[ChatMessage] = [ChatMessageUser(content=request.prompt(reply))]
