@@ -106,17 +106,23 @@ def test_an_edited_file_in_the_data_dir_fails_its_checksum(tmp_path: Path, data_
 
 def test_gold_option_is_checked_before_loading(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="gold='fixed' is not one of original, audited"):
-        locomo_samples.build(locomo_samples.LocomoOptions(data_dir=tmp_path, gold="fixed"))
+        locomo_samples.build(
+            locomo_samples.LocomoOptions(protocol="memevals", data_dir=tmp_path, gold="fixed")
+        )
     with pytest.raises(ValueError, match="gold='fixed'"):
-        plus_samples.build(plus_samples.LocomoPlusOptions(data_dir=tmp_path, gold="fixed"))
+        plus_samples.build(
+            plus_samples.LocomoPlusOptions(protocol="memevals", data_dir=tmp_path, gold="fixed")
+        )
     with pytest.raises(OptionError, match="gold='fixed'"):
         locomo_docs("temporal", gold="fixed")
 
 
 def test_audited_samples_take_the_corrections_and_record_both(data_dir: Path) -> None:
-    original, log_o, _ = locomo_samples.build(locomo_samples.LocomoOptions(memory=NONE))
+    original, log_o, _ = locomo_samples.build(
+        locomo_samples.LocomoOptions(protocol="memevals", memory=NONE)
+    )
     audited, log_a, _ = locomo_samples.build(
-        locomo_samples.LocomoOptions(memory=NONE, gold="audited")
+        locomo_samples.LocomoOptions(protocol="memevals", memory=NONE, gold="audited")
     )
     assert log_o["gold"]["gold_ceilings"] == log_a["gold"]["gold_ceilings"]
     assert log_o["gold"]["gold"] == "original" and log_a["gold"]["gold"] == "audited"
@@ -151,7 +157,9 @@ def test_audited_samples_take_the_corrections_and_record_both(data_dir: Path) ->
 def test_locomo_plus_follows_gold_and_leaves_cognitive_samples(data_dir: Path) -> None:
     def build(gold: str) -> dict[str, object]:
         items, _, _ = plus_samples.build(
-            plus_samples.LocomoPlusOptions(categories="temporal,cognitive", memory=NONE, gold=gold)
+            plus_samples.LocomoPlusOptions(
+                protocol="memevals", categories="temporal,cognitive", memory=NONE, gold=gold
+            )
         )
         return {i.id: i for i in items}
 
@@ -174,7 +182,9 @@ def _scripted(
     conv = load_locomo()[0]
     replies: dict[str, str] = {}
     chosen: dict[str, AuditRecord] = {}
-    items, _, _ = locomo_samples.build(locomo_samples.LocomoOptions(memory=NONE, gold=gold))
+    items, _, _ = locomo_samples.build(
+        locomo_samples.LocomoOptions(protocol="memevals", memory=NONE, gold=gold)
+    )
     by_id = {i.id: i for i in items}
     for sid in ids:
         j = int(sid.rsplit("-q", 1)[1])
@@ -233,8 +243,12 @@ def test_lm_eval_documents_equal_inspect_samples_when_audited(data_dir: Path) ->
     assert changed == sum(
         1 for r in records.values() if r.category == 2 and r.correct_answer != r.golden_answer
     )
-    plus = locomo_plus_docs("temporal", context="none", gold="audited")["test"]
-    inspect_plus = list(locomo_plus(categories="temporal", context="none", gold="audited").dataset)
+    plus = locomo_plus_docs("temporal", context="none", gold="audited", protocol="memevals")["test"]
+    inspect_plus = list(
+        locomo_plus(
+            categories="temporal", context="none", gold="audited", protocol="memevals"
+        ).dataset
+    )
     assert [doc_item(d).metadata for d in plus] == [s.metadata for s in inspect_plus]
 
 

@@ -91,6 +91,7 @@ def test_locomo_scores_match_across_frameworks(
     from memevals.inspect_tasks.locomo import locomo
 
     # The first PER_CATEGORY questions of each category, as lm-eval's --limit takes them.
+    # the default protocol (official): upstream's messages, its two-option rule
     items = samples.build(samples.LocomoOptions(memory=MemoryOptions(**options))).items
     chosen: list[PromptItem] = []
     for name in CATEGORY_NAMES.values():
@@ -161,7 +162,9 @@ def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_
     factual = list(CATEGORY_NAMES.values())
     items, _, _ = samples.build(
         samples.LocomoPlusOptions(
-            categories=",".join(factual), memory=MemoryOptions(context="oracle")
+            protocol="memevals",
+            categories=",".join(factual),
+            memory=MemoryOptions(context="oracle"),
         )
     )
     chosen: list[PromptItem] = []
@@ -170,13 +173,14 @@ def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_
     answers = {item.as_text(): varied_reply(n + 3, item) for n, item in enumerate(chosen)}
 
     tasks = [f"locomo_plus_{name}" for name in factual]
-    lm_results = run_lm_eval(tasks, answers, {"context": "oracle"}, PER_CATEGORY)
+    metadata = {"context": "oracle", "protocol": "memevals"}  # oracle is memevals' own
+    lm_results = run_lm_eval(tasks, answers, metadata, PER_CATEGORY)
     lm_f1 = lm_eval_sample_scores(lm_results, "f1")
     ids = [i.id for i in chosen]
     assert sorted(lm_f1) == sorted(ids)
 
     log = run_inspect(
-        locomo_plus(categories=",".join(factual), context="oracle"),
+        locomo_plus(categories=",".join(factual), context="oracle", protocol="memevals"),
         answers,
         tmp_path,
         ids,

@@ -64,14 +64,14 @@ def test_every_task_and_group_is_indexed() -> None:
 
 def test_lm_eval_cli_dummy_model_offline(data_dir: Path, tmp_path: Path) -> None:
     """Acceptance: `lm_eval --model dummy --tasks locomo --limit 20` runs without network."""
-    from memevals.benchmarks.locomo.data import load_locomo
-    from memevals.benchmarks.locomo.prompts import build_items, prediction_for_scoring
+    from memevals.benchmarks.locomo import samples
+    from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 
     run_dir = run_lm_eval_cli(["--model", "dummy", "--tasks", "locomo", "--limit", "20"], tmp_path)
     [results_file] = run_dir.glob("results_*.json")
     results = json.loads(results_file.read_text())
 
-    items = build_items(load_locomo())
+    items = samples.build(samples.LocomoOptions()).items  # the default protocol, official
     all_f1: list[float] = []
     for category in LOCOMO_CATEGORIES:
         task = f"locomo_{category}"
@@ -193,7 +193,9 @@ def test_locomo_plus_cognitive_has_no_f1_but_cue_recall(data_dir: Path) -> None:
     results = simple_evaluate(
         model=lm,
         tasks=["locomo_plus_cognitive"],
-        task_manager=TaskManager(include_path=include_path(), metadata={"context": "oracle"}),
+        task_manager=TaskManager(
+            include_path=include_path(), metadata={"context": "oracle", "protocol": "memevals"}
+        ),
         limit=5,
         log_samples=True,
         bootstrap_iters=0,
@@ -250,11 +252,10 @@ def test_locomo_plus_sample_order_matches_the_inspect_task(data_dir: Path) -> No
     from memevals.inspect_tasks.locomo_plus import locomo_plus_cognitive
     from memevals.lm_eval_tasks.locomo_plus.utils import locomo_plus_docs
 
-    docs = locomo_plus_docs("cognitive", sample_order="host", context="none")["test"]
-    inspect_ids = [str(s.id) for s in locomo_plus_cognitive(sample_order="host").dataset]
+    quick = {"context": "none", "protocol": "memevals"}
+    docs = locomo_plus_docs("cognitive", sample_order="host", **quick)["test"]
+    inspect_ids = [str(s.id) for s in locomo_plus_cognitive(sample_order="host", **quick).dataset]
     assert docs["id"] == inspect_ids
-    assert locomo_plus_docs("cognitive", context="none")["test"]["id"] == [
-        f"plus-{i}" for i in range(401)
-    ]
+    assert locomo_plus_docs("cognitive", **quick)["test"]["id"] == [f"plus-{i}" for i in range(401)]
     with pytest.raises(OptionError, match="sample_order='shuffled' is not one of file, host"):
         locomo_plus_docs("cognitive", sample_order="shuffled")

@@ -54,12 +54,12 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def rag(data_dir: Path) -> samples.LocomoPlusSamples:
-    return samples.build(samples.LocomoPlusOptions(memory=RAG))
+    return samples.build(samples.LocomoPlusOptions(protocol="memevals", memory=RAG))
 
 
 @pytest.fixture(scope="module")
 def bm25(cache: Path, data_dir: Path) -> tuple[samples.LocomoPlusSamples, list[PromptItem]]:
-    built = samples.build(samples.LocomoPlusOptions(memory=BM25))
+    built = samples.build(samples.LocomoPlusOptions(protocol="memevals", memory=BM25))
     assert built.subject is not None
     return built, [built.subject.fill(i) for i in built.items]
 
@@ -101,7 +101,9 @@ def test_memory_bm25_is_context_rag_for_every_sample(
 def test_top_k_is_k_for_both_kinds(cache: Path, data_dir: Path) -> None:
     built = samples.build(
         samples.LocomoPlusOptions(
-            categories="temporal,cognitive", memory=MemoryOptions(memory="bm25", top_k=3)
+            protocol="memevals",
+            categories="temporal,cognitive",
+            memory=MemoryOptions(memory="bm25", top_k=3),
         )
     )
     assert built.subject is not None
@@ -115,14 +117,18 @@ def test_locomo_questions_ask_the_locomo_tasks_stores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path
 ) -> None:
     monkeypatch.setenv("MEMEVALS_CACHE_DIR", str(tmp_path))
-    locomo = locomo_samples.build(locomo_samples.LocomoOptions(categories="temporal", memory=BM25))
+    locomo = locomo_samples.build(
+        locomo_samples.LocomoOptions(protocol="memevals", categories="temporal", memory=BM25)
+    )
     assert locomo.subject is not None
     conv26 = [i for i in locomo.items if i.metadata["conversation_id"] == "conv-26"]
     for item in conv26:
         locomo.subject.fill(item)
     assert locomo.subject.run.ingestions == 1
 
-    plus = samples.build(samples.LocomoPlusOptions(categories="temporal,cognitive", memory=BM25))
+    plus = samples.build(
+        samples.LocomoPlusOptions(protocol="memevals", categories="temporal,cognitive", memory=BM25)
+    )
     subject = plus.subject
     assert subject is not None
     questions = [i for i in plus.items if i.metadata.get("conversation_id") == "conv-26"]
@@ -237,12 +243,16 @@ def test_bad_memory_options_fail_before_any_file_is_read(tmp_path: Path) -> None
     empty.mkdir()
     with pytest.raises(ValueError, match="'bm52' is not a registered memory system"):
         samples.build(
-            samples.LocomoPlusOptions(data_dir=empty, memory=MemoryOptions(memory="bm52"))
+            samples.LocomoPlusOptions(
+                protocol="memevals", data_dir=empty, memory=MemoryOptions(memory="bm52")
+            )
         )
     with pytest.raises(ValueError, match="retrieval_unit"):
         samples.build(
             samples.LocomoPlusOptions(
-                data_dir=empty, memory=MemoryOptions(memory="bm25", retrieval_unit="dialog")
+                protocol="memevals",
+                data_dir=empty,
+                memory=MemoryOptions(memory="bm25", retrieval_unit="dialog"),
             )
         )
 
@@ -259,6 +269,8 @@ def test_inspect_cli_records_the_memory_metrics(
         "mockllm/model",
         "-T",
         "memory=bm25",
+        "-T",
+        "protocol=memevals",
         "-T",
         "memory_args=unit=turn",
         "-T",
@@ -307,15 +319,20 @@ def test_inspect_cli_records_the_memory_metrics(
     assert question.scores is not None
     assert "cue_recall" not in question.scores
     # the context the model read and the ids scored are those of context=rag
-    rag = {i.id: i for i in samples.build(samples.LocomoPlusOptions(memory=RAG)).items}
+    rag = {
+        i.id: i
+        for i in samples.build(samples.LocomoPlusOptions(protocol="memevals", memory=RAG)).items
+    }
     recall_md = question.scores["locomo_plus_evidence_recall"].metadata
     memory_md = question.scores["memory_system"].metadata
     assert recall_md is not None and memory_md is not None
     assert recall_md["retrieved_ids"] == rag["conv-26-q0"].metadata["retrieved_ids"]
     assert memory_md["memory_ingest"]["history_id"] == "conv-26"
     for sid, sample in by_id.items():
-        system = [m for m in sample.messages if m.role == "system"]
-        assert [m.text for m in system] == [rag[sid].system]
+        # one user message: the rag context, then the question
+        assert [(m.role, m.text) for m in sample.messages if m.role != "assistant"] == [
+            ("user", rag[sid].user)
+        ]
 
 
 def test_lm_eval_documents_carry_the_rag_contexts(
@@ -326,11 +343,11 @@ def test_lm_eval_documents_carry_the_rag_contexts(
 
     by_id = {i.id: i for i in rag.items}
     for category in ("cognitive", "open_domain"):
-        docs = locomo_plus_docs(category, memory="bm25")["test"]
+        docs = locomo_plus_docs(category, memory="bm25", protocol="memevals")["test"]
         assert len(docs) == sum(1 for i in rag.items if i.metadata["category"] == category)
         for doc in docs:
             want = by_id[doc["id"]]
-            assert doc["system"] == want.system, doc["id"]
+            assert (doc["system"], doc["user"]) == ("", want.user), doc["id"]
             md = json.loads(doc["metadata"])
             assert md["retrieved_ids"] == want.metadata["retrieved_ids"]
             assert md["memory_latency_s"] >= 0.0
@@ -370,7 +387,9 @@ def test_lm_eval_run_with_memory_metadata(cache: Path, data_dir: Path) -> None:
     results = simple_evaluate(
         model=lm,
         tasks=["locomo_plus_cognitive"],
-        task_manager=TaskManager(include_path=include_path(), metadata={"memory": "bm25"}),
+        task_manager=TaskManager(
+            include_path=include_path(), metadata={"memory": "bm25", "protocol": "memevals"}
+        ),
         limit=3,
         log_samples=True,
         bootstrap_iters=0,
@@ -378,15 +397,15 @@ def test_lm_eval_run_with_memory_metadata(cache: Path, data_dir: Path) -> None:
     assert results is not None
     rag = {
         i.id: i
-        for i in samples.build(samples.LocomoPlusOptions(categories="cognitive", memory=RAG)).items[
-            :3
-        ]
+        for i in samples.build(
+            samples.LocomoPlusOptions(protocol="memevals", categories="cognitive", memory=RAG)
+        ).items[:3]
     }
     logged = results["samples"]["locomo_plus_cognitive"]
     assert [s["doc"]["id"] for s in logged] == ["plus-0", "plus-1", "plus-2"]
     for s in logged:
-        assert s["doc"]["system"] == rag[s["doc"]["id"]].system
-    assert all(rag[i].system in p for i, p in zip(rag, lm.prompts, strict=True))
+        assert s["doc"]["user"] == rag[s["doc"]["id"]].user
+    assert [rag[i].user for i in rag] == lm.prompts
     row = results["results"]["locomo_plus_cognitive"]
     want = sum(i.metadata["cue_recall"] for i in rag.values()) / 3
     assert row["cue_recall,none"] == pytest.approx(want)

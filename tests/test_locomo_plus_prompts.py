@@ -278,18 +278,24 @@ def test_in_process_rebuild_is_identical(
 def test_build_checks_the_options_before_reading_any_file(tmp_path: Path) -> None:
     empty = tmp_path  # no data here: an option error must come first
     with pytest.raises(ValueError, match="sample_order='shuffled' is not one of file, host"):
-        build(LocomoPlusOptions(data_dir=empty, sample_order="shuffled"))
+        build(LocomoPlusOptions(protocol="memevals", data_dir=empty, sample_order="shuffled"))
     with pytest.raises(ValueError, match="unknown LoCoMo-Plus category 'memory'"):
-        build(LocomoPlusOptions(data_dir=empty, categories="memory"))
+        build(LocomoPlusOptions(protocol="memevals", data_dir=empty, categories="memory"))
     rag_summary = MemoryOptions("rag", retrieval_unit="summary")
     with pytest.raises(ValueError, match="retrieval_unit='summary' does not apply"):
-        build(LocomoPlusOptions(data_dir=empty, categories="cognitive", memory=rag_summary))
+        build(
+            LocomoPlusOptions(
+                protocol="memevals", data_dir=empty, categories="cognitive", memory=rag_summary
+            )
+        )
 
 
 def test_build_annotates_both_kinds_and_logs_both_summaries(
     convs: list[Any], stitched: list[Any]
 ) -> None:
-    options = LocomoPlusOptions(categories="temporal,cognitive", memory=MemoryOptions("oracle"))
+    options = LocomoPlusOptions(
+        protocol="memevals", categories="temporal,cognitive", memory=MemoryOptions("oracle")
+    )
     items, log, _ = build(options)
     memory = locomo_memory(MemoryOptions("oracle"))
     plain = build_plus_items(
@@ -300,12 +306,13 @@ def test_build_annotates_both_kinds_and_logs_both_summaries(
         cognitive=cognitive_context(memory),
         context_mode="oracle",
     )
-    assert [(i.id, i.system, i.user) for i in items] == [(i.id, i.system, i.user) for i in plain]
+    # one user message: the context, a blank line, the question (as lm-eval sends it)
+    assert [(i.id, i.system, i.user) for i in items] == [(i.id, "", i.as_text()) for i in plain]
     counter = get_token_counter()
     for item in items:
         md = item.metadata
-        # one count for both frameworks: the messages sent, each counted on its own
-        assert md["prompt_tokens"] == counter(item.system) + counter(item.user)
+        # one count for both frameworks: the one message sent
+        assert md["prompt_tokens"] == counter(item.user)
         assert md["token_counter"] == counter.name and md["turn_level"] is True
         assert ("cue_recall" in md) == (md["category"] == "cognitive")
         assert ("unmatched_evidence" in md) == (md["category"] != "cognitive")

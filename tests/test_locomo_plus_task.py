@@ -40,7 +40,7 @@ def _metrics(log: EvalLog) -> dict[tuple[str, str, str], float]:
 
 @pytest.fixture(scope="module")
 def full_task(data_dir: Path) -> Any:
-    return locomo_plus()
+    return locomo_plus(protocol="memevals")
 
 
 def test_task_shape(full_task: Any) -> None:
@@ -73,8 +73,8 @@ def test_task_shape(full_task: Any) -> None:
 
 
 def test_cognitive_task_and_gap_fix(data_dir: Path) -> None:
-    fixed = {s.id: s for s in locomo_plus_cognitive(gap_fix=True).dataset}
-    plain = {s.id: s for s in locomo_plus_cognitive().dataset}
+    fixed = {s.id: s for s in locomo_plus_cognitive(protocol="memevals", gap_fix=True).dataset}
+    plain = {s.id: s for s in locomo_plus_cognitive(protocol="memevals").dataset}
     assert len(plain) == len(fixed) == 401
 
     def texts(sample: Any) -> list[str]:
@@ -94,14 +94,21 @@ def test_cognitive_task_and_gap_fix(data_dir: Path) -> None:
 
 def test_bad_parameters_fail_before_any_model_call(data_dir: Path) -> None:
     with pytest.raises(ValueError, match="unknown LoCoMo-Plus category 'memory'"):
-        locomo_plus(categories="memory")
+        locomo_plus(protocol="memevals", categories="memory")
     with pytest.raises(ValueError, match="context='windowed' is not supported"):
-        locomo_plus(context="windowed")
+        locomo_plus(protocol="memevals", context="windowed")
     with pytest.raises(ValueError, match="retrieval_unit='observation' does not apply"):
-        locomo_plus(context="rag", retrieval_unit="observation")
+        locomo_plus(protocol="memevals", context="rag", retrieval_unit="observation")
     # without cognitive samples the observation unit is fine
     assert (
-        len(locomo_plus(categories="temporal", context="rag", retrieval_unit="observation").dataset)
+        len(
+            locomo_plus(
+                protocol="memevals",
+                categories="temporal",
+                context="rag",
+                retrieval_unit="observation",
+            ).dataset
+        )
         == 321
     )
 
@@ -237,6 +244,9 @@ def test_cli_bare_name_runs_all_2387_samples(
         "mockllm/model",
         "--model-role",
         "grader=mockllm/model",
+        # the memevals judge: a reply that is no verdict stays unscored
+        "-T",
+        "protocol=memevals",
         "--max-connections",
         "64",
         "--no-log-realtime",
@@ -282,6 +292,8 @@ def test_cli_namespaced_names(inspect_cli: Any, tmp_path: Path) -> None:
             *args,
             "-T",
             "context=oracle",
+            "-T",
+            "protocol=memevals",
             "--limit",
             "4",
             "--log-dir",
@@ -307,7 +319,9 @@ def test_real_smollm2_answers_and_judges_cognitive_samples(
     is the cue alone (context=oracle) to keep CPU time small. Its verdicts may be unreadable:
     then they are unscored."""
     model = get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False)
-    task = locomo_plus_cognitive(context="oracle", max_tokens=16, judge_max_tokens=24)
+    task = locomo_plus_cognitive(
+        protocol="memevals", context="oracle", max_tokens=16, judge_max_tokens=24
+    )
     ids = ["plus-0", "plus-1", "plus-2"]
     log = inspect_eval(
         task,
@@ -345,7 +359,7 @@ def test_host_order_groups_by_conversation_and_raises_the_shared_prefix(
     from memevals.tools.estimate import estimate_samples
 
     file_order = list(full_task.dataset)
-    host_task = locomo_plus(sample_order="host")
+    host_task = locomo_plus(protocol="memevals", sample_order="host")
     assert host_task.metadata["sample_order"] == "host"
     host_order = list(host_task.dataset)
     # the same samples, inputs and metadata; only the order differs
@@ -376,9 +390,11 @@ def test_host_order_groups_by_conversation_and_raises_the_shared_prefix(
 
 
 def test_host_order_of_the_cognitive_task_and_bad_values(data_dir: Path) -> None:
-    ids = [str(s.id) for s in locomo_plus_cognitive(sample_order="host").dataset]
-    file_ids = [str(s.id) for s in locomo_plus_cognitive().dataset]
+    ids = [
+        str(s.id) for s in locomo_plus_cognitive(protocol="memevals", sample_order="host").dataset
+    ]
+    file_ids = [str(s.id) for s in locomo_plus_cognitive(protocol="memevals").dataset]
     assert file_ids == [f"plus-{i}" for i in range(401)]
     assert sorted(ids) == sorted(file_ids) and ids != file_ids
     with pytest.raises(ValueError, match="sample_order='random' is not one of file, host"):
-        locomo_plus(sample_order="random")
+        locomo_plus(protocol="memevals", sample_order="random")

@@ -341,27 +341,30 @@ def test_annotate_items_reports_prompt_tokens_and_unmatched_evidence(
 def test_build_checks_the_options_before_reading_any_file(tmp_path: Path) -> None:
     empty = tmp_path  # no locomo10.json here: an option error must come first
     with pytest.raises(ValueError, match="top_k applies only to context=rag"):
-        build(LocomoOptions(data_dir=empty, memory=MemoryOptions(top_k=3)))
+        build(LocomoOptions(protocol="memevals", data_dir=empty, memory=MemoryOptions(top_k=3)))
     with pytest.raises(ValueError, match="adversarial='two' is not one of choice, open"):
-        build(LocomoOptions(data_dir=empty, adversarial="two"))
+        build(LocomoOptions(protocol="memevals", data_dir=empty, adversarial="two"))
     with pytest.raises(ValueError, match="unknown LoCoMo category 'temporl'"):
-        build(LocomoOptions(data_dir=empty, categories="temporl"))
+        build(LocomoOptions(protocol="memevals", data_dir=empty, categories="temporl"))
 
 
 def test_build_is_build_items_plus_the_strategy_fields(convs: list[Conversation]) -> None:
-    options = LocomoOptions(categories="temporal", seed=2, memory=MemoryOptions("truncated"))
+    options = LocomoOptions(
+        protocol="memevals", categories="temporal", seed=2, memory=MemoryOptions("truncated")
+    )
     items, log, subject = build(options)
     assert subject is None  # no memory system under test
     memory = memory_of("truncated")
     plain = build_items(
         convs, categories="temporal", context=memory, context_mode="truncated", seed=2
     )
+    # one user message: the context, a blank line, the question (as lm-eval sends it)
     assert [(i.id, i.system, i.user, i.target) for i in items] == [
-        (i.id, i.system, i.user, i.target) for i in plain
+        (i.id, "", i.as_text(), i.target) for i in plain
     ]
     counter = get_token_counter()
     for item in items:
-        assert item.metadata["prompt_tokens"] == counter(item.system) + counter(item.user)
+        assert item.metadata["prompt_tokens"] == counter(item.user)
     assert log["prompt_tokens_total"] == sum(i.metadata["prompt_tokens"] for i in items)
     assert log["context"] == "truncated" and log["max_context_tokens"] == 4000
     assert set(log["turns_kept"]) == {c.sample_id for c in convs}

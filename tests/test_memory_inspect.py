@@ -64,7 +64,7 @@ def _scores(log: EvalLog) -> dict[str, dict[str, float]]:
 def test_every_mode_runs_end_to_end(
     params: dict[str, Any], scorers: set[str], tmp_path: Path, data_dir: Path
 ) -> None:
-    log = _run(locomo(categories="multi_hop", **params), tmp_path)
+    log = _run(locomo(protocol="memevals", categories="multi_hop", **params), tmp_path)
     assert set(_scores(log)) == scorers
     assert log.eval.metadata is not None
     memory = log.eval.metadata["memory"]
@@ -128,7 +128,9 @@ def test_retrieval_scores_per_sample_and_official_category_denominator(
 ) -> None:
     """Open-domain has 96 questions, 4 of them without evidence: official category recall is
     the sum over the 92 with evidence divided by 96."""
-    log = _run(locomo_open_domain(context="rag", top_k=5), tmp_path, limit=None)
+    log = _run(
+        locomo_open_domain(protocol="memevals", context="rag", top_k=5), tmp_path, limit=None
+    )
     assert log.samples is not None and len(log.samples) == 96
     total, skipped, precisions = 0.0, 0, []
     for sample in log.samples:
@@ -166,7 +168,7 @@ def test_retrieval_scores_per_sample_and_official_category_denominator(
 
 def test_oracle_with_scripted_gold_answers(tmp_path: Path, data_dir: Path) -> None:
     """The oracle context holds only evidence turns; a model that answers the gold scores 1."""
-    task = locomo(categories="single_hop", context="oracle")
+    task = locomo(protocol="memevals", categories="single_hop", context="oracle")
     samples = list(task.dataset)[:3]
     outputs = [ModelOutput.from_content("mockllm/model", s.target) for s in samples]  # type: ignore[arg-type]
     log = inspect_eval(
@@ -187,7 +189,14 @@ def test_oracle_with_scripted_gold_answers(tmp_path: Path, data_dir: Path) -> No
 
 def test_summary_rag_has_no_turn_metrics(tmp_path: Path, data_dir: Path) -> None:
     log = _run(
-        locomo(categories="temporal", context="rag", retrieval_unit="summary", top_k=2), tmp_path
+        locomo(
+            protocol="memevals",
+            categories="temporal",
+            context="rag",
+            retrieval_unit="summary",
+            top_k=2,
+        ),
+        tmp_path,
     )
     assert set(_scores(log)) == {"locomo_f1_scorer", "evidence_recall"}
     assert log.samples is not None
@@ -216,7 +225,7 @@ def test_bad_parameters_fail_before_any_model_call(
 
     with pytest.raises(ValueError, match=message):
         inspect_eval(
-            locomo(**params),
+            locomo(protocol="memevals", **params),
             model=get_model("mockllm/model", custom_outputs=output),
             limit=2,
             display="none",
@@ -240,6 +249,8 @@ def test_real_cli_rag_observation(inspect_cli: Any, tmp_path: Path, data_dir: Pa
         "top_k=10",
         "-T",
         "categories=temporal",
+        "-T",
+        "protocol=memevals",
         "--limit",
         "3",
         "--log-dir",
@@ -267,8 +278,9 @@ def test_paper_rag_sweep_runs_as_one_eval_set(tmp_path: Path, data_dir: Path) ->
     from inspect_ai import eval_set
 
     grid = [("dialog", 5), ("observation", 10), ("summary", 2)]
-    tasks = [locomo(context="none", categories="temporal")] + [
-        locomo(context="rag", retrieval_unit=u, top_k=k, categories="temporal") for u, k in grid
+    tasks = [locomo(protocol="memevals", context="none", categories="temporal")] + [
+        locomo(protocol="memevals", context="rag", retrieval_unit=u, top_k=k, categories="temporal")
+        for u, k in grid
     ]
     ok, logs = eval_set(
         tasks,
@@ -291,7 +303,7 @@ def test_paper_rag_sweep_runs_as_one_eval_set(tmp_path: Path, data_dir: Path) ->
 def test_smollm2_rag_and_oracle(params: dict[str, Any], smollm2_dir: Path, tmp_path: Path) -> None:
     model = get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False)
     log = inspect_eval(
-        locomo(categories="single_hop", max_tokens=16, **params),
+        locomo(protocol="memevals", categories="single_hop", max_tokens=16, **params),
         model=model,
         limit=3,
         display="none",

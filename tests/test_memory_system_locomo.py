@@ -29,8 +29,12 @@ def fresh_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_bm25_memory_gives_the_rag_contexts_and_retrieved_ids(fresh_cache: Path) -> None:
-    rag = samples.build(samples.LocomoOptions(memory=MemoryOptions(context="rag", top_k=4)))
-    mem = samples.build(samples.LocomoOptions(memory=MemoryOptions(memory="bm25", top_k=4)))
+    rag = samples.build(
+        samples.LocomoOptions(protocol="memevals", memory=MemoryOptions(context="rag", top_k=4))
+    )
+    mem = samples.build(
+        samples.LocomoOptions(protocol="memevals", memory=MemoryOptions(memory="bm25", top_k=4))
+    )
     assert mem.subject is not None and rag.subject is None
     assert all(i.system == "" for i in mem.items)  # the context comes when the sample runs
     filled = [mem.subject.fill(item) for item in mem.items]
@@ -159,7 +163,7 @@ def test_lm_eval_documents_carry_the_inspect_contexts(fresh_cache: Path) -> None
     assert len(docs) == len(rag) == 321
     for a, b in zip(rag, docs, strict=True):
         left, right = doc_item(a), doc_item(b)
-        assert (left.id, left.system) == (right.id, right.system)
+        assert (left.id, left.system, left.user) == (right.id, right.system, right.user)
         assert left.metadata["retrieved_ids"] == right.metadata["retrieved_ids"]
         assert right.metadata["memory_items"] == 3
     with pytest.raises(Exception, match="needs a memory model"):

@@ -246,7 +246,9 @@ def test_locomo_task_option_and_rejudging_with_inspect_score(
     runs_options: list[dict[str, Any]] = [{}, {"judge_runs": 1}]
     for kwargs in runs_options:
         [log] = eval(
-            locomo(categories="temporal", context="none", judge=True, **kwargs),
+            locomo(
+                categories="temporal", context="none", judge=True, protocol="memevals", **kwargs
+            ),
             model=get_model("mockllm/model", custom_outputs=answer),
             model_roles={"grader": "mockllm/model"},
             limit=4,

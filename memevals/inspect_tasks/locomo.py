@@ -1,4 +1,10 @@
-"""LoCoMo QA on Inspect: `locomo` and one task per category, scored with the official F1."""
+"""LoCoMo QA on Inspect: `locomo` and one task per category, scored with the official F1.
+
+`-T protocol=official` (default) sends upstream's one user message (32 tokens, temperature 0)
+and, with `judge=true`, judges with LoCoMo-Plus's upstream judge
+(memevals.benchmarks.locomo.official, memevals.inspect_tasks.official_judge);
+`protocol=memevals` sends our own wording, also as one user message, and judges with our
+criteria. Either way the lm-eval tasks send the same message."""
 
 from __future__ import annotations
 
@@ -15,8 +21,10 @@ from memevals.benchmarks.locomo.memory import CONTEXT_MODES, RETRIEVAL_UNITS
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import locomo_f1
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.prompt_item import PromptItem
 from memevals.inspect_tasks.common import (
+    count,
     fixed_param_task,
     memevals_task,
     to_dataset,
@@ -24,6 +32,7 @@ from memevals.inspect_tasks.common import (
 )
 from memevals.inspect_tasks.judge import judge_runs_args, llm_judge
 from memevals.inspect_tasks.memory_system import memory_system, solver_chain
+from memevals.inspect_tasks.official_judge import judge_officially, official_request
 from memevals.inspect_tasks.retrieval import (
     mean_prompt_tokens,
     retrieval_scorers,
@@ -62,6 +71,46 @@ def locomo_f1_scorer() -> Scorer:
     return score
 
 
+@scorer(
+    metrics={
+        "judge": uncertainty_metrics(wilson=True),
+        "unscored": [count()],
+        "unclear": [count()],
+    }
+)
+def locomo_official_judge() -> Scorer:
+    """LoCoMo-Plus's upstream judge of each LoCoMo question (protocol=official): its template for
+    the question's category with the reference and evidence turns, around the prediction (a
+    letter reply to a two-option question judged as the option it chose, upstream's
+    `get_cat_5_answer`), 512 tokens at temperature 0, read by its label rule (correct 1,
+    partial 0.5, else 0), with the clustered standard error and Wilson interval overall and per
+    category, and the count of grader replies that were no clear verdict (`unclear`)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        request = official_request(state)
+        if request is None:
+            raise ValueError(
+                f"sample {state.sample_id}: no metadata[{OFFICIAL_JUDGE_KEY!r}]; the sample was "
+                "built under protocol=memevals (use memevals/llm_judge)"
+            )
+        prediction = prediction_for_scoring(state.output.completion, state.metadata)
+        return await judge_officially(state, request, reply=prediction)
+
+    return score
+
+
+def _judge_scorer(protocol: str, judge_runs: int) -> Scorer:
+    """The judge of `protocol`: upstream's (once, as upstream judges) or the memevals one."""
+    if protocol == "official":
+        if judge_runs != 1:
+            raise ValueError(
+                "judge_runs: protocol=official judges once with upstream's judge; repeated "
+                "judging applies to protocol=memevals"
+            )
+        return locomo_official_judge()
+    return llm_judge(**judge_runs_args(judge_runs))
+
+
 def _retrieval_scorers_for(items: list[PromptItem], memory_system_given: bool) -> list[Scorer]:
     """The retrieval scorers when the strategy retrieves (its samples carry retrieved ids, or
     a memory system gives them at run time: its cited dia ids, turn level)."""
@@ -93,6 +142,7 @@ def locomo(
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = None,
     memory_answers: bool | None = None,
+    protocol: str = "official",
 ) -> Task:
     """LoCoMo QA (1,986 questions over 10 long conversations), official F1.
 
@@ -108,7 +158,7 @@ def locomo(
     """
     # The memory knobs are this task's parameters of the same names.
     memory_options = MemoryOptions.from_mapping(locals())
-    runs_args = judge_runs_args(judge_runs)
+    judge_scorer = _judge_scorer(protocol, judge_runs) if judge else None
     items, memory_log, subject = samples.build(
         samples.LocomoOptions(
             categories=categories,
@@ -117,18 +167,22 @@ def locomo(
             data_dir=data_dir,
             memory=memory_options,
             gold=gold,
+            protocol=protocol,
         )
     )
     scorers = [locomo_f1_scorer(), *_retrieval_scorers_for(items, subject is not None)]
-    if judge:
-        scorers.append(llm_judge(**runs_args))
+    if judge_scorer is not None:
+        scorers.append(judge_scorer)
+    # upstream answers at temperature 0; memevals leaves the temperature to the run
+    temperature = 0.0 if protocol == "official" else None
     return Task(
         dataset=to_dataset(items, "locomo"),
         solver=solver_chain(subject),
         scorer=scorers,
-        config=GenerateConfig(max_tokens=max_tokens),
+        config=GenerateConfig(max_tokens=max_tokens, temperature=temperature),
         metadata={
             "benchmark": "locomo",
+            "protocol": protocol,
             "context": memory_log["context"],
             "adversarial": adversarial,
             "seed": seed,
@@ -177,6 +231,8 @@ def posthoc_scorers(
         judge_runs: how many times each reply is judged.
 
     Returns:
-        The scorers.
+        The scorers: upstream's judge for samples built under protocol=official.
     """
+    if any(OFFICIAL_JUDGE_KEY in md for md in metadata):
+        return [locomo_f1_scorer(), _judge_scorer("official", judge_runs)]
     return [locomo_f1_scorer(), llm_judge(max_tokens=max_tokens, **judge_runs_args(judge_runs))]

@@ -47,6 +47,7 @@ from memevals.inspect_tasks.common import (
 from memevals.inspect_tasks.judge import judge_runs_args, llm_judge, repeated_judging
 from memevals.inspect_tasks.locomo import locomo_f1_scorer
 from memevals.inspect_tasks.memory_system import memory_system, solver_chain
+from memevals.inspect_tasks.official_judge import judge_officially, official_request
 from memevals.inspect_tasks.retrieval import (
     evidence_recall,
     selected_k,
@@ -58,6 +59,8 @@ from memevals.inspect_tasks.retrieval import (
 # (benchmarks/locomo_plus/README.md#protocol).
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TEMPERATURE = 0.3
+#: What LoCoMo-Plus's model call returns for an empty reply (and its judge then reads).
+EMPTY_REPLY = "(empty)"
 
 
 @metric(name="relation_type")
@@ -184,6 +187,10 @@ def _memory_scorers(wanted: list[str]) -> list[Scorer]:
     return [*out, memory_system()]
 
 
+#: The memevals judge's token limit (the official judge's is upstream's, in each sample).
+JUDGE_MAX_TOKENS = 256
+
+
 @scorer(
     metrics={
         "judge": [
@@ -193,16 +200,35 @@ def _memory_scorers(wanted: list[str]) -> list[Scorer]:
             repeated_judging(),
         ],
         "unscored": [count()],
+        "unclear": [count()],
     }
 )
-def locomo_plus_judge(max_tokens: int = 256, judge_runs: int = 1) -> Scorer:
-    """The shared LLM judge (`llm_judge`), reported overall, per category and, for cognitive
-    samples, per relation type. Unreadable verdicts stay unscored and are counted."""
+def locomo_plus_judge(max_tokens: int = JUDGE_MAX_TOKENS, judge_runs: int = 1) -> Scorer:
+    """The judge, reported overall, per category and, for cognitive samples, per relation type.
+
+    A sample built under protocol=official (its metadata holds upstream's judge request) is
+    judged by LoCoMo-Plus's judge: its template for the sample's category around the stripped
+    reply ("(empty)" for an empty one, as upstream's model call returns), 512 tokens at
+    temperature 0, read by its label rule (correct 1, partial 0.5, else 0), with `unclear`
+    counting the grader replies that were no clear verdict. A protocol=memevals sample gets the
+    shared LLM judge (`llm_judge`): unreadable verdicts stay unscored and are counted."""
     inner = llm_judge(max_tokens=max_tokens, **judge_runs_args(judge_runs))
 
     async def score(state: TaskState, target: Target) -> Score | None:
+        request = official_request(state)
+        if request is not None:
+            if judge_runs != 1 or max_tokens != JUDGE_MAX_TOKENS:
+                raise ValueError(
+                    f"sample {state.sample_id}: protocol=official judges once with upstream's "
+                    f"{request.max_tokens} tokens; judge_runs and judge_max_tokens apply to "
+                    "protocol=memevals"
+                )
+            reply = state.output.completion.strip() or EMPTY_REPLY
+            return await judge_officially(state, request, reply=reply)
         result: Score | None = await inner(state, target)
-        return result
+        if result is None or not isinstance(result.value, dict):
+            return result
+        return result.model_copy(update={"value": {**result.value, "unclear": 0}})
 
     return score
 
@@ -222,7 +248,7 @@ def locomo_plus(
     adversarial: str = "choice",
     seed: int = 0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-    judge_max_tokens: int = 256,
+    judge_max_tokens: int = JUDGE_MAX_TOKENS,
     judge_runs: int = 1,
     sample_order: str = "file",
     data_dir: str | None = None,
@@ -231,6 +257,7 @@ def locomo_plus(
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = None,
     memory_answers: bool | None = None,
+    protocol: str = "official",
 ) -> Task:
     """LoCoMo-Plus: LoCoMo's 1,986 questions plus 401 cognitive cue-trigger samples, LLM-judged
     (grader model role), with official F1 beside the judge for the LoCoMo questions.
@@ -269,6 +296,7 @@ def locomo_plus(
             data_dir=data_dir,
             memory=memory_options,
             gold=gold,
+            protocol=protocol,
         )
     )
     scorers: list[Scorer] = []
@@ -284,6 +312,7 @@ def locomo_plus(
         config=GenerateConfig(max_tokens=max_tokens, temperature=DEFAULT_TEMPERATURE),
         metadata={
             "benchmark": "locomo_plus",
+            "protocol": protocol,
             "categories": wanted,
             "disclose_task": disclose_task,
             "gap_fix": gap_fix,

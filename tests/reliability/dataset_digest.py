@@ -28,7 +28,9 @@ def configurations() -> dict[str, Callable[[], Task]]:
     return {
         "locomo rag": lambda: locomo(context="rag", top_k=3),
         "locomo truncated": lambda: locomo(context="truncated", max_context_tokens=300),
-        "locomo_plus oracle": lambda: locomo_plus(context="oracle", disclose_task=True),
+        "locomo_plus oracle": lambda: locomo_plus(
+            context="oracle", disclose_task=True, protocol="memevals"
+        ),
         "longmemeval s full": lambda: longmemeval(variant="s", **lme),  # type: ignore[arg-type]
         "longmemeval s rag turns": lambda: longmemeval(
             variant="s",

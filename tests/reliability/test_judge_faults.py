@@ -157,11 +157,11 @@ def test_unreadable_verdicts_get_one_retry_then_stay_unscored(tmp_path: Path) ->
 def test_a_flaky_grader_connection_changes_nothing(tmp_path: Path) -> None:
     """Grader errors, hangs and empty streams are retried by Inspect: every sample is judged,
     none unscored, the same verdicts as with a healthy grader."""
-    ids = [str(s.id) for s in locomo(context="none", judge=True).dataset][::60]
+    ids = [str(s.id) for s in locomo(context="none", protocol="memevals").dataset][::60]
 
     def run(name: str, **grader_args: Any) -> EvalLog:
         return eval(
-            locomo(context="none", judge=True),
+            locomo(context="none", judge=True, protocol="memevals"),
             model=get_model("faulty/answerer"),
             model_roles={"grader": get_model("faulty/judge", judge=True, **grader_args)},
             sample_id=ids,

@@ -59,6 +59,7 @@ from memevals.benchmarks.locomo.memory import (
     evidence_turns,
     memory_context,
 )
+from memevals.core import options
 from memevals.core.files import DataError
 from memevals.core.memory_harness import Rendered, Renderer, Retrieval
 from memevals.core.memory_options import MEMORY_CONTEXT
@@ -109,8 +110,8 @@ __all__ = [
     "turn_block",
 ]
 
-PROTOCOLS: tuple[str, ...] = ("official", "memevals")
-DEFAULT_PROTOCOL = "official"
+PROTOCOLS: tuple[str, ...] = options.PROTOCOLS
+DEFAULT_PROTOCOL = options.DEFAULT_PROTOCOL
 
 LOCOMO_REPO = "snap-research/locomo"
 LOCOMO_COMMIT = "92286325a40764bee61f77824ddb95233b11c4d6"

@@ -3,7 +3,8 @@ mapping a chosen letter back to its option, judge inputs, and one PromptItem per
 
 What the model sees of the conversation (and how it is rendered) is the memory strategy's
 business (`memevals.benchmarks.locomo.memory`); this module puts its context beside the
-question. All wording is ours.
+question. `build_items` is `protocol=memevals` (all wording ours); `build_official_items` is
+`protocol=official`, upstream's prompt and layout (`memevals.benchmarks.locomo.official`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import random
 import re
 from collections.abc import Iterable, Sequence
 
+from memevals.benchmarks.locomo import official
 from memevals.benchmarks.locomo.data import CATEGORY_IDS, CATEGORY_NAMES, QA, Conversation
-from memevals.benchmarks.locomo.memory import ContextFn, full_context, turn_line
+from memevals.benchmarks.locomo.memory import ContextFn, LocomoMemory, full_context, turn_line
+from memevals.benchmarks.locomo.official import ConversationWindow, OfficialTexts
 from memevals.benchmarks.locomo.scoring import criterion_for_locomo
+from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge, split_around
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
 #: The refusal option of the two-option adversarial question.
@@ -111,6 +115,33 @@ def gold_text(qa: QA) -> str:
     return str(qa.answer)
 
 
+def _question_metadata(
+    conv: Conversation,
+    qa: QA,
+    options: Sequence[str] | None,
+    retrieved_ids: tuple[str, ...] | None,
+    context_mode: str,
+    protocol: str,
+) -> dict[str, object]:
+    return {
+        "benchmark": "locomo",
+        "conversation_id": conv.sample_id,
+        "qa_index": qa.index,
+        "question": qa.question,
+        "category": CATEGORY_NAMES[qa.category],
+        "category_id": qa.category,
+        "answer": qa.answer,
+        "adversarial_answer": qa.adversarial_answer,
+        "evidence": list(qa.evidence),
+        "evidence_ids": list(qa.evidence_ids),
+        "choices": list(options) if options is not None else None,
+        "judge": judge_inputs(conv, qa),
+        "context": context_mode,
+        "retrieved_ids": list(retrieved_ids) if retrieved_ids is not None else None,
+        "protocol": protocol,
+    }
+
+
 def build_items(
     conversations: Iterable[Conversation],
     *,
@@ -120,14 +151,14 @@ def build_items(
     adversarial: str = "choice",
     seed: int = 0,
 ) -> list[PromptItem]:
-    """One PromptItem per question, ordered by conversation then question index."""
+    """One PromptItem per question (protocol=memevals), ordered by conversation then question
+    index."""
     check_adversarial(adversarial)
     wanted = set(parse_categories(categories))
     items: list[PromptItem] = []
     for conv in conversations:
         for qa in conv.qa:
-            name = CATEGORY_NAMES[qa.category]
-            if name not in wanted:
+            if CATEGORY_NAMES[qa.category] not in wanted:
                 continue
             sid = sample_id(conv, qa)
             options = (
@@ -142,24 +173,72 @@ def build_items(
                     system=ctx.text,
                     user=question_text(qa, adversarial=adversarial, options=options),
                     target=gold_text(qa),
-                    metadata={
-                        "benchmark": "locomo",
-                        "conversation_id": conv.sample_id,
-                        "qa_index": qa.index,
-                        "question": qa.question,
-                        "category": name,
-                        "category_id": qa.category,
-                        "answer": qa.answer,
-                        "adversarial_answer": qa.adversarial_answer,
-                        "evidence": list(qa.evidence),
-                        "evidence_ids": list(qa.evidence_ids),
-                        "choices": options,
-                        "judge": judge_inputs(conv, qa),
-                        "context": context_mode,
-                        "retrieved_ids": (
-                            list(ctx.retrieved_ids) if ctx.retrieved_ids is not None else None
-                        ),
-                    },
+                    metadata=_question_metadata(
+                        conv, qa, options, ctx.retrieved_ids, context_mode, "memevals"
+                    ),
+                )
+            )
+    return items
+
+
+def official_judge(conv: Conversation, qa: QA, texts: OfficialTexts) -> OfficialJudge:
+    """LoCoMo-Plus's judge request for a LoCoMo question: its template for the question's
+    category, filled with the reference and evidence around the prediction it grades."""
+    inputs = official.judge_inputs_official(conv, qa)
+    before, after = split_around(
+        lambda reply: official.judge_prompt(
+            texts, inputs["category"], inputs["evidence"], reply, inputs["gold"]
+        )
+    )
+    return OfficialJudge(
+        before=before,
+        after=after,
+        rule=official.JUDGE_RULE,
+        max_tokens=official.JUDGE_MAX_TOKENS,
+        temperature=0.0,
+        strip_reply=True,
+    )
+
+
+def build_official_items(
+    conversations: Iterable[Conversation],
+    *,
+    memory: LocomoMemory,
+    texts: OfficialTexts,
+    categories: Iterable[str] | None = None,
+    adversarial: str = "choice",
+    seed: int = 0,
+) -> list[PromptItem]:
+    """One PromptItem per question under protocol=official: upstream's context (`system`) and
+    instruction (`user`), which `as_text()` joins with a blank line as upstream joins its
+    `query`. Ordered by conversation then question index."""
+    check_adversarial(adversarial)
+    wanted = set(parse_categories(categories))
+    windows: dict[tuple[str, int], ConversationWindow] = {}
+    items: list[PromptItem] = []
+    for conv in conversations:
+        for qa in conv.qa:
+            if CATEGORY_NAMES[qa.category] not in wanted:
+                continue
+            sid = sample_id(conv, qa)
+            options = (
+                official.two_options(qa, official.option_order(sid, seed), texts)
+                if qa.category == CATEGORY_IDS["adversarial"] and adversarial == "choice"
+                else None
+            )
+            asked = official.question_text(qa, options, texts)
+            ctx = official.official_context(memory, conv, qa, asked, windows, texts)
+            metadata = _question_metadata(
+                conv, qa, options, ctx.retrieved_ids, memory.context, "official"
+            )
+            metadata[OFFICIAL_JUDGE_KEY] = official_judge(conv, qa, texts).as_metadata()
+            items.append(
+                PromptItem(
+                    id=sid,
+                    system=ctx.text,
+                    user=official.question_block(qa, options, texts),
+                    target=gold_text(qa),
+                    metadata=metadata,
                 )
             )
     return items
@@ -173,8 +252,14 @@ def parse_categories(categories: Iterable[str] | str | None) -> list[str]:
 
 
 def prediction_for_scoring(reply: str, metadata: dict[str, object]) -> str:
-    """The text the official rule scores: letter replies to choice questions become the option."""
+    """The text the official rule scores. protocol=memevals: a letter reply to a two-option
+    question becomes its option. protocol=official: upstream's `get_cat_5_answer` for a
+    two-option question, and the stripped reply otherwise (as upstream stores predictions)."""
     options = metadata.get("choices")
+    if metadata.get("protocol") == "official":
+        if isinstance(options, list) and options:
+            return official.choice_prediction(reply, [str(o) for o in options])
+        return reply.strip()
     if isinstance(options, list) and options:
         return resolve_choice(reply, [str(o) for o in options])
     return reply

@@ -44,6 +44,8 @@ RECORD = declare(
     scores=(
         ScoreSpec("locomo_f1_scorer", "answer", "f1"),
         ScoreSpec("llm_judge", "judge", "judge"),
+        # protocol=official: LoCoMo-Plus's upstream judge
+        ScoreSpec("locomo_official_judge", "judge", "judge"),
         ScoreSpec("evidence_recall", "retrieval", "evidence_recall"),
         ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
         ScoreSpec("memory_system", "memory", "memory"),

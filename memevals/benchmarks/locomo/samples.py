@@ -1,8 +1,10 @@
 """LoCoMo QA samples: the one assembly the Inspect and lm-eval tasks both call.
 
 `build(options)` loads the conversations, builds the memory strategy, renders one PromptItem
-per question and adds the per-sample bookkeeping (prompt size, token counter, unmatched
-evidence). Both frameworks therefore send, count and score exactly the same samples.
+per question (`protocol=official`: upstream's prompt and layout; `memevals`: ours) and adds the
+per-sample bookkeeping (prompt size, token counter, unmatched evidence). Every sample is one user
+message (`one_message`), which lm-eval and Inspect both send as it is, so both frameworks send,
+count and score exactly the same samples.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -23,12 +25,24 @@ from memevals.benchmarks.locomo.memory import (
     locomo_memory,
     memory_renderer,
 )
-from memevals.benchmarks.locomo.prompts import build_items, check_adversarial, parse_categories
-from memevals.core.memory_harness import MemoryRun, MemorySubject
+from memevals.benchmarks.locomo.official import (
+    DEFAULT_PROTOCOL,
+    check_protocol,
+    load_texts,
+    official_memory_renderer,
+)
+from memevals.benchmarks.locomo.prompts import (
+    build_items,
+    build_official_items,
+    check_adversarial,
+    parse_categories,
+)
+from memevals.core.memory_harness import MemoryRun, MemorySubject, Rendered, Renderer, Retrieval
 from memevals.core.memory_options import MemoryOptions
-from memevals.core.memory_system import MemoryQuery
+from memevals.core.memory_system import History, MemoryQuery
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
+from memevals.core.tokens import TokenCounter
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +59,8 @@ class LocomoOptions:
     memory: MemoryOptions = field(default_factory=MemoryOptions)
     #: "original" (the official answers) or "audited" (locomo-audit's corrections)
     gold: str = "original"
+    #: "official" (upstream's prompt, layout and judge) or "memevals" (ours)
+    protocol: str = DEFAULT_PROTOCOL
 
 
 class LocomoSamples(NamedTuple):
@@ -61,25 +77,71 @@ def build(options: LocomoOptions) -> LocomoSamples:
     """The samples, their log and memory subject. Options are checked before any file is read
     or model loaded; a bad one raises ValueError naming it."""
     categories = parse_categories(options.categories)
+    protocol = check_protocol(options.protocol)
     check_adversarial(options.adversarial)
     check_gold(options.gold)
     memory = locomo_memory(options.memory)
+    texts = load_texts(options.data_dir) if protocol == "official" else None
     gold = apply_gold(load_locomo(options.data_dir), options.gold, options.data_dir)
     log_gold(gold.log)
     conversations = gold.conversations
-    items = build_items(
-        conversations,
-        categories=categories,
-        context=memory,
-        context_mode=memory.context,
-        adversarial=options.adversarial,
-        seed=options.seed,
-    )
+    if texts is not None:
+        items = build_official_items(
+            conversations,
+            memory=memory,
+            texts=texts,
+            categories=categories,
+            adversarial=options.adversarial,
+            seed=options.seed,
+        )
+    else:
+        items = build_items(
+            conversations,
+            categories=categories,
+            context=memory,
+            context_mode=memory.context,
+            adversarial=options.adversarial,
+            seed=options.seed,
+        )
     out, summary = annotate_items(mark_gold_changes(items, gold.changes), conversations, memory)
-    subject = memory_subject(out, conversations, memory)
+    if protocol == "official":
+        summary.pop("turns_kept", None)  # the official window is upstream's walk, not ours
+    subject = memory_subject(out, conversations, memory, protocol)
     if subject is not None:
         summary |= subject.settings()
-    return LocomoSamples(out, summary | {"gold": gold.log}, subject)
+    digests = texts.digests() if texts is not None else None
+    log = summary | {"gold": gold.log} | protocol_log(protocol, digests)
+    return LocomoSamples([one_message(i) for i in out], log, subject)
+
+
+def protocol_log(protocol: str, digests: Mapping[str, str] | None) -> dict[str, Any]:
+    """What the task log records of the protocol: its name and, when official, the sha256 of
+    every upstream template it read."""
+    out: dict[str, Any] = {"protocol": protocol}
+    if digests is not None:
+        out["upstream_templates"] = dict(digests)
+    return out
+
+
+def one_message(item: PromptItem) -> PromptItem:
+    """The item as one user message: its context and question joined as `as_text()` joins
+    them (a blank line between), the way lm-eval sends every document, so Inspect sends the
+    same roles and contents."""
+    if not item.system:
+        return item
+    return dataclasses.replace(item, system="", user=item.as_text())
+
+
+def one_message_renderer(render: Renderer) -> Renderer:
+    """`render` with the context and the question joined into the whole user message (the
+    memory harness then sends no system text), as `one_message` joins a built sample."""
+
+    def joined(item: PromptItem, history: History, retrieval: Retrieval) -> Rendered:
+        rendered = render(item, history, retrieval)
+        user = PromptItem(id=item.id, system=rendered.system, user=item.user, target="")
+        return dataclasses.replace(rendered, user=user.as_text())
+
+    return joined
 
 
 def question_query(item: PromptItem, k: int) -> MemoryQuery:
@@ -90,10 +152,14 @@ def question_query(item: PromptItem, k: int) -> MemoryQuery:
 
 
 def memory_subject(
-    items: Sequence[PromptItem], conversations: Sequence[Conversation], memory: LocomoMemory
+    items: Sequence[PromptItem],
+    conversations: Sequence[Conversation],
+    memory: LocomoMemory,
+    protocol: str = DEFAULT_PROTOCOL,
 ) -> MemorySubject | None:
     """The memory system under test bound to these questions (None without one): each sample
-    asks its conversation's history with the raw question (no hint), k = top_k."""
+    asks its conversation's history with the raw question (no hint), k = top_k; the context
+    and the question go out as one user message (upstream's rag layout under official)."""
     if memory.system is None:
         return None
     choice = memory.system
@@ -105,7 +171,11 @@ def memory_subject(
         run=run,
         histories=histories,
         queries=queries,
-        render=memory_renderer(conversations),
+        render=one_message_renderer(
+            official_memory_renderer(conversations)
+            if protocol == "official"
+            else memory_renderer(conversations)
+        ),
         counter=memory.token_counter,
         k=choice.top_k,
         answers=choice.answers,
@@ -140,22 +210,50 @@ def log_gold(log: dict[str, Any]) -> None:
     )
 
 
+def message_tokens(
+    counter: TokenCounter, system: str, user: str, heads: dict[str, int] | None = None
+) -> int:
+    """Tokens of the one message `PromptItem(system, user).as_text()`, counted exactly.
+
+    A pre-tokenizer piece never spans a newline followed by a letter (cl100k_base, o200k_base
+    and the approx counter alike), so the count of a text cut there is the sum of its parts:
+    the context up to the start of its last line is counted once per distinct context (`heads`
+    caches it; every question of a conversation shares it) and only the rest with the question.
+    """
+    if not system:
+        return counter(user)
+    cut = _last_line_start(system)
+    head = system[:cut]
+    if heads is None:
+        heads = {}
+    if head not in heads:
+        heads[head] = counter(head)
+    return heads[head] + counter(f"{system[cut:]}\n\n{user}")
+
+
+def _last_line_start(text: str) -> int:
+    """Index just after the last newline of `text` that a letter follows (0 when none)."""
+    at = len(text)
+    while (at := text.rfind("\n", 0, at)) >= 0:
+        if at + 1 < len(text) and text[at + 1].isalpha():
+            return at + 1
+    return 0
+
+
 def strategy_fields(
     item: PromptItem, memory: LocomoMemory, context_tokens: dict[str, int]
 ) -> dict[str, Any]:
     """What every sample records of the strategy that built it: its prompt size, the counter,
     and whether its retrieved ids are dia ids (turn-level retrieval metrics apply).
 
-    The prompt size is the sum of the token counts of the messages sent (context, question),
-    as chat APIs tokenize each message separately; chat-template tokens are not included.
-    `context_tokens` caches the count of each distinct context (in full and truncated mode a
-    conversation's questions share one).
+    The prompt size is the token count of the one user message sent (context and question
+    joined, `message_tokens`); chat-template tokens are not included. `context_tokens` caches
+    the count of each distinct context head (in full and truncated mode a conversation's
+    questions share one).
     """
     counter = memory.token_counter
-    if item.system not in context_tokens:
-        context_tokens[item.system] = counter(item.system)
     return {
-        "prompt_tokens": context_tokens[item.system] + counter(item.user),
+        "prompt_tokens": message_tokens(counter, item.system, item.user, context_tokens),
         "token_counter": counter.name,
         "turn_level": memory.turn_level,
     }

@@ -24,11 +24,13 @@ from datetime import datetime
 from typing import Any
 
 from memevals.benchmarks.locomo.data import CATEGORY_NAMES, Conversation
-from memevals.benchmarks.locomo.memory import ContextFn, full_context
+from memevals.benchmarks.locomo.memory import ContextFn, LocomoContext, full_context
 from memevals.benchmarks.locomo.prompts import build_items
+from memevals.benchmarks.locomo_plus import official
 from memevals.benchmarks.locomo_plus.memory import CognitiveContextFn, cognitive_full, dialogue_line
 from memevals.benchmarks.locomo_plus.scoring import criterion_for_locomo_plus
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
+from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
 COGNITIVE = "cognitive"
@@ -158,6 +160,7 @@ def cognitive_item(
         "shown_turns": list(ctx.shown_turns) if ctx.shown_turns is not None else None,
         "retrieved_ids": list(ctx.retrieved_ids) if ctx.retrieved_ids is not None else None,
         "disclose_task": disclose_task,
+        "protocol": "memevals",
         "judge": {
             "criterion": criterion_for_locomo_plus(COGNITIVE),
             # As in the official judge, the grader sees only the cue and the reply: showing the
@@ -214,4 +217,68 @@ def build_plus_items(
             )
             for st in stitched
         )
+    return items
+
+
+# --------------------------------------------------------------------------- protocol=official
+
+
+def _official_locomo_items(
+    conversations: Sequence[Conversation], categories: list[str], texts: official.PlusTexts
+) -> list[PromptItem]:
+    """The LoCoMo questions under protocol=official: upstream's model input, split after the
+    conversation (`system`, shared by a conversation's questions) so that `as_text()` joins it
+    back with the question."""
+    wanted = [c for c in categories if c != COGNITIVE]
+    if not wanted:
+        return []
+    by_id = {c.sample_id: c for c in conversations}
+    wrapper = official.model_input(texts, False, "")
+    # one text per conversation, shared by its questions (and by the prompt-size cache)
+    bodies = {c.sample_id: official.conversation_text(c) for c in conversations}
+    heads = {sid: wrapper + body.rstrip() for sid, body in bodies.items()}
+
+    def head(conv: Conversation, qa: Any) -> LocomoContext:
+        return LocomoContext(text=heads[conv.sample_id])
+
+    out: list[PromptItem] = []
+    for item in build_items(conversations, categories=wanted, context=head, adversarial="open"):
+        md = dict(item.metadata)
+        conv = by_id[str(md["conversation_id"])]
+        qa = conv.qa[int(md["qa_index"])]
+        asked = official.locomo_input(conv, qa, bodies[conv.sample_id])
+        whole = official.model_input(texts, False, asked)
+        if not whole.startswith(item.system + "\n\n"):
+            raise AssertionError(f"{item.id}: the official input does not start with its context")
+        md.update(
+            benchmark="locomo_plus",
+            source="locomo",
+            relation_type=None,
+            disclose_task=False,
+            protocol="official",
+        )
+        md[OFFICIAL_JUDGE_KEY] = official.locomo_judge(texts, conv, qa).as_metadata()
+        user = whole[len(item.system) + 2 :]
+        out.append(dataclasses.replace(item, user=user, metadata=md))
+    return out
+
+
+def build_official_plus_items(
+    conversations: Sequence[Conversation],
+    stitched: Sequence[StitchedInstance],
+    texts: official.PlusTexts,
+    *,
+    categories: Iterable[str] | str | None = None,
+) -> list[PromptItem]:
+    """The LoCoMo-Plus samples under protocol=official (upstream's unified input, whole
+    conversation), in file order: LoCoMo questions, then `plus-<i>`."""
+    wanted = parse_plus_categories(categories)
+    items = _official_locomo_items(conversations, wanted, texts)
+    if COGNITIVE in wanted:
+        for st in stitched:
+            item = cognitive_item(st)
+            md = {**item.metadata, "protocol": "official"}
+            md[OFFICIAL_JUDGE_KEY] = official.cognitive_judge(texts, cue_evidence(st)).as_metadata()
+            whole = official.model_input(texts, True, official.cognitive_input(st))
+            items.append(dataclasses.replace(item, system="", user=whole, metadata=md))
     return items

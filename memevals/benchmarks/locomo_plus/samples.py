@@ -17,11 +17,15 @@ from typing import Any, NamedTuple
 from memevals.benchmarks.locomo.audit import apply_gold, check_gold
 from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_locomo
 from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_history, locomo_memory
+from memevals.benchmarks.locomo.official import DEFAULT_PROTOCOL, check_protocol
 from memevals.benchmarks.locomo.prompts import check_adversarial
 from memevals.benchmarks.locomo.samples import (
     annotate_items,
     log_gold,
     mark_gold_changes,
+    one_message,
+    one_message_renderer,
+    protocol_log,
     question_query,
     strategy_fields,
 )
@@ -35,8 +39,10 @@ from memevals.benchmarks.locomo_plus.memory import (
     stitched_history,
     trigger_query,
 )
+from memevals.benchmarks.locomo_plus.official import PlusTexts, load_plus_texts
 from memevals.benchmarks.locomo_plus.prompts import (
     COGNITIVE,
+    build_official_plus_items,
     build_plus_items,
     parse_plus_categories,
 )
@@ -67,6 +73,8 @@ class LocomoPlusOptions:
     memory: MemoryOptions = field(default_factory=MemoryOptions)
     #: the LoCoMo questions' gold: "original" or "audited" (cognitive samples have none)
     gold: str = "original"
+    #: "official" (LoCoMo-Plus's unified input and judge) or "memevals" (ours)
+    protocol: str = DEFAULT_PROTOCOL
 
 
 def check_sample_order(sample_order: str) -> None:
@@ -84,14 +92,36 @@ class LocomoPlusSamples(NamedTuple):
     subject: MemorySubject | None
 
 
+def check_official(options: LocomoPlusOptions, context: str) -> None:
+    """Under protocol=official only upstream's input exists: the whole conversation, no
+    disclosed task, the official gap rule. Anything else is a ValueError naming the option."""
+    asked = {
+        "context": context if context != "full" else None,
+        "disclose_task": options.disclose_task or None,
+        "gap_fix": options.gap_fix or None,
+    }
+    wrong = [f"{name}={value!r}" for name, value in asked.items() if value is not None]
+    if wrong:
+        raise ValueError(
+            f"protocol='official' is LoCoMo-Plus's own input (context='full', "
+            f"disclose_task=False, gap_fix=False); {', '.join(wrong)} runs under "
+            "protocol='memevals'"
+        )
+
+
 def build(options: LocomoPlusOptions) -> LocomoPlusSamples:
     """The samples, their log and memory subject. Options are checked before any file is read;
     a bad one raises ValueError naming it."""
     wanted = parse_plus_categories(options.categories)
+    protocol = check_protocol(options.protocol)
     check_sample_order(options.sample_order)
     check_adversarial(options.adversarial)
     check_gold(options.gold)
     memory = locomo_memory(options.memory)
+    texts: PlusTexts | None = None
+    if protocol == "official":
+        check_official(options, memory.context)
+        texts = load_plus_texts(options.data_dir)
     # Checked even before loading: rag over observations or summaries cannot see the cue.
     cognitive = cognitive_context(memory) if COGNITIVE in wanted else cognitive_full
     gold = apply_gold(load_locomo(options.data_dir), options.gold, options.data_dir)
@@ -103,18 +133,21 @@ def build(options: LocomoPlusOptions) -> LocomoPlusSamples:
         if COGNITIVE in wanted
         else []
     )
-    items = build_plus_items(
-        conversations,
-        stitched,
-        categories=wanted,
-        context=memory,
-        cognitive=cognitive,
-        context_mode=memory.context,
-        disclose_task=options.disclose_task,
-        adversarial=options.adversarial,
-        seed=options.seed,
-        gap_fix=options.gap_fix,
-    )
+    if texts is not None:
+        items = build_official_plus_items(conversations, stitched, texts, categories=wanted)
+    else:
+        items = build_plus_items(
+            conversations,
+            stitched,
+            categories=wanted,
+            context=memory,
+            cognitive=cognitive,
+            context_mode=memory.context,
+            disclose_task=options.disclose_task,
+            adversarial=options.adversarial,
+            seed=options.seed,
+            gap_fix=options.gap_fix,
+        )
     locomo_items, summary = annotate_items(
         mark_gold_changes([i for i in items if i.metadata["category"] != COGNITIVE], gold.changes),
         conversations,
@@ -128,7 +161,8 @@ def build(options: LocomoPlusOptions) -> LocomoPlusSamples:
     subject = memory_subject(ordered, conversations, stitched, memory)
     if subject is not None:
         log |= subject.settings()
-    return LocomoPlusSamples(ordered, log | {"gold": gold.log}, subject)
+    log |= {"gold": gold.log} | protocol_log(protocol, texts.digests() if texts else None)
+    return LocomoPlusSamples([one_message(i) for i in ordered], log, subject)
 
 
 def memory_subject(
@@ -172,7 +206,7 @@ def memory_subject(
         run=run,
         histories=histories,
         queries=queries,
-        render=plus_memory_renderer(conversations, stitched),
+        render=one_message_renderer(plus_memory_renderer(conversations, stitched)),
         counter=memory.token_counter,
         k=choice.top_k,
         answers=choice.answers,

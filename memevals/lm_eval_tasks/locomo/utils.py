@@ -22,6 +22,7 @@ LOCOMO_OPTIONS: dict[str, Any] = {
     "choice_seed": 0,
     "data_dir": None,
     "gold": "original",
+    **common.shared_defaults("protocol"),
 }
 
 
@@ -33,6 +34,7 @@ def shared_options(task: str, opts: Mapping[str, Any]) -> dict[str, Any]:
         "data_dir": opts["data_dir"],
         "memory": MemoryOptions.from_mapping(opts),
         "gold": str(opts["gold"]),
+        "protocol": str(opts["protocol"]),
     }
 
 
