@@ -49,7 +49,10 @@ INSPECT_CASES: list[tuple[str, dict[str, Any]]] = [
     ("locomo_plus", {**MEMEVALS, "context": "rag"}),
     ("locomo_plus", {**MEMEVALS, "context": "oracle", "disclose_task": True}),
     ("locomo_plus", {**MEMEVALS, "context": "truncated", "gap_fix": True}),
-    ("locomo_plus", {**MEMEVALS, "context": "none", "sample_order": "host", "token_counter": "approx"}),
+    (
+        "locomo_plus",
+        {**MEMEVALS, "context": "none", "sample_order": "host", "token_counter": "approx"},
+    ),
     ("locomo_plus_cognitive", MEMEVALS),
     ("locomo_plus_cognitive", {**MEMEVALS, "context": "rag", "top_k": 8}),
     ("longmemeval", {"variant": "s", **LME}),
