@@ -134,7 +134,9 @@ def _temporal_items() -> tuple[list[PromptItem], list[int]]:
     from memevals.core.memory_options import MemoryOptions
 
     items = samples.build(
-        samples.LocomoOptions(categories="temporal", memory=MemoryOptions("none"))
+        samples.LocomoOptions(
+            protocol="memevals", categories="temporal", memory=MemoryOptions("none")
+        )
     ).items
     indices: list[int] = []
     seen: dict[str, int] = {}

@@ -313,7 +313,7 @@ def test_locomo_judge_flag_adversarial_choice(data_dir: Path, tmp_path: Path) ->
         want = NOT_MENTIONED if k % 2 == 0 else next(o for o in opts if o != NOT_MENTIONED)
         return "(" + "ab"[opts.index(want)] + ")"
 
-    task = locomo(categories="adversarial", context="none", judge=True)
+    task = locomo(categories="adversarial", context="none", judge=True, protocol="memevals")
     log = run(
         task,
         tmp_path,
@@ -356,7 +356,7 @@ def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: 
         return [gold, f"{gold} approximately", "I do not know"][k % 3]
 
     log_a = run(
-        locomo(categories="temporal,adversarial", context="none", judge=True),
+        locomo(categories="temporal,adversarial", context="none", judge=True, protocol="memevals"),
         tmp_path,
         model=locomo_answerer(items, pattern),
         model_roles={"grader": get_model("scripted/strict")},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,8 @@ def _metrics(log: EvalLog) -> dict[str, float]:
     }
 
 
-def test_dataset_shape_ids_and_prefix_cache_friendly_system(data_dir: Path) -> None:
-    task = locomo()
+def test_dataset_shape_ids_and_prefix_cache_friendly_context(data_dir: Path) -> None:
+    task = locomo(protocol="memevals")
     samples = list(task.dataset)
     assert len(samples) == 1986
     assert samples[0].id == "conv-26-q0"
@@ -39,9 +40,10 @@ def test_dataset_shape_ids_and_prefix_cache_friendly_system(data_dir: Path) -> N
     by_conv: dict[str, set[str]] = {}
     for s in samples:
         assert isinstance(s.input, list)
-        system = s.input[0]
-        assert system.role == "system"
-        by_conv.setdefault(s.metadata["conversation_id"], set()).add(system.text)  # type: ignore[index]
+        [message] = s.input  # one user message: the conversation, then the question
+        assert message.role == "user"
+        context = message.text.rsplit("\n\nQuestion: ", 1)[0]
+        by_conv.setdefault(s.metadata["conversation_id"], set()).add(context)  # type: ignore[index]
         assert s.metadata["category"] in {  # type: ignore[index]
             "single_hop",
             "multi_hop",
@@ -49,7 +51,7 @@ def test_dataset_shape_ids_and_prefix_cache_friendly_system(data_dir: Path) -> N
             "open_domain",
             "adversarial",
         }
-    # one byte-identical system message per conversation (provider prefix caches hit)
+    # one byte-identical context per conversation, first in the message (prefix caches hit)
     assert len(by_conv) == 10 and all(len(v) == 1 for v in by_conv.values())
     first = next(iter(by_conv["conv-26"]))
     assert "DATE: 1:56 pm on 8 May, 2023" in first
@@ -72,7 +74,7 @@ def test_category_filter_and_per_category_tasks(data_dir: Path) -> None:
 
 
 def test_temporal_hint_and_adversarial_choice(data_dir: Path) -> None:
-    samples = {s.id: s for s in locomo().dataset}
+    samples = {s.id: s for s in locomo(protocol="memevals").dataset}
     temporal = samples["conv-26-q0"]
     assert "session dates" in temporal.input[-1].text  # type: ignore[index,union-attr]
     single = next(s for s in samples.values() if s.metadata["category"] == "single_hop")  # type: ignore[index]
@@ -85,11 +87,11 @@ def test_temporal_hint_and_adversarial_choice(data_dir: Path) -> None:
     # the order is seeded per sample: both orders occur, and a rebuild gives the same order
     firsts = [s.metadata["choices"][0] for s in samples.values() if s.metadata["choices"]]  # type: ignore[index]
     assert 0.35 < sum(f == NOT_MENTIONED for f in firsts) / len(firsts) < 0.65
-    again = {s.id: s.metadata["choices"] for s in locomo().dataset}  # type: ignore[index]
+    again = {s.id: s.metadata["choices"] for s in locomo(protocol="memevals").dataset}  # type: ignore[index]
     assert all(again[i] == s.metadata["choices"] for i, s in samples.items())  # type: ignore[index]
     assert choice_options("x", "Yes", seed=1) in ([NOT_MENTIONED, "Yes"], ["Yes", NOT_MENTIONED])
     # open form: a plain question, no options
-    open_adv = next(s for s in locomo_adversarial(adversarial="open").dataset)
+    open_adv = next(s for s in locomo_adversarial(adversarial="open", protocol="memevals").dataset)
     assert open_adv.metadata["choices"] is None  # type: ignore[index]
     assert "(a)" not in open_adv.input[-1].text  # type: ignore[index,union-attr]
 
@@ -107,7 +109,8 @@ def _answer_by_sample(answers: dict[str, str]) -> Any:
     """mockllm callable: answer each sample by its question text."""
 
     def reply(messages: list[ChatMessage], *args: Any) -> ModelOutput:
-        question = messages[-1].text.split("\n", 1)[0].removeprefix("Question: ")
+        found = re.search(r"^Question: (.*)$", messages[-1].text, re.MULTILINE)
+        question = found.group(1) if found else ""
         return ModelOutput.from_content("mockllm/model", answers.get(question, "no idea"))
 
     return reply
@@ -122,7 +125,7 @@ def test_scripted_answers_are_scored_with_official_f1(data_dir: Path) -> None:
             answers[qa.question] = "a"  # a letter: mapped back to its option before scoring
         else:
             answers[qa.question] = f"I think {qa.answer}"
-    task = locomo()
+    task = locomo(protocol="memevals")
     [log] = inspect_eval(
         task,
         model=get_model("mockllm/model", custom_outputs=_answer_by_sample(answers)),
@@ -198,10 +201,11 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
     tokens = [int(s.metadata["prompt_tokens"]) for s in locomo().dataset]  # type: ignore[index]
     assert metrics["total_prompt_tokens"] == sum(tokens)
     assert metrics["mean_prompt_tokens"] == pytest.approx(sum(tokens) / len(tokens))
-    # the sample inputs in the log are the system + user messages we built
+    # the sample inputs in the log are the one user message we built (protocol=official)
     with zipfile.ZipFile(log_path) as z:
         first = json.loads(z.read("samples/conv-26-q0_epoch_1.json"))
-    assert [m["role"] for m in first["input"]] == ["system", "user"]
+    assert [m["role"] for m in first["input"]] == ["user"]
+    assert first["metadata"]["protocol"] == "official"
 
     bare = inspect_cli(
         "eval",
