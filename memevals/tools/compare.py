@@ -598,7 +598,7 @@ def _fmt(value: float | int | str | None, key: str) -> str:
     return f"{value:.3f}"
 
 
-def _number(value: float | int | str | None) -> str:
+def _shown_number(value: float | int | str | None) -> str:
     return "" if not isinstance(value, float | int) else _fmt(float(value), "")
 
 
@@ -613,12 +613,12 @@ def _markdown_cell(row: Row, key: str) -> str:
     text = _fmt(value, key)
     kind, _, rest = key.partition(":")
     if rest == "ci_lower":
-        lower, upper = _number(_cell(row, key)), _number(_cell(row, f"{kind}:ci_upper"))
+        lower, upper = _shown_number(_cell(row, key)), _shown_number(_cell(row, f"{kind}:ci_upper"))
         return f"[{lower}, {upper}]" if lower or upper else ""
     ks = row.kinds.get(kind)
     name = rest.removeprefix("extra:")
     if text and ks is not None and name and (rest in ks.categories or name in ks.clustered):
-        se = _number(_cell(row, f"{kind}:{name}:stderr_clustered"))
+        se = _shown_number(_cell(row, f"{kind}:{name}:stderr_clustered"))
         if se:
             text += f" ± {se}"
     return text

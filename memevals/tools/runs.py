@@ -348,7 +348,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _number(value: Any) -> float | None:
+def _as_float(value: Any) -> float | None:
     """A numeric score value (bool included); None for text and other values."""
     if isinstance(value, bool):
         return float(value)
@@ -584,7 +584,7 @@ class _ScoreReader:
         out: dict[str, float] = {}
         flags: dict[str, int] = {}
         for key, raw in items:
-            number = _number(raw)
+            number = _as_float(raw)
             if number is None:
                 continue
             if key in self.flag_keys:
@@ -621,7 +621,7 @@ class _ScoreReader:
         # its answer scorer recorded (as the task's own prompt-size metrics read it)
         for spec in self.record.scores if self.record else ():
             if spec.kind == "tokens" and spec.label not in values:
-                size = _number(recorded.get(spec.label))
+                size = _as_float(recorded.get(spec.label))
                 if size is not None:
                     values[spec.label] = size
                     self.kinds.setdefault(spec.label, spec.kind)
@@ -634,7 +634,7 @@ class _ScoreReader:
             raise RunError(f"{where}: field 'metrics' (the list of metric names) is missing")
         out: dict[str, float] = {}
         for name in metrics:
-            number = _number(record.get(name))
+            number = _as_float(record.get(name))
             if number is None:  # not a per-document number (no value, or an aggregation's pair)
                 continue
             spec = _spec_by_label(self.record, str(name))
