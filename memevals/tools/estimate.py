@@ -31,9 +31,9 @@ Accounting rules (stated because a bill depends on them):
   connections the first questions on a history can arrive before its first answer has filled
   the cache, so real savings are somewhat lower.
 * Output tokens are not known in advance: `--output-tokens` per sample, default the task's
-  `max_tokens` (an upper bound). Judge calls (scorers that call a grader model) and
-  multi-call solvers (LongMemEval's chain-of-note) are not included; the printout says when a
-  task has them.
+  `max_tokens` (an upper bound). Judge calls (the record's judge scorers call a grader model)
+  and multi-call solvers (a chain-of-note that reads each session first) are not included; the
+  printout says when a task has them.
 """
 
 from __future__ import annotations

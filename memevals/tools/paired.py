@@ -336,7 +336,7 @@ def _score_table(
             errored += 1
             continue
         if score not in sa.scores and score not in sb.scores:
-            continue  # a score neither run gives this sample (F1 of a cognitive sample)
+            continue  # a score neither run gives this sample (one its scorer leaves out)
         va, vb = sa.scores.get(score, math.nan), sb.scores.get(score, math.nan)
         if not (math.isfinite(va) and math.isfinite(vb)):
             unscored += 1
