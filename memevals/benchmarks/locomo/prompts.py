@@ -21,6 +21,26 @@ from memevals.benchmarks.locomo.scoring import criterion_for_locomo
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge, split_around
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
+__all__ = [
+    "ADVERSARIAL_MODES",
+    "ANSWER_INSTRUCTION",
+    "CHOICE_INSTRUCTION",
+    "NOT_MENTIONED",
+    "TEMPORAL_INSTRUCTION",
+    "build_items",
+    "build_official_items",
+    "check_adversarial",
+    "choice_options",
+    "gold_text",
+    "judge_inputs",
+    "official_judge",
+    "parse_categories",
+    "prediction_for_scoring",
+    "question_text",
+    "resolve_choice",
+    "sample_id",
+]
+
 #: The refusal option of the two-option adversarial question.
 NOT_MENTIONED = "Not mentioned in the conversation"
 

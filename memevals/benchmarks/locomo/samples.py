@@ -44,6 +44,22 @@ from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 from memevals.core.tokens import TokenCounter
 
+__all__ = [
+    "LocomoOptions",
+    "LocomoSamples",
+    "annotate_items",
+    "build",
+    "log_gold",
+    "mark_gold_changes",
+    "memory_subject",
+    "message_tokens",
+    "one_message",
+    "one_message_renderer",
+    "protocol_log",
+    "question_query",
+    "strategy_fields",
+]
+
 logger = logging.getLogger(__name__)
 
 

@@ -33,6 +33,19 @@ from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
+__all__ = [
+    "CATEGORIES",
+    "COGNITIVE",
+    "UNIFIED_INSTRUCTION",
+    "build_official_plus_items",
+    "build_plus_items",
+    "cognitive_instruction",
+    "cognitive_item",
+    "cue_evidence",
+    "format_locomo_time",
+    "parse_plus_categories",
+]
+
 COGNITIVE = "cognitive"
 #: The six categories, in the order the tasks report them.
 CATEGORIES: tuple[str, ...] = (*CATEGORY_NAMES.values(), COGNITIVE)

@@ -53,6 +53,18 @@ from memevals.core.memory_system import History, MemoryQuery
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 
+__all__ = [
+    "SAMPLE_ORDERS",
+    "LocomoPlusOptions",
+    "LocomoPlusSamples",
+    "annotate_cognitive_items",
+    "build",
+    "check_official",
+    "check_sample_order",
+    "memory_subject",
+    "order_samples",
+]
+
 #: `sample_order` values: the official file order, or grouped by host conversation.
 SAMPLE_ORDERS: tuple[str, ...] = ("file", "host")
 

@@ -14,6 +14,15 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.lm_eval_tasks import common
 
+__all__ = [
+    "CLUSTERED_METRICS",
+    "LOCOMO_OPTIONS",
+    "locomo_docs",
+    "locomo_metrics",
+    "locomo_results",
+    "shared_options",
+]
+
 #: LoCoMo options besides the memory options (`MemoryOptions.names()`). `choice_seed` is the
 #: Inspect task's `seed`: lm-eval merges model arguments into the metadata, and vLLM's own
 #: `seed` model argument must not reorder the options.
