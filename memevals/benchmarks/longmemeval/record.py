@@ -65,7 +65,12 @@ RECORD = declare(
         "retrieval_unit": DEFAULT_RETRIEVAL_UNIT,
         "retriever": DEFAULT_RETRIEVER,
     },
-    label_options={"variant": "s", "history_format": "json", "chain_of_note": False},
+    label_options={
+        "variant": "s",
+        "history_format": "json",
+        "chain_of_note": False,
+        "step_by_step": False,
+    },
     # the `_abs` questions, scored within their type, are also reported together
     subgroups={"abstention": "abstention"},
     # the paper's task-averaged accuracy
