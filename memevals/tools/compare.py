@@ -246,10 +246,12 @@ def _kind_scores(run: Run, name: str, values: Sequence[SampleValue]) -> KindScor
         for group in v[1]:
             groups.setdefault(group, []).append(v)
     for group, members in groups.items():
-        ks.clustered[group] = statistics.summarize(
-            [m[3] for m in members], [m[2] for m in members], proportion=proportion
-        )
-    ks.overall, ks.stderr = ks.clustered[""].mean, ks.clustered[""].stderr
+        if members:  # a score every sample left unscored has no figure, only its count
+            ks.clustered[group] = statistics.summarize(
+                [m[3] for m in members], [m[2] for m in members], proportion=proportion
+            )
+    if "" in ks.clustered:
+        ks.overall, ks.stderr = ks.clustered[""].mean, ks.clustered[""].stderr
     for group, summary in ks.clustered.items():
         if group in subgroups:
             ks.extras[group] = summary.mean
@@ -300,14 +302,14 @@ def _judge_label(run: Run, kinds: Mapping[str, KindScores]) -> str:
         if run.kinds.get(n.split("@", 1)[0]) == "judge"
         or (run.record is None and n.split("@", 1)[0] == "judge")
     ]
-    if not any(kinds[n].overall is not None for n in judged):
+    if not judged:
         return NO_JUDGE
     if run.grader_role is not None:
         return run.grader_role
+    if run.framework == "inspect":  # no grader role: the model under test judged itself
+        return f"self ({run.model})"
     graders = sorted({g for n in judged for g in run.judges.get(n.split("@", 1)[0], ())})
-    if graders:
-        return ", ".join(graders)
-    return f"self ({run.model})" if run.framework == "inspect" else "?"
+    return ", ".join(graders) or "?"
 
 
 def row_from_run(run: Run) -> Row | None:
@@ -332,7 +334,8 @@ def row_from_run(run: Run) -> Row | None:
     for name in names:
         kind = run.kinds.get(name)
         values = _values(run, name)
-        if not values:
+        flagged = any(name in s.flags for s in run.samples.values())
+        if not values and not (flagged and is_compared(kind, run.record)):
             continue
         if kind in AUX_KINDS:
             aux[name] = sum(v[3] for v in values) / len(values)
