@@ -3,9 +3,10 @@
 Its record's lm-eval spec names two framework-free functions (memevals.core.benchmark.
 LmEvalSpec): `documents(**options)` builds its PromptItems from the task's options (the keyword
 arguments it takes; lm-eval also passes the model's arguments, which are ignored unless one
-looks like a misspelt option), and `results(metadata, reply, target)` scores one reply. The generated YAML (memevals.lm_eval_tasks.
-generate) points lm-eval at `documents` and `results` here, which find the record by the
-`benchmark` key the generator writes into every task's `dataset_kwargs`.
+looks like a misspelt option), and `results(metadata, reply, target)` scores one reply. The
+generated YAML (memevals.lm_eval_tasks.generate) points lm-eval at `documents` and `results`
+here, which find the record by the `benchmark` key the generator writes into every task's
+`dataset_kwargs`.
 """
 
 from __future__ import annotations
