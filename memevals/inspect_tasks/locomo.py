@@ -40,6 +40,8 @@ from memevals.inspect_tasks.retrieval import (
     total_prompt_tokens,
 )
 
+__all__ = ["locomo", "locomo_f1_scorer", "locomo_official_judge", "posthoc_scorers"]
+
 
 @scorer(
     metrics=[

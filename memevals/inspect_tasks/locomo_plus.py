@@ -55,6 +55,24 @@ from memevals.inspect_tasks.retrieval import (
     turn_recall,
 )
 
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TEMPERATURE",
+    "EMPTY_REPLY",
+    "JUDGE_MAX_TOKENS",
+    "cue_recall",
+    "locomo_plus",
+    "locomo_plus_evidence_recall",
+    "locomo_plus_f1",
+    "locomo_plus_judge",
+    "locomo_plus_selected_k",
+    "locomo_plus_turn_precision",
+    "locomo_plus_turn_recall",
+    "posthoc_scorers",
+    "relation_type_mean",
+    "relation_type_uncertainty",
+]
+
 #: Official answering defaults of the LoCoMo-Plus framework
 # (benchmarks/locomo_plus/README.md#protocol).
 DEFAULT_MAX_TOKENS = 1024

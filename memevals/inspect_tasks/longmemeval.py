@@ -49,6 +49,21 @@ from memevals.inspect_tasks.memory_system import memory_system, solver_chain
 from memevals.inspect_tasks.official_judge import judge_officially, official_request
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
+__all__ = [
+    "JUDGE_MAX_TOKENS",
+    "LME_METRICS",
+    "abstention_accuracy",
+    "abstention_uncertainty",
+    "longmemeval",
+    "longmemeval_judge",
+    "longmemeval_retrieval",
+    "overall_accuracy",
+    "posthoc_scorers",
+    "take_notes",
+    "task_averaged_accuracy",
+    "type_accuracy",
+]
+
 # ---------------------------------------------------------------------------------------------
 # Metrics (official aggregation, memevals.benchmarks.longmemeval.scoring)
 
