@@ -26,10 +26,16 @@ from inspect_ai.solver import generate
 
 from memevals.benchmarks.longmemeval import official
 from memevals.benchmarks.longmemeval.data import iter_longmemeval
-from memevals.benchmarks.longmemeval.memory import longmemeval_memory
+from memevals.benchmarks.longmemeval.memory import longmemeval_memory, memory_context
 from memevals.benchmarks.longmemeval.prompts import question_text
-from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, LongMemEvalSamples, build
+from memevals.benchmarks.longmemeval.samples import (
+    LongMemEvalOptions,
+    LongMemEvalSamples,
+    build,
+    make_reader,
+)
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.memory_system import MemoryItem
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge, yes_in_reply
 from memevals.core.tokens import get_token_counter
 from memevals.core.upstream import UpstreamError
@@ -213,6 +219,39 @@ def test_memory_system_items_are_upstreams_flat_session_message(
         )
         assert (filled.system, filled.user) == ("", want), item.id
         assert filled.metadata["prompt_tokens"] == get_token_counter()(want)
+
+
+def test_memory_notes_are_upstreams_facts_configuration() -> None:
+    """Items shown by their own text are upstream's `replace` configuration (facts, json);
+    under nl, and mixed with verbatim items, they are errors upstream has no prompt for."""
+    reader = make_reader(
+        LongMemEvalOptions(data_dir=str(FIXTURES), step_by_step=True),
+        longmemeval_memory(MemoryOptions(context="full")),
+    )
+    [inst] = [
+        i
+        for i in iter_longmemeval("s", FIXTURES, verify_checksum=False)
+        if i.question_id == "fx09e9f0"
+    ]
+    items = [
+        MemoryItem("Bought a $70 helmet.", ("answer_b6f0c2a9_2_3",)),
+        MemoryItem(
+            "Asked about baking soda.", ("ultrachat_118873_1",), date="2023/01/02 (Mon) 10:00"
+        ),
+        MemoryItem("Bought a road bike for $780.", ("answer_b6f0c2a9_1_1",)),
+    ]
+    ctx = memory_context(inst, items, top_k=3)
+    user, context, shown = reader.memory_message(inst, ctx, "")
+    facts = [(date, item.text) for (date, _), item in zip(ctx.facts, items, strict=True)]
+    assert user == up.facts_prompt(_entries("s")["fx09e9f0"], facts, cot=True)
+    assert context in user and shown == ()
+    assert ctx.facts[1][0] == "2023/01/02 (Mon) 10:00"  # an item's own date wins
+    text_reader = dataclasses.replace(reader, history_format="text")
+    with pytest.raises(ValueError, match="history_format=json"):
+        text_reader.memory_message(inst, ctx, "")
+    mixed = memory_context(inst, [*items, MemoryItem("", ("answer_b6f0c2a9_1",), verbatim=True)], 4)
+    with pytest.raises(ValueError, match="no configuration mixing"):
+        reader.memory_message(inst, mixed, "")
 
 
 # ---------------------------------------------------------------------------------------------
