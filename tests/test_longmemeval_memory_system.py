@@ -311,9 +311,7 @@ def test_bad_memory_options_fail_before_any_model_call(kwargs: dict[str, Any], m
 
 
 def _eval(tmp_path: Path, name: str, fail_on_error: bool = True, **params: Any) -> EvalLog:
-    task = longmemeval(
-        data_dir=str(FIXTURES), verify_checksum=False, protocol="memevals", **params
-    )
+    task = longmemeval(data_dir=str(FIXTURES), verify_checksum=False, protocol="memevals", **params)
     (log,) = inspect_eval(
         task,
         model="mockllm/model",
@@ -348,7 +346,10 @@ def test_inspect_bm25_memory_sends_and_scores_what_rag_does(
     assert want.samples is not None and got.samples is not None
     sent = {s.id: [(m.role, m.text) for m in s.messages] for s in want.samples}
     assert {s.id: [(m.role, m.text) for m in s.messages] for s in got.samples} == sent
-    assert all(msgs[0][0] == "system" and msgs[0][1] for msgs in sent.values())
+    # one user message: the retrieved history, then the question
+    assert all(
+        msgs[0][0] == "user" and msgs[0][1].startswith(HISTORY_INTRO) for msgs in sent.values()
+    )
     for a, b in zip(want.samples, got.samples, strict=True):
         assert {k: b.metadata[k] for k in SAME} == {k: a.metadata[k] for k in SAME}
     retrieval = _metrics(want, "longmemeval_retrieval")
@@ -386,7 +387,10 @@ def test_inspect_retrieval_failure_errors_that_sample(
         "fx09e9f0 failed: RuntimeError: index offline" in errors["fx09e9f0"]
     )
     ok = [s for s in log.samples if s.error is None]
-    assert len(ok) == 15 and all(s.messages[0].role == "system" for s in ok)
+    assert len(ok) == 15
+    assert all(
+        s.messages[0].role == "user" and s.messages[0].text.startswith(HISTORY_INTRO) for s in ok
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -432,7 +436,9 @@ def test_lm_eval_documents_have_the_inspect_contexts(tmp_path: Path) -> None:
         for row in rows:
             doc_md = json.loads(row["doc"]["metadata"])
             inspect_md = by_id[row["doc"]["id"]].metadata
-            assert row["doc"]["system"] == by_id[row["doc"]["id"]].messages[0].text
+            # the document is the one user message Inspect sent
+            assert row["doc"]["system"] == ""
+            assert row["doc"]["user"] == by_id[row["doc"]["id"]].messages[0].text
             assert doc_md["retrieval_scores"] == inspect_md["retrieval_scores"]
             if inspect_md["retrieval_scores"] is not None:
                 assert {k: row[k] for k in keys} == {
@@ -519,7 +525,8 @@ def test_inspect_observations_show_dated_facts_and_score_their_turns(tmp_path: P
     assert md["retrieval_unit"] == "turn" and md["n_sessions_shown"] == 0
     assert md["retrieval_scores"]["turn_recall_any@1"] == 1.0
     # shown as notes dated by the session of the turn each cites, oldest first
-    notes = degree.messages[0].text.removeprefix(MEMORY_NOTES_INTRO + "\n\n").split("\n")
+    context = degree.messages[0].text.split("\n\nCurrent Date: ")[0]
+    notes = context.removeprefix(MEMORY_NOTES_INTRO + "\n\n").split("\n")
     assert len(notes) == 2
     assert notes[0].startswith("2023/04/30 (Sun) 18:49: The user said: What are good stretches")
     assert notes[1].startswith(
