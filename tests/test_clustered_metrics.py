@@ -167,7 +167,7 @@ def test_inspect_metrics_equal_core_values(data_dir: Path, tmp_path: Path) -> No
     items, _ = _temporal_items()
     answers = {item.as_text(): _reply(n, item) for n, item in enumerate(items)}
     log = run_inspect(
-        locomo(categories="temporal", context="none", judge=True),
+        locomo(categories="temporal", context="none", judge=True, uncertainty="full"),
         answers,
         tmp_path,
         [i.id for i in items],
@@ -186,24 +186,21 @@ def test_inspect_metrics_equal_core_values(data_dir: Path, tmp_path: Path) -> No
     se = statistics.clustered_stderr(f1, clusters)
     naive = float(np.std(f1, ddof=1) / math.sqrt(len(f1)))
     assert se != pytest.approx(naive, rel=1e-3)  # clustering matters on these replies
-    assert m["stderr_clustered"] == pytest.approx(se, abs=1e-12)
-    assert m["stderr"] == pytest.approx(naive, abs=1e-12)
+    assert m["stderr"] == pytest.approx(se, abs=1e-12)  # the clustered error is the stderr
+    assert m["stderr_naive"] == pytest.approx(naive, abs=1e-12)  # with uncertainty=full
     assert m["temporal_stderr"] == pytest.approx(se, abs=1e-12)  # one category: the same
     interval = statistics.clustered_ci(f1, clusters)
-    assert (m["ci_lower"], m["ci_upper"]) == pytest.approx((interval.lower, interval.upper))
-    assert (m["temporal_ci_lower"], m["temporal_ci_upper"]) == pytest.approx(
-        (interval.lower, interval.upper)
-    )
+    clipped = (max(interval.lower, 0.0), min(interval.upper, 1.0))  # within F1's range
+    assert (m["ci_lower"], m["ci_upper"]) == pytest.approx(clipped)
+    assert (m["temporal_ci_lower"], m["temporal_ci_upper"]) == pytest.approx(clipped)
 
     j = by_scorer["judge"]
     wilson = statistics.wilson_interval(judged, clusters)
-    assert j["stderr_clustered"] == pytest.approx(
-        statistics.clustered_stderr(judged, clusters), abs=1e-12
-    )
-    assert (j["ci_clustered_wilson_lower"], j["ci_clustered_wilson_upper"]) == pytest.approx(
+    assert j["stderr"] == pytest.approx(statistics.clustered_stderr(judged, clusters), abs=1e-12)
+    assert (j["ci_lower"], j["ci_upper"]) == pytest.approx(
         (wilson.lower, wilson.upper), abs=1e-12
     )
-    assert (j["by_category_temporal_wilson_lower"], j["by_category_temporal_wilson_upper"]) == (
+    assert (j["by_category_temporal_ci_lower"], j["by_category_temporal_ci_upper"]) == (
         pytest.approx((wilson.lower, wilson.upper), abs=1e-12)
     )
 

@@ -58,7 +58,7 @@ def metrics(log: EvalLog) -> dict[str, float]:
 
 
 #: The uncertainty metrics beside the official aggregates (asserted on their own below).
-UNCERTAINTY = ("stderr", "stderr_clustered", "ci_clustered_", "by_category_", "abstention_wilson_")
+UNCERTAINTY = ("stderr", "ci_", "by_category_", "abstention_wilson_")
 
 
 def judge_metrics(log: EvalLog) -> dict[str, float]:
@@ -88,16 +88,16 @@ def test_uncertainty_one_cluster_per_question_and_wilson_intervals(tmp_path: Pat
     intervals of the overall, per-type and abstention accuracy are the core's."""
     from memevals.core import statistics
 
-    log = run(longmemeval(variant="oracle", **FX), tmp_path)
+    log = run(longmemeval(variant="oracle", uncertainty="full", **FX), tmp_path)
     m = {k.split(":", 1)[1]: v for k, v in metrics(log).items() if k.startswith("judge:")}
     assert log.samples is not None
     rows = [(s.metadata, float(s.scores["longmemeval_judge"].value["judge"])) for s in log.samples]  # type: ignore[index, call-overload]
     assert [md["cluster"] for md, _ in rows] == [md["question_id"] for md, _ in rows]
     values = [v for _, v in rows]
     ids = [str(md["cluster"]) for md, _ in rows]
-    assert m["stderr_clustered"] == pytest.approx(m["stderr"], abs=1e-12)
+    assert m["stderr"] == pytest.approx(m["stderr_naive"], abs=1e-12)
     overall = statistics.wilson_interval(values, ids)
-    assert (m["ci_clustered_wilson_lower"], m["ci_clustered_wilson_upper"]) == pytest.approx(
+    assert (m["ci_lower"], m["ci_upper"]) == pytest.approx(
         (overall.lower, overall.upper), abs=1e-12
     )
     abstention = [(v, c) for (md, v), c in zip(rows, ids, strict=True) if md["abstention"]]
@@ -108,8 +108,8 @@ def test_uncertainty_one_cluster_per_question_and_wilson_intervals(tmp_path: Pat
     kind = "multi_session"
     typed = [(v, c) for (md, v), c in zip(rows, ids, strict=True) if md["category"] == kind]
     wilson = statistics.wilson_interval([v for v, _ in typed], [c for _, c in typed])
-    assert m[f"by_category_{kind}_wilson_upper"] == pytest.approx(wilson.upper, abs=1e-12)
-    assert 0.0 <= m[f"by_category_{kind}_wilson_lower"] <= m[f"type_accuracy_{kind}"]
+    assert m[f"by_category_{kind}_ci_upper"] == pytest.approx(wilson.upper, abs=1e-12)
+    assert 0.0 <= m[f"by_category_{kind}_ci_lower"] <= m[f"type_accuracy_{kind}"]
 
 
 def test_unscored_verdicts_are_excluded_and_counted(tmp_path: Path) -> None:

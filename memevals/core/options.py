@@ -29,6 +29,7 @@ __all__ = [
     "GROUPS",
     "OPTIONS",
     "PROTOCOLS",
+    "UNCERTAINTY_LEVELS",
     "Option",
     "OptionValueError",
     "checked_protocol",
@@ -40,13 +41,19 @@ __all__ = [
 ]
 
 #: What a shared option is about: how the history is given, a memory system under test, the
-#: LLM judge, or which protocol (the benchmark's official one or memevals' own) the task follows.
-GROUPS = ("context", "memory", "judge", "protocol")
+#: LLM judge, which protocol (the benchmark's official one or memevals' own) the task follows,
+#: or what the run reports.
+GROUPS = ("context", "memory", "judge", "protocol", "report")
 
 #: `protocol=official`: the benchmark's published prompts and settings, read from the pinned
 #: upstream files; `protocol=memevals`: memevals' own prompts and settings.
 PROTOCOLS: tuple[str, ...] = ("official", "memevals")
 DEFAULT_PROTOCOL = "official"
+
+#: `uncertainty=default`: per score the mean, the clustered standard error and its 95 %
+#: interval, and the per-category means; `full` adds the naive standard error and every
+#: category's clustered error and interval.
+UNCERTAINTY_LEVELS: tuple[str, ...] = ("default", "full")
 
 _JUDGE_LM_EVAL = (
     "not an lm-eval option: lm-eval runs are judged afterwards (python -m memevals.tools.judge)"
@@ -225,6 +232,18 @@ OPTIONS: Mapping[str, Option] = _options(
         "{default}.",
         "protocol",
         values=PROTOCOLS,
+    ),
+    Option(
+        "uncertainty",
+        "str",
+        "default",
+        "the figures reported per score: default (the mean, the clustered standard error and "
+        "its 95 % interval, the per-category means) or full (also the naive standard error and "
+        "each category's clustered error and interval).",
+        "report",
+        values=UNCERTAINTY_LEVELS,
+        lm_eval=None,
+        lm_eval_note="lm-eval reports its own aggregates (with <metric>_stderr_clustered)",
     ),
 )
 

@@ -54,9 +54,9 @@ def locomo_f1_scorer() -> Scorer:
     """Official LoCoMo QA F1 per sample; letter replies to two-option questions are mapped to
     their option text first, as the official pipeline does. The sample's prompt size is
     recorded beside it (Score.metadata and the `*_prompt_tokens` metrics). Uncertainty: the
-    naive `stderr`, the conversation-clustered `stderr_clustered` with its 95 % interval
-    (`ci_lower`, `ci_upper`), and per category `<category>_stderr`, `<category>_ci_lower`,
-    `<category>_ci_upper` (benchmarks/locomo/README.md#standard-errors)."""
+    conversation-clustered `stderr` with its 95 % interval (`ci_lower`, `ci_upper`) and, with
+    `-T uncertainty=full`, the naive `stderr_naive` and per category `<category>_stderr`,
+    `<category>_ci_lower`, `<category>_ci_upper` (benchmarks/locomo/README.md#standard-errors)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         reply = state.output.completion
@@ -145,6 +145,7 @@ def locomo(
     memory_cache: bool | None = None,
     memory_answers: bool | None = None,
     protocol: str = "official",
+    uncertainty: str = "default",
 ) -> Task:
     """LoCoMo QA (1,986 questions over 10 long conversations), official F1.
 

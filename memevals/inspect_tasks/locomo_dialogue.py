@@ -163,7 +163,7 @@ def corpus_bleu_metric(order: int) -> Metric:
     return compute
 
 
-#: Mean, naive and conversation-clustered standard error, clustered 95 % interval (the turns
+#: Mean, conversation-clustered standard error and 95 % interval (the turns
 #: of one conversation share its history: benchmarks/locomo_dialogue/README.md#standard-errors).
 _UNCERTAINTY: list[Metric] = uncertainty_metrics(by_category=False)
 
@@ -297,6 +297,7 @@ def locomo_dialogue(
     bertscore_layers: int | None = None,
     max_tokens: int = 128,
     data_dir: str | None = None,
+    uncertainty: str = "default",
 ) -> Task:
     """LoCoMo dialogue generation: write a held-out turn from the history.
 

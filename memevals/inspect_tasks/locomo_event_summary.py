@@ -208,6 +208,7 @@ def locomo_event_summary(
     facts_per_call: int = DEFAULT_FACTS_PER_CALL,
     grader_max_tokens: int = 2048,
     data_dir: str | None = None,
+    uncertainty: str = "default",
 ) -> Task:
     """LoCoMo event summarisation: each speaker's dated life events, 20 samples.
 

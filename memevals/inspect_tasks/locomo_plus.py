@@ -104,8 +104,9 @@ def relation_type_mean() -> Metric:
 
 @metric(name="by_relation_type")
 def relation_type_uncertainty() -> Metric:
-    """Per cognitive relation type: `<relation>_stderr` (clustered by host conversation) and
-    the clustered Wilson interval `<relation>_wilson_lower` / `_upper`; other samples ignored."""
+    """With `-T uncertainty=full`, per cognitive relation type: `<relation>_stderr`
+    (clustered by host conversation) and the clustered Wilson interval `<relation>_ci_lower` /
+    `_ci_upper`; other samples ignored."""
     inner = cast(MetricProtocol, category_uncertainty(wilson=True, group_key="relation_type"))
 
     def compute(scores: list[SampleScore]) -> Value:
@@ -276,6 +277,7 @@ def locomo_plus(
     memory_cache: bool | None = None,
     memory_answers: bool | None = None,
     protocol: str = "official",
+    uncertainty: str = "default",
 ) -> Task:
     """LoCoMo-Plus: LoCoMo's 1,986 questions plus 401 cognitive cue-trigger samples, LLM-judged
     (grader model role), with official F1 beside the judge for the LoCoMo questions.

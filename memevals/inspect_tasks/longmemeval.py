@@ -26,7 +26,6 @@ from inspect_ai.scorer import (
     mean,
     metric,
     scorer,
-    stderr,
 )
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
@@ -38,10 +37,14 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.inspect_tasks.common import (
     category_uncertainty,
     ci_clustered,
+    ci_lower,
+    ci_upper,
     count,
     fixed_param_task,
+    full_uncertainty,
     memevals_task,
     stderr_clustered,
+    stderr_naive,
     to_dataset,
 )
 from memevals.inspect_tasks.judge import judge_runs_args, llm_judge, repeated_judging
@@ -85,17 +88,17 @@ def _summary(scores: list[SampleScore]) -> LmeSummary:
     return summarize(labels)
 
 
-def _or_nan(value: float | None) -> float:
-    # Inspect metrics are numbers; "no item to average" is NaN, never a made-up 0
-    return math.nan if value is None else value
+def _or_left_out(value: float | None) -> Value:
+    # "no item to average" is left out (an empty mapping is no row), never NaN or a made-up 0
+    return {} if value is None else value
 
 
 @metric
 def overall_accuracy() -> Metric:
     """Micro mean over all judged questions."""
 
-    def compute(scores: list[SampleScore]) -> float:
-        return _or_nan(_summary(scores).overall)
+    def compute(scores: list[SampleScore]) -> Value:
+        return _or_left_out(_summary(scores).overall)
 
     return compute
 
@@ -104,18 +107,18 @@ def overall_accuracy() -> Metric:
 def task_averaged_accuracy() -> Metric:
     """Unweighted mean of the per-type accuracies (the types present in the run)."""
 
-    def compute(scores: list[SampleScore]) -> float:
-        return _or_nan(_summary(scores).task_averaged)
+    def compute(scores: list[SampleScore]) -> Value:
+        return _or_left_out(_summary(scores).task_averaged)
 
     return compute
 
 
 @metric
 def abstention_accuracy() -> Metric:
-    """Mean over the `_abs` questions (NaN when the run has none)."""
+    """Mean over the `_abs` questions (left out when the run has none)."""
 
-    def compute(scores: list[SampleScore]) -> float:
-        return _or_nan(_summary(scores).abstention)
+    def compute(scores: list[SampleScore]) -> Value:
+        return _or_left_out(_summary(scores).abstention)
 
     return compute
 
@@ -132,26 +135,31 @@ def type_accuracy() -> Metric:
 
 @metric(name="abstention_wilson")
 def abstention_uncertainty() -> Metric:
-    """Clustered Wilson interval of the abstention accuracy: `lower` / `upper`, logged as
-    `abstention_wilson_lower` / `_upper` (NaN with fewer than two `_abs` questions)."""
+    """With `-T uncertainty=full`: the clustered Wilson interval of the abstention accuracy,
+    `lower` / `upper`, logged as `abstention_wilson_lower` / `_upper` (left out with fewer than
+    two `_abs` questions)."""
     inner = cast(MetricProtocol, ci_clustered(wilson=True))
 
     def compute(scores: list[SampleScore]) -> Value:
         chosen = [s for s in scores if (s.sample_metadata or {}).get("abstention")]
+        if not full_uncertainty(scores):
+            return {}
         value = cast(Mapping[str, float], inner(chosen))
-        return {k.removeprefix("wilson_"): v for k, v in value.items()}
+        return {k.removeprefix("ci_"): v for k, v in value.items()}
 
     return compute
 
 
 #: Official aggregation plus uncertainty: every question is its own cluster (its own
-#: haystack), so `stderr_clustered` equals the naive `stderr`; the Wilson intervals are of the
-#: overall, per-type (`<type>_wilson_lower`, ...) and abstention accuracies.
+#: haystack), so the clustered `stderr` equals the naive one (`stderr_naive`, with
+#: `-T uncertainty=full`, as are the per-type `<type>_ci_lower`, ... and abstention Wilson
+#: intervals); `ci_lower` / `ci_upper` are the overall accuracy's clustered Wilson interval.
 LME_METRICS: list[Metric] = [
     overall_accuracy(),
-    stderr(),
     stderr_clustered(),
-    ci_clustered(wilson=True),
+    ci_lower(wilson=True),
+    ci_upper(wilson=True),
+    stderr_naive(),
     task_averaged_accuracy(),
     abstention_accuracy(),
     abstention_uncertainty(),
@@ -297,6 +305,7 @@ def longmemeval(
     memory_cache: bool | None = None,
     memory_answers: bool | None = None,
     protocol: str = "official",
+    uncertainty: str = "default",
 ) -> Task:
     """LongMemEval (500 questions; oracle, S ≈115K-token or M ≈1.5M-token histories), judged
     per question type by the LLM judge (`--model-role grader=...`).

@@ -83,14 +83,14 @@ def _build(record: Benchmark, name: str) -> Task | None:
     from memevals.core.files import DataError
 
     try:
-        try:
-            if "context" not in task_options(fn):
-                return fn(**options)
-            return fn(**options, context="none")
-        except ValueError as exc:
-            if "context='none' is not supported" not in str(exc):
+        if "context" in task_options(fn):
+            try:
+                return fn(**options, context="none")
+            except DataError:
                 raise
-            return fn(**options)
+            except ValueError:
+                pass  # no context=none here (or not under the default protocol)
+        return fn(**options)
     except DataError as exc:
         if "not found under the data dir" in str(exc):
             return None
