@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import concurrent.futures
 import functools
 import importlib
@@ -116,6 +117,8 @@ _template_lock = threading.Lock()
 #: opened twice in one process (two runs over one cache) must share one database.
 _open_stores: dict[str, _OpenStore] = {}
 _open_lock = threading.Lock()
+#: Stores of indexes the garbage collector took, closed at the next call (`_drain`).
+_released: collections.deque[_OpenStore] = collections.deque()
 
 
 # --------------------------------------------------------------------------------------------
@@ -413,8 +416,8 @@ class _OpenStore:
 
 
 def _run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
-    """`coro` run to completion on `loop`, from any thread: one already running a loop (an
-    index closed by the garbage collector inside async code) hands the work to a helper."""
+    """`coro` run to completion on `loop`, from any thread: one already running a loop (a
+    retrieval asked from inside async code) hands the work to a helper thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -438,14 +441,32 @@ def _release_driver(driver: Any) -> None:
         release()
 
 
+def _dropped(store: _OpenStore) -> None:
+    """An index the garbage collector took: its store is closed at the next call into this
+    module, never here (a collection may run anywhere, even while a lock the closing needs is
+    held by the same thread)."""
+    _released.append(store)
+
+
+def _drain() -> None:
+    """Give back the stores of the indexes the garbage collector took."""
+    while True:
+        try:
+            store = _released.popleft()
+        except IndexError:
+            return
+        _release(store)
+
+
 def _release(store: _OpenStore) -> None:
+    # closed under the lock: a store opened again meanwhile would find Kuzu's file locked
     with _open_lock:
         store.users -= 1
         if store.users > 0:
             return
         if _open_stores.get(store.key) is store:
             del _open_stores[store.key]
-    store.close()
+        store.close()
 
 
 class GraphitiIndex:
@@ -455,7 +476,9 @@ class GraphitiIndex:
         self._store: _OpenStore | None = store
         self.reranker = reranker
         self.min_similarity = min_similarity
-        self._finalizer = weakref.finalize(self, _release, store)
+        self._finalizer = weakref.finalize(self, _dropped, store)
+        # at exit the process lets go of its stores anyway
+        self._finalizer.atexit = False
 
     def retrieve(self, query: MemoryQuery) -> Sequence[MemoryItem]:
         store = self._store
@@ -500,8 +523,10 @@ class GraphitiIndex:
 
     def close(self) -> None:
         """Give the store back (the last index of a store closes its database)."""
-        self._store = None
-        self._finalizer()
+        store, self._store = self._store, None
+        if store is not None and self._finalizer.detach() is not None:
+            _release(store)
+        _drain()
 
 
 def _item(store: _OpenStore, edge: Any, score: float | None) -> MemoryItem:
@@ -710,6 +735,7 @@ class GraphitiSystem:
     def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
         """Add each chunk of turns as one episode, in history order; `model` is unused
         (graphiti has its own LLM)."""
+        _drain()
         chunks = episode_chunks(history, self.turns_per_episode)
         if not chunks:
             raise MemorySystemError(f"graphiti: history {history.history_id!r} has no turns")
@@ -796,6 +822,7 @@ class GraphitiSystem:
         return report, episodes
 
     def open(self, store: Path, history: History) -> GraphitiIndex:
+        _drain()
         meta_path = store / STORE_FILE
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))

@@ -24,7 +24,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -190,11 +190,9 @@ class Counted:
         return graphiti_facts(body)
 
 
-@pytest.fixture(scope="module")
-def locomo_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def _locomo_runs(root: Path) -> dict[str, Any]:
     """`memory=graphiti` on LoCoMo through the CLI, then the five systems from one task file,
     all over one memory cache."""
-    root = tmp_path_factory.mktemp("graphiti-locomo")
     counted = Counted()
     with LoopbackOpenAI(counted) as graphiti_llm, LoopbackOpenAI(_mem0_one_fact) as mem0_llm:
         args = root / "graphiti.json"
@@ -221,7 +219,7 @@ def locomo_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
             ],
             root,
         )
-        yield {
+        return {
             "root": root,
             "first": _logs(root / "first"),
             "systems": {str(log.eval.task).split("/")[-1]: log for log in _logs(root / "systems")},
@@ -232,7 +230,19 @@ def locomo_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         }
 
 
-def test_graphiti_on_locomo_limit_20(locomo_runs: dict[str, Any]) -> None:
+def test_graphiti_on_locomo_then_a_rerun_and_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One test for the three checks of one set of runs (a module fixture would run again on
+    each xdist worker that draws one of them)."""
+    runs = _locomo_runs(tmp_path)
+    _first_run(runs)
+    _rerun(runs)
+    _compare(runs, tmp_path, capsys)
+
+
+def _first_run(locomo_runs: dict[str, Any]) -> None:
+    """LoCoMo --limit 20: one ingestion, every LLM call counted, evidence recall, latency."""
     (log,) = locomo_runs["first"]
     assert log.status == "success" and log.samples and len(log.samples) == 20
     conv = load_locomo()[0]
@@ -269,7 +279,7 @@ def test_graphiti_on_locomo_limit_20(locomo_runs: dict[str, Any]) -> None:
     assert SECRET not in json.dumps(log.eval.metadata)
 
 
-def test_a_rerun_ingests_nothing(locomo_runs: dict[str, Any]) -> None:
+def _rerun(locomo_runs: dict[str, Any]) -> None:
     """The task file's graphiti task is the same task with the same arguments: it reads the
     store the first run built, asks the LLM nothing and retrieves the same facts."""
     (first,) = locomo_runs["first"]
@@ -284,9 +294,10 @@ def test_a_rerun_ingests_nothing(locomo_runs: dict[str, Any]) -> None:
     assert all(s.metadata["memory_ingest"]["cached"] for s in again.samples)
 
 
-def test_compare_shows_graphiti_beside_the_other_systems(
+def _compare(
     locomo_runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """memevals-compare: graphiti beside bm25, embedding, observations and mem0."""
     from memevals.tools.compare import main as compare
 
     logs: Mapping[str, EvalLog] = locomo_runs["systems"]

@@ -12,6 +12,7 @@ but loopback.
 from __future__ import annotations
 
 import collections
+import gc
 import json
 import os
 import socket
@@ -294,6 +295,18 @@ def test_a_closed_store_frees_its_database_and_opens_again(
     again.close()
     with pytest.raises(MemorySystemError, match="closed"):
         again.retrieve(MemoryQuery("running shoes", k=1))
+    # an index the garbage collector takes only queues its store: a collection may run while
+    # a lock the closing needs is held by the same thread; the next call gives it back
+    dropped = system.open(store, HISTORY)
+    shared = graphiti_module._open_stores[str(store.resolve())]
+    del dropped
+    gc.collect()
+    assert shared in graphiti_module._released and shared.users == 1
+    reopened = system.open(store, HISTORY)
+    assert not graphiti_module._released
+    assert graphiti_module._open_stores[str(store.resolve())] is not shared
+    assert reopened.retrieve(MemoryQuery("running shoes", k=1))[0].source_ids == ("D3:2",)
+    reopened.close()
 
 
 def test_episodes_of_several_turns_cite_every_turn(tmp_path: Path) -> None:
