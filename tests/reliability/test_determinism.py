@@ -94,7 +94,10 @@ def test_longmemeval_judged_is_identical_run_after_run_and_at_50_connections(
     tmp_path: Path,
 ) -> None:
     def task() -> Task:
-        return longmemeval(variant="s", data_dir=str(FIXTURES), verify_checksum=False)
+        # faulty/judge writes our judge's JSON verdicts: protocol=memevals
+        return longmemeval(
+            variant="s", data_dir=str(FIXTURES), verify_checksum=False, protocol="memevals"
+        )
 
     logs = _runs(
         task,
