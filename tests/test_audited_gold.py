@@ -203,7 +203,7 @@ def _audited_ids() -> list[str]:
 @pytest.mark.parametrize("gold", ["original", "audited"])
 def test_inspect_f1_equals_direct_computation(gold: str, tmp_path: Path, data_dir: Path) -> None:
     ids, replies, chosen = _scripted(_audited_ids(), gold)
-    task = locomo(context="none", gold=gold)
+    task = locomo(context="none", gold=gold, protocol="memevals")  # the prompts _scripted built
     assert task.metadata is not None
     assert task.metadata["gold"] == gold
     assert task.metadata["gold_ceilings"]["temporal"] == pytest.approx(0.919, abs=1e-4)

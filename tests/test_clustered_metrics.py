@@ -167,7 +167,13 @@ def test_inspect_metrics_equal_core_values(data_dir: Path, tmp_path: Path) -> No
     items, _ = _temporal_items()
     answers = {item.as_text(): _reply(n, item) for n, item in enumerate(items)}
     log = run_inspect(
-        locomo(categories="temporal", context="none", judge=True, uncertainty="full"),
+        locomo(
+            categories="temporal",
+            context="none",
+            judge=True,
+            uncertainty="full",
+            protocol="memevals",  # the prompts _temporal_items built; the memevals judge
+        ),
         answers,
         tmp_path,
         [i.id for i in items],
@@ -225,7 +231,9 @@ def test_lm_eval_aggregation_equals_core_value(data_dir: Path) -> None:
     results: dict[str, Any] | None = simple_evaluate(
         model=TableLM(answers),
         tasks=["locomo_temporal"],
-        task_manager=TaskManager(include_path=include_path(), metadata={"context": "none"}),
+        task_manager=TaskManager(
+            include_path=include_path(), metadata={"context": "none", "protocol": "memevals"}
+        ),
         samples={"locomo_temporal": indices},
         log_samples=True,
         bootstrap_iters=100,  # lm-eval's own stderr must not choke on the (value, cluster) pairs

@@ -386,7 +386,7 @@ def test_host_order_groups_by_conversation_and_raises_the_shared_prefix(
         return sum(e.shared_prefix for e in est) / sum(e.input_tokens for e in est)
 
     assert shared(file_order) == pytest.approx(0.8457, abs=5e-5)
-    assert shared(host_order) == pytest.approx(0.9284, abs=5e-5)
+    assert shared(host_order) == pytest.approx(0.92846, abs=5e-5)  # one message per sample
 
 
 def test_host_order_of_the_cognitive_task_and_bad_values(data_dir: Path) -> None:

@@ -80,13 +80,16 @@ def test_every_mode_runs_end_to_end(
         sent = [m.text for m in sample.messages if m.role in ("system", "user")]
         assert f1.metadata["prompt_tokens"] == sum(counter(t) for t in sent)
         assert f1.metadata["token_counter"] == counter.name
-        system = [m.text for m in sample.messages if m.role == "system"]
+        # one user message: the context (if any), a blank line, then the question
+        assert [m.role for m in sample.messages if m.role != "assistant"] == ["user"]
+        context, _, question = sent[0].rpartition("\n\nQuestion: ")
+        assert question
         if params["context"] == "none":
-            assert system == []
+            assert context == "" and sent[0].startswith("Question: ")
         elif params["context"] == "truncated":
-            assert counter(system[0]) <= 1500
+            assert 0 < counter(context) <= 1500
         else:
-            assert len(system) == 1
+            assert context
     counts = [s.scores["locomo_f1_scorer"].metadata["prompt_tokens"] for s in log.samples]  # type: ignore[index]
     metrics = _scores(log)["locomo_f1_scorer"]
     assert metrics["mean_prompt_tokens"] == pytest.approx(sum(counts) / len(counts))

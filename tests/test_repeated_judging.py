@@ -332,7 +332,11 @@ def test_lm_eval_rejudging_takes_judge_runs(data_dir: Path, tmp_path: Path) -> N
     ][:3]  # fmt: skip
     answers = {i.as_text(): str(i.metadata["answer"]) for i in items}
     run_dir = write_lm_eval_samples(
-        ["locomo_temporal"], answers, {"context": "none"}, tmp_path / "out", 3
+        ["locomo_temporal"],
+        answers,
+        {"context": "none", "protocol": "memevals"},
+        tmp_path / "out",
+        3,
     )
     base = [str(run_dir), "--grader", "scripted/strict", "--no-cache"]
     assert main([*base, "-S", "judge_runs=3", "--log-dir", str(tmp_path / "l1")]) == 0
