@@ -39,22 +39,23 @@ from memevals.core.files import DataError
 
 # --------------------------------------------------------------------------- reference
 
+# largest first (the test's own order)
 _REF_WORDS = {
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
     "twelve": 12,
+    "eleven": 11,
+    "ten": 10,
+    "nine": 9,
+    "eight": 8,
+    "seven": 7,
+    "six": 6,
+    "five": 5,
+    "four": 4,
+    "three": 3,
+    "two": 2,
+    "one": 1,
 }
 _REF_GAP = re.compile(
-    r"\b(\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a|an)\b"
+    r"\b(\d+|twelve|eleven|ten|nine|eight|seven|six|five|four|three|two|one|an|a)\b"
     r"\s*(week|weeks|month|months|year|years)\b"
 )
 
