@@ -95,7 +95,8 @@ def scored_samples(task_samples: list[Sample], skill: float, seed: int) -> list[
 
 
 def main() -> None:
-    task = locomo_plus(context="none")
+    # our judge's verdict scores (protocol=memevals) are what the synthetic log carries
+    task = locomo_plus(context="none", protocol="memevals")
     dataset = list(task.dataset)
     with tempfile.TemporaryDirectory() as tmp:
         [template] = inspect_eval(

@@ -427,7 +427,7 @@ def _ijson() -> Any:
         import ijson
     except ImportError as exc:
         raise ValueError(
-            "BEAM streams its chats with ijson: pip install 'memevals[longmemeval]' (or ijson)"
+            "BEAM streams its chats with ijson: pip install 'memevals[beam]' (or ijson)"
         ) from exc
     return ijson
 
