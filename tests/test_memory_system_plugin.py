@@ -175,7 +175,8 @@ def test_a_separately_installed_system_is_found_by_name(plugin: None, tmp_path: 
     assert log.eval.metadata["memory"]["memory"] == "keyword_overlap"
     assert log.eval.metadata["memory"]["memory_version"] == "0.1"
     for sample in log.samples:
-        assert sample.messages[0].role == "system"
+        # the system's context and the question go to the model as one user message
+        assert [m.role for m in sample.messages[:1]] == ["user"]
         assert len(sample.metadata["retrieved_ids"]) == 3
         assert sample.scores["evidence_recall"].value is not None
     names = {s.name for s in log.results.scores}
