@@ -71,10 +71,10 @@ from memevals.core.upstream import (
     Template,
     UpstreamError,
     UpstreamFile,
-    extract,
     template_digest,
     upstream_module,
 )
+from memevals.core.upstream import extract as extract_template
 
 __all__ = [
     "ANSWER_TOKENS",
@@ -388,7 +388,7 @@ def load_text(name: str, data_dir: str | os.PathLike[str] | None = None) -> str:
     try:
         if isinstance(template, InlineText):
             return inline_text(template, where)
-        return extract(template, where)
+        return extract_template(template, where)
     except UpstreamError as exc:
         raise UpstreamError(
             f"LoCoMo official template {name!r} ({template.locator} in {template.file}, "

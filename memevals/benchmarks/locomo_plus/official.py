@@ -50,7 +50,8 @@ from memevals.benchmarks.locomo.official import OfficialTexts as JudgeTexts
 from memevals.benchmarks.locomo.official import load_texts as load_judge_texts
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
 from memevals.core.official_judge import OfficialJudge, split_around
-from memevals.core.upstream import Template, UpstreamError, UpstreamFile, extract
+from memevals.core.upstream import Template, UpstreamError, UpstreamFile
+from memevals.core.upstream import extract as extract_template
 
 __all__ = [
     "COGNITIVE_CATEGORY",
@@ -117,7 +118,7 @@ def _load(name: str, data_dir: str | None) -> str:
     template = TEMPLATES[name]
     where = data_dir if data_dir and os.path.isfile(os.path.join(data_dir, UTILS.relpath)) else None
     try:
-        return extract(template, where)
+        return extract_template(template, where)
     except UpstreamError as exc:
         raise UpstreamError(
             f"LoCoMo-Plus official template {name!r} ({template.locator} in {template.file}, "
