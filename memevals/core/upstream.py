@@ -24,7 +24,7 @@ __all__ = [
     "Template",
     "UpstreamError",
     "UpstreamFile",
-    "extract",
+    "extract_template",
     "template_digest",
     "upstream_module",
     "upstream_source",
@@ -131,7 +131,7 @@ def upstream_module(
     return ast.parse(upstream_source(file, data_dir), filename=file.path)
 
 
-def extract(template: Template, data_dir: str | os.PathLike[str] | None = None) -> str:
+def extract_template(template: Template, data_dir: str | os.PathLike[str] | None = None) -> str:
     """The text of an upstream template, its digest verified.
 
     A string constant is returned as it is (`ast` has already joined implicit concatenation;

@@ -11,7 +11,7 @@ from memevals.core.upstream import (
     Template,
     UpstreamError,
     UpstreamFile,
-    extract,
+    extract_template,
     template_digest,
     upstream_source,
 )
@@ -45,7 +45,7 @@ def pinned(tmp_path: Path) -> tuple[UpstreamFile, Path]:
 
 
 def _text(file: UpstreamFile, data_dir: Path, locator: str, expected: str) -> str:
-    return extract(Template(file, locator, template_digest(expected)), data_dir)
+    return extract_template(Template(file, locator, template_digest(expected)), data_dir)
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_a_changed_template_digest_names_both(pinned: tuple[UpstreamFile, Path])
     file, data_dir = pinned
     wrong = "f" * 64
     with pytest.raises(UpstreamError) as err:
-        extract(Template(file, "GREETING", wrong), data_dir)
+        extract_template(Template(file, "GREETING", wrong), data_dir)
     message = str(err.value)
     assert "'GREETING'" in message and wrong in message
     assert template_digest("hello there") in message and "upstream/proj/src/mod.py" in message
@@ -122,4 +122,4 @@ def test_a_non_string_is_refused(tmp_path: Path) -> None:
         "someone/proj", "0" * 40, "v.py", hashlib.sha256(source.encode()).hexdigest()
     )
     with pytest.raises(UpstreamError, match="is a Constant, not a string"):
-        extract(Template(file, "VALUE", "0" * 64), tmp_path)
+        extract_template(Template(file, "VALUE", "0" * 64), tmp_path)

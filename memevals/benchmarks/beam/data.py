@@ -30,6 +30,7 @@ from memevals.core.benchmark import read_eval_yaml
 from memevals.core.files import (
     DATA_DIR_ENV,
     DataError,
+    PinnedFile,
     cache_dir,
     cached_download,
     data_dir_file,
@@ -51,6 +52,7 @@ __all__ = [
     "git_blob_id",
     "iter_messages",
     "load_questions",
+    "pinned_files",
 ]
 
 REPOSITORY = "mohammadtavakoli78/BEAM"
@@ -134,6 +136,22 @@ def beam_files() -> Mapping[str, BeamFile]:
             path, str(entry["git_blob"]), entry.get("size_bytes"), entry.get("sha256")
         )
     return out
+
+
+def pinned_files() -> tuple[PinnedFile, ...]:
+    """The BEAM files whose sha256 is known, as pinned data files (the benchmark record's data).
+
+    Every file, 1M and 10M too, is pinned by its git blob id (`beam_files`); these are the ones
+    a sha256 also pins.
+
+    Returns:
+        One PinnedFile per such file.
+    """
+    return tuple(
+        PinnedFile(f.relpath, f.url, f.sha256, f.size)
+        for f in beam_files().values()
+        if f.sha256 is not None
+    )
 
 
 def git_blob_id(path: Path) -> str:

@@ -32,7 +32,7 @@ from memevals.core.upstream import (
     Template,
     UpstreamError,
     UpstreamFile,
-    extract,
+    extract_template,
     template_digest,
     upstream_module,
 )
@@ -224,10 +224,10 @@ def equivalent(reply: str) -> bool:
 def _texts(data_dir: str | None) -> OfficialTexts:
     return OfficialTexts(
         question=question_template(data_dir),
-        rag=extract(RAG, data_dir),
-        judge=extract(JUDGE, data_dir),
-        equivalence_system=extract(EQUIVALENCE_SYSTEM, data_dir),
-        equivalence_user=extract(EQUIVALENCE_USER, data_dir),
+        rag=extract_template(RAG, data_dir),
+        judge=extract_template(JUDGE, data_dir),
+        equivalence_system=extract_template(EQUIVALENCE_SYSTEM, data_dir),
+        equivalence_user=extract_template(EQUIVALENCE_USER, data_dir),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memevals.benchmarks.beam.data import ABILITIES, beam_files
+from memevals.benchmarks.beam.data import ABILITIES, pinned_files
 from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, DEFAULT_TOP_K, RAG_DEFAULTS
 from memevals.core.benchmark import (
     JudgeSpec,
@@ -12,7 +12,6 @@ from memevals.core.benchmark import (
     ScoreSpec,
     declare,
 )
-from memevals.core.files import PinnedFile
 
 #: What the lm-eval group reports (written into its generated YAML).
 _GROUP_COMMENT = """\
@@ -48,11 +47,7 @@ RECORD = declare(
     judge=JudgeSpec(inputs=JUDGE_INPUTS, criterion=lambda md: "beam_rubric"),
     # the files whose sha256 is known; every file (1M and 10M too) is pinned by its git blob id
     # in eval.yaml `data` (memevals.benchmarks.beam.data)
-    data=tuple(
-        PinnedFile(f.relpath, f.url, f.sha256, f.size)
-        for f in beam_files().values()
-        if f.sha256 is not None
-    ),
+    data=pinned_files(),
     lm_eval_group="beam",
     inspect_module="memevals.inspect_tasks.beam",
     lm_eval=LmEvalSpec(

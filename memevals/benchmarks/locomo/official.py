@@ -71,10 +71,10 @@ from memevals.core.upstream import (
     Template,
     UpstreamError,
     UpstreamFile,
+    extract_template,
     template_digest,
     upstream_module,
 )
-from memevals.core.upstream import extract as extract_template
 
 __all__ = [
     "ANSWER_TOKENS",

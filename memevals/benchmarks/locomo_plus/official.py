@@ -50,8 +50,7 @@ from memevals.benchmarks.locomo.official import OfficialTexts as JudgeTexts
 from memevals.benchmarks.locomo.official import load_texts as load_judge_texts
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
 from memevals.core.official_judge import OfficialJudge, split_around
-from memevals.core.upstream import Template, UpstreamError, UpstreamFile
-from memevals.core.upstream import extract as extract_template
+from memevals.core.upstream import Template, UpstreamError, UpstreamFile, extract_template
 
 __all__ = [
     "COGNITIVE_CATEGORY",

@@ -47,7 +47,7 @@ from memevals.core.upstream import (
     Template,
     UpstreamError,
     UpstreamFile,
-    extract,
+    extract_template,
     template_digest,
     upstream_module,
 )
@@ -307,7 +307,7 @@ def load_text(name: str, data_dir: str | os.PathLike[str] | None = None) -> str:
     try:
         if "+=" in template.locator:
             return _appended(template, where)
-        return extract(template, where)
+        return extract_template(template, where)
     except UpstreamError as exc:
         raise UpstreamError(
             f"LongMemEval official template {name!r} ({template.locator}, sha256 "

@@ -28,7 +28,7 @@ from memevals.benchmarks.beam.data import conversations, load_questions
 from memevals.benchmarks.beam.memory import chunk_text
 from memevals.benchmarks.beam.samples import BeamOptions, build
 from memevals.core.memory_options import MemoryOptions
-from memevals.core.upstream import UpstreamError, extract
+from memevals.core.upstream import UpstreamError, extract_template
 
 UPSTREAM = Path(os.environ["MEMEVALS_DATA_DIR"]) / "upstream" / "BEAM" / "src"
 ENC = bpe_openai.get_encoding("cl100k_base")
@@ -140,7 +140,7 @@ def test_rag_prompt_is_upstreams_template_with_the_retrieved_turns() -> None:
     item = items[0]
     assert item.metadata["conversation"] == "100K-1" and len(item.metadata["retrieved_ids"]) == 3
     context = "".join(chunk_text(turns[i]) for i in item.metadata["retrieved_ids"])
-    rag = extract(official.RAG)
+    rag = extract_template(official.RAG)
     assert item.user == rag.replace("<context>", context).replace(
         "<question>", item.metadata["question"]
     )
@@ -157,7 +157,7 @@ def test_judge_prompt_keeps_upstreams_unfilled_question_slot() -> None:
 
 def test_a_changed_upstream_file_or_template_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(UpstreamError) as info:
-        extract(dataclasses.replace(official.JUDGE, sha256="0" * 64))
+        extract_template(dataclasses.replace(official.JUDGE, sha256="0" * 64))
     msg = str(info.value)
     assert "unified_llm_judge_base_prompt" in msg and "0" * 64 in msg
     assert official.JUDGE.sha256 in msg or "sha256" in msg

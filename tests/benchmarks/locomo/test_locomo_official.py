@@ -25,7 +25,7 @@ from memevals.benchmarks.locomo.samples import LocomoOptions, build
 from memevals.benchmarks.locomo.scoring import locomo_f1
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.official_judge import LABEL_RULES, OFFICIAL_JUDGE_KEY, OfficialJudge
-from memevals.core.upstream import Template, UpstreamError, extract, template_digest
+from memevals.core.upstream import Template, UpstreamError, extract_template, template_digest
 
 
 def _items(**memory: Any) -> list[Any]:
@@ -242,7 +242,7 @@ def test_a_corrupted_upstream_copy_is_refused_naming_both_digests(
 def test_a_template_whose_digest_differs_is_refused(data_dir: Path) -> None:
     wrong = "0" * 64
     with pytest.raises(UpstreamError) as err:
-        extract(Template(official.EVALUATE_GPTS, "QA_PROMPT", wrong), data_dir)
+        extract_template(Template(official.EVALUATE_GPTS, "QA_PROMPT", wrong), data_dir)
     assert wrong in str(err.value) and official.TEMPLATES["answer"].sha256 in str(err.value)
     inline = official.InlineText(official.EVALUATE_GPTS, "get_gpt_answers", 25, wrong)
     with pytest.raises(UpstreamError) as err:
