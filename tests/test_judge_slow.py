@@ -30,7 +30,13 @@ def test_smollm2_answers_and_judges(smollm2_dir: Path, data_dir: Path, tmp_path:
         do_sample=False,
         config=GenerateConfig(max_tokens=24),
     )
-    task = locomo(categories="single_hop,adversarial", context="none", judge=True, max_tokens=8)
+    task = locomo(
+        categories="single_hop,adversarial",
+        context="none",
+        judge=True,
+        max_tokens=8,
+        protocol="memevals",  # our judge: strict JSON verdicts, unscored when unreadable
+    )
     log = eval(
         task,
         model=model,
