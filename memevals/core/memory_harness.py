@@ -215,13 +215,19 @@ class MemoryRun:
         return bool(getattr(self.system, "uses_model", False))
 
     def settings(self) -> dict[str, Any]:
-        """What the log records of the system: name, version, arguments, cache."""
-        return {
+        """What the log records of the system: name, version, arguments, cache, and the
+        system's optional `runtime_args` (how it calls its LLM: timeouts, retries), which are
+        logged but never keyed."""
+        out: dict[str, Any] = {
             "memory": self.system.name,
             "memory_version": self.system.version,
             "memory_args": dict(self.system.args),
             "memory_cache": self.cache,
         }
+        runtime = getattr(self.system, "runtime_args", None)
+        if runtime:
+            out["memory_runtime_args"] = dict(runtime)
+        return out
 
     def key(self, history: History, model: TextModel | None = None) -> str:
         """The cache key of `history`'s store. A system that uses the memory model (its
