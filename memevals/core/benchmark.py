@@ -89,6 +89,11 @@ class JudgeSpec:
     criterion: Callable[[Mapping[str, Any]], str] | None = None
     #: the criteria its samples may name (its scoring module declares and registers them)
     criteria: tuple[CriterionSpec, ...] = ()
+    #: the grader calls the judge makes for one sample, from its metadata, as far as they are
+    #: known before the answer (the cost estimate counts them)
+    calls: Callable[[Mapping[str, Any]], int] = field(default=lambda md: 1)
+    #: how those calls are counted, and any the count cannot know (the estimate prints it)
+    calls_note: str = "one per sample"
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,12 @@ Accounting rules (stated because a bill depends on them):
   connections the first questions on a history can arrive before its first answer has filled
   the cache, so real savings are somewhat lower.
 * Output tokens are not known in advance: `--output-tokens` per sample, default the task's
-  `max_tokens` (an upper bound). Judge calls (the record's judge scorers call a grader model)
-  and multi-call solvers (a chain-of-note that reads each session first) are not included; the
-  printout says when a task has them.
+  `max_tokens` (an upper bound). Multi-call solvers (a chain-of-note that reads each session
+  first) are not included; the printout says when a task has them.
+* Grader calls: a task whose scorers judge with a grader model (its record's judge scores)
+  gets a count of the grader calls, per sample from what its record declares
+  (`JudgeSpec.calls`: one per sample, or BEAM's one per rubric item) with the record's words on
+  what the count leaves out (`JudgeSpec.calls_note`). Their tokens are not priced.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import argparse
 import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from inspect_ai import Task
@@ -60,6 +63,7 @@ __all__ = [
     "CacheRule",
     "Costs",
     "Estimate",
+    "GraderCalls",
     "SampleTokens",
     "build_task",
     "cacheable",
@@ -86,6 +90,21 @@ class SampleTokens:
     id: str
     input_tokens: int
     shared_prefix: int
+
+
+@dataclass(frozen=True)
+class GraderCalls:
+    """The grader calls one judge scorer makes, per sample, as its benchmark's record declares."""
+
+    scorer: str
+    #: calls per sample, in sample order
+    per_sample: tuple[int, ...]
+    #: the record's words on how they are counted and what the count leaves out
+    note: str
+
+    @property
+    def total(self) -> int:
+        return sum(self.per_sample)
 
 
 @dataclass(frozen=True)
@@ -127,6 +146,7 @@ class Estimate:
     output_tokens_per_sample: int
     output_tokens_source: str
     notes: list[str]
+    grader_calls: list[GraderCalls] = field(default_factory=list)
 
     @property
     def input_tokens(self) -> int:
@@ -282,26 +302,42 @@ def estimate_samples(samples: Sequence[Sample], counter: TokenCounter) -> list[S
     return out
 
 
-def _judges(task: Task) -> list[str]:
-    """The task's scorers that call a grader model: its record's judge scores (a task without
-    a record: a scorer named like a judge)."""
+def grader_calls(task: Task, samples: Sequence[Sample]) -> list[GraderCalls]:
+    """The grader calls of the task's judge scorers (its record's judge scores), per sample
+    from the record's declaration (`JudgeSpec.calls`); a task without a record: one per sample
+    for each scorer named like a judge.
+
+    Args:
+        task: the built task.
+        samples: the samples counted.
+
+    Returns:
+        One entry per judge scorer, in scorer order.
+    """
     names = [registry_info(s).name.rpartition("/")[2] for s in task.scorer or []]
     benchmark = str((task.metadata or {}).get("benchmark") or "")
     record = records().get(benchmark) or record_for_task(task.name)
     if record is None:
-        return [n for n in names if "judge" in n]
-    return [n for n in names if (spec := record.score(n)) is not None and spec.kind == "judge"]
+        judged = [n for n in names if "judge" in n]
+        one = tuple(1 for _ in samples)
+        return [GraderCalls(n, one, "one per sample (assumed: no record)") for n in judged]
+    out: list[GraderCalls] = []
+    for name in names:
+        spec = record.score(name)
+        if spec is None or spec.kind != "judge":
+            continue
+        judge = record.judge
+        if judge is None:
+            out.append(GraderCalls(name, tuple(1 for _ in samples), "one per sample"))
+            continue
+        per_sample = tuple(int(judge.calls(s.metadata or {})) for s in samples)
+        out.append(GraderCalls(name, per_sample, judge.calls_note))
+    return out
 
 
 def _notes(task: Task) -> list[str]:
     notes: list[str] = []
     md = task.metadata or {}
-    judged = _judges(task)
-    if judged:
-        notes.append(
-            f"scorer {', '.join(judged)} calls a grader model once per sample (or more on an "
-            "unreadable verdict): not included"
-        )
     if md.get("chain_of_note"):
         notes.append("chain_of_note makes one extra call per history session: not included")
     return notes
@@ -336,6 +372,7 @@ def estimate(
         output_tokens_per_sample=per_sample,
         output_tokens_source=source,
         notes=_notes(task),
+        grader_calls=grader_calls(task, samples),
     )
 
 
@@ -389,6 +426,13 @@ def report(
             f"  with caching:    ${costs.with_cache:,.2f} (cached input at {cached_ratio:g}x, "
             f"{costs.written_tokens:,} tokens written at {write_ratio:g}x; saves {_pct(saved)})",
         ]
+    for calls in est.grader_calls:
+        counts = calls.per_sample
+        lines.append(
+            f"grader calls ({calls.scorer}): {calls.total:,} = "
+            f"{calls.total / len(counts):,.2f} per sample (min {min(counts):,}, "
+            f"max {max(counts):,}): {calls.note}; their tokens are not included above"
+        )
     lines += [f"note: {n}" for n in est.notes]
     if per_sample:
         lines.append("")

@@ -44,7 +44,14 @@ RECORD = declare(
         ScoreSpec("memory_system", "memory", "memory"),
     ),
     # every question is judged item by item against its own rubric (no shared criterion)
-    judge=JudgeSpec(inputs=JUDGE_INPUTS, criterion=lambda md: "beam_rubric"),
+    judge=JudgeSpec(
+        inputs=JUDGE_INPUTS,
+        criterion=lambda md: "beam_rubric",
+        calls=lambda md: len(md["rubric"]),
+        calls_note="one per rubric item; an event-ordering answer also makes equivalence calls "
+        "(each answer line against the rubric items not yet matched, until one matches), "
+        "which depend on the answer and are not counted",
+    ),
     # the files whose sha256 is known; every file (1M and 10M too) is pinned by its git blob id
     # in eval.yaml `data` (memevals.benchmarks.beam.data)
     data=pinned_files(),

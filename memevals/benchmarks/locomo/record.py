@@ -54,6 +54,9 @@ RECORD = declare(
         inputs=("judge", "answer", "category_id"),
         criterion=lambda md: str(md["judge"]["criterion"]),
         criteria=LOCOMO_CRITERIA,
+        calls=lambda md: 1,
+        calls_note="one per sample; protocol=memevals asks once more after an unreadable "
+        "verdict, and -T judge_runs=N judges each sample N times",
     ),
     data=(LOCOMO_FILE,),
     lm_eval_group="locomo",

@@ -66,6 +66,9 @@ RECORD = declare(
         inputs=("judge", "category"),
         criterion=lambda md: str(md["judge"]["criterion"]),
         criteria=(*LOCOMO_CRITERIA, *LOCOMO_PLUS_CRITERIA),
+        calls=lambda md: 1,
+        calls_note="one per sample; protocol=memevals asks once more after an unreadable "
+        "verdict, and -T judge_runs=N judges each sample N times",
     ),
     data=(LOCOMO_FILE, LOCOMO_PLUS_FILE),
     lm_eval_group="locomo_plus",

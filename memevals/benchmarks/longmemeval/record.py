@@ -85,6 +85,9 @@ RECORD = declare(
         inputs=("judge", "category", "abstention"),
         criterion=lambda md: str(md["judge"]["criterion"]),
         criteria=LONGMEMEVAL_CRITERIA,
+        calls=lambda md: 1,
+        calls_note="one per sample; protocol=memevals asks once more after an unreadable "
+        "verdict, and -T judge_runs=N judges each sample N times",
     ),
     lm_eval_group=None,
     inspect_module="memevals.inspect_tasks.longmemeval",
