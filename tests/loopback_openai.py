@@ -5,7 +5,13 @@
 answers with whatever `reply(body)` returns:
 
 - a `str`: the assistant message's content (usage counts words, 1 token each);
+- a `dict`: the assistant message itself (e.g. with `tool_calls`);
 - an `HttpFailure`: that HTTP status and body (for 5xx / 4xx tests).
+
+The endpoint check a memory system makes before ingesting (memevals.memory_systems.endpoint)
+is answered by the server itself, as a capable server would, and recorded in `probes`, not in
+`requests` (so the counts of a system's own calls stay exact); `answer_probes=False` hands
+probes to `reply` like any request (and records them in both).
 
 `mem0_facts` is a `reply` for mem0 2.2.1's extraction call: it reads the "## New Messages"
 section of the user prompt and returns one fact per message line, as mem0 parses it:
@@ -30,6 +36,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from memevals.memory_systems.endpoint import PROBE_NAME, is_probe
+
 __all__ = [
     "HttpFailure",
     "LoopbackOpenAI",
@@ -37,6 +45,7 @@ __all__ = [
     "mem0_facts",
     "new_messages",
     "plain",
+    "probe_answer",
 ]
 
 #: The line memevals' mem0 system writes per turn, as mem0 prefixes it with the role.
@@ -51,7 +60,25 @@ class HttpFailure:
     body: str = "loopback failure"
 
 
-Reply = Callable[[dict[str, Any]], str | HttpFailure]
+Reply = Callable[[dict[str, Any]], str | dict[str, Any] | HttpFailure]
+
+
+def probe_answer(body: dict[str, Any]) -> str | dict[str, Any]:
+    """What a capable server answers to an endpoint check: the JSON object it asks for, or
+    for a tool-calling check the one tool call."""
+    if body.get("tools"):
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_probe",
+                    "type": "function",
+                    "function": {"name": PROBE_NAME, "arguments": '{"ok": true}'},
+                }
+            ],
+        }
+    return '{"ok": true}'
 
 
 def plain(text: str) -> Reply:
@@ -101,9 +128,12 @@ class LoopbackOpenAI:
         *,
         api_key: str | None = None,
         start_timeout_s: float = 5.0,
+        answer_probes: bool = True,
     ) -> None:
         self.reply = reply
         self.api_key = api_key  # when set, other keys get 401
+        self.answer_probes = answer_probes
+        self.probes: list[dict[str, Any]] = []  # endpoint checks (all of them)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []  # per request, names lower-cased
         self.lock = threading.Lock()
@@ -123,10 +153,11 @@ class LoopbackOpenAI:
             raise RuntimeError("the loopback server is not running")
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
+    def _completion(self, body: dict[str, Any], answer: str | dict[str, Any]) -> dict[str, Any]:
         prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        message = answer if isinstance(answer, dict) else {"role": "assistant", "content": answer}
         prompt_tokens = len(prompt.split())
-        completion_tokens = len(content.split())
+        completion_tokens = len(str(message.get("content") or "").split())
         return {
             "id": f"chatcmpl-loopback-{self.count}",
             "object": "chat.completion",
@@ -135,8 +166,8 @@ class LoopbackOpenAI:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                 }
             ],
             "usage": {
@@ -156,13 +187,21 @@ class LoopbackOpenAI:
                     return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                probe = is_probe(body)
+                answered = probe and backend.answer_probes
                 with backend.lock:
-                    backend.requests.append(body)
-                    backend.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    if probe:
+                        backend.probes.append(body)
+                    if not answered:
+                        backend.requests.append(body)
+                        backend.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if backend.api_key is not None and (
                     self.headers.get("Authorization") != f"Bearer {backend.api_key}"
                 ):
                     self._send(401, {"error": {"message": "bad key"}})
+                    return
+                if answered:
+                    self._send(200, backend._completion(body, probe_answer(body)))
                     return
                 try:
                     answer = backend.reply(body)

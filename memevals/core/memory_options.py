@@ -141,7 +141,8 @@ class SystemChoice:
 def system_choice(options: MemoryOptions, default_top_k: int) -> SystemChoice:
     """Build the memory system of `options.memory` (ValueError naming the closest registered
     name or the bad argument) with the benchmark's default k; the system is built here, before
-    any model call, so a missing package or model fails early."""
+    any model call, so a missing package or model fails early, and a system with a
+    `preflight()` method checks its endpoint (MemorySystemError naming what is missing)."""
     if options.memory is None:
         raise ValueError("no memory system was asked for (-T memory=<name>)")
     for name in ("memory_cache", "memory_answers"):
@@ -150,6 +151,11 @@ def system_choice(options: MemoryOptions, default_top_k: int) -> SystemChoice:
             raise ValueError(f"{name} must be true or false, got {value!r}")
     system = load_memory_system(options.memory, parse_memory_args(options.memory_args))
     k = checked_top_k(options.top_k, default_top_k)
+    # a system that calls its own endpoint checks it here, before any sample: one line naming
+    # what is missing, not a traceback per sample from deep inside its first ingestion
+    preflight = getattr(system, "preflight", None)
+    if callable(preflight):
+        preflight()
     return SystemChoice(system, k, options.memory_cache is not False, bool(options.memory_answers))
 
 

@@ -107,6 +107,8 @@ UNDATED_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
 DEFAULT_MIN_SIMILARITY = 0.0
 #: Neo4j / FalkorDB passwords come from here (never an argument: arguments are logged).
 PASSWORD_ENV = "GRAPHITI_DB_PASSWORD"
+#: The longest the endpoint check waits for its one reply (a model still loading answers late).
+PREFLIGHT_TIMEOUT_S = 60.0
 
 _LONGMEMEVAL_DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2}) \(\w+\) (\d{1,2}):(\d{2})")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%d %B %Y", "%d %B, %Y", "%B %d, %Y")
@@ -356,16 +358,22 @@ def group_id(history: History) -> str:
 
 class _Counter:
     """graphiti's `AsyncOpenAI` stand-in: forwards `chat.completions.create` to the real client
-    and counts the replies and their tokens (graphiti's generic client records no usage)."""
+    and counts the replies and their tokens (graphiti's generic client records no usage); with
+    `max_tokens`, no call may ask for more (graphiti asks up to 16,384 per call, some calls
+    with the number written into graphiti's code rather than its client's setting)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, max_tokens: int | None = None) -> None:
         self._client = client
+        self.max_tokens = max_tokens
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
         self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(create=self.create))
 
     async def create(self, **kwargs: Any) -> Any:
+        if self.max_tokens is not None:
+            asked = kwargs.get("max_tokens")
+            kwargs["max_tokens"] = self.max_tokens if asked is None else min(asked, self.max_tokens)
         response = await self._client.chat.completions.create(**kwargs)
         usage = getattr(response, "usage", None)
         self.calls += 1
@@ -589,6 +597,8 @@ class GraphitiSystem:
         db_user: str | None = None,
         llm_timeout_s: float = 120.0,
         llm_max_retries: int = 2,
+        llm_max_tokens: int | None = None,
+        llm_preflight: bool = True,
     ) -> None:
         api = _api()
         # a new graphiti or Kuzu may store another graph: a new version, so new stores
@@ -639,6 +649,14 @@ class GraphitiSystem:
         self.min_similarity = float(min_similarity)
         self.turns_per_episode = _check_int("turns_per_episode", turns_per_episode, 1)
         self.llm_max_retries = _check_int("llm_max_retries", llm_max_retries, 0)
+        self.llm_max_tokens = (
+            None if llm_max_tokens is None else _check_int("llm_max_tokens", llm_max_tokens, 1)
+        )
+        if not isinstance(llm_preflight, bool):
+            raise ValueError(
+                f"memory=graphiti: llm_preflight must be true or false, not {llm_preflight!r}"
+            )
+        self.llm_preflight = llm_preflight
         self.llm_base_url = base_url.rstrip("/")
         self.llm_model = llm_model
         # never part of args, the cache key or any log
@@ -652,7 +670,8 @@ class GraphitiSystem:
         # the endpoint and model decide which facts are extracted; the reranker and the
         # similarity floor decide the ranking and are logged with the rest, so they also key
         # the store (the protocol logs what it keys); the key, timeout and retries decide
-        # nothing
+        # nothing (runtime_args logs them). A token limit cuts replies, so it is keyed, and only
+        # when given: without it graphiti's own limits apply, as in the stores of earlier runs
         out: dict[str, Any] = {
             "llm_base_url": self.llm_base_url,
             "llm_model": self.llm_model,
@@ -665,7 +684,37 @@ class GraphitiSystem:
         }
         if self.uri is not None:
             out["uri"] = self.uri
+        if self.llm_max_tokens is not None:
+            out["llm_max_tokens"] = self.llm_max_tokens
         return out
+
+    @property
+    def runtime_args(self) -> Mapping[str, Any]:
+        """How the LLM is called, logged with the run's settings but not keyed (no stored
+        fact depends on them)."""
+        return {
+            "llm_timeout_s": self.llm_timeout_s,
+            "llm_max_retries": self.llm_max_retries,
+            "llm_preflight": self.llm_preflight,
+        }
+
+    def preflight(self) -> None:
+        """Check, once per process, that `llm_base_url` answers graphiti's json_schema
+        structured-output requests (MemorySystemError in one line otherwise);
+        `llm_preflight=false` skips it (a rerun that reads only stored graphs needs no
+        endpoint)."""
+        if not self.llm_preflight:
+            return
+        from memevals.memory_systems.endpoint import preflight
+
+        preflight(
+            self.llm_base_url,
+            self._api_key,
+            self.llm_model,
+            system=self.name,
+            needs=("json_schema",),
+            timeout_s=min(self.llm_timeout_s, PREFLIGHT_TIMEOUT_S),
+        )
 
     def __repr__(self) -> str:
         return f"GraphitiSystem({dict(self.args)!r})"
@@ -712,7 +761,8 @@ class GraphitiSystem:
                 base_url=self.llm_base_url,
                 timeout=self.llm_timeout_s,
                 max_retries=self.llm_max_retries,
-            )
+            ),
+            self.llm_max_tokens,
         )
         config = api.llm_config.LLMConfig(
             api_key=self._api_key,

@@ -20,6 +20,7 @@ A history for which mem0 stored no memory at all is therefore an ingestion failu
 
 from __future__ import annotations
 
+import collections
 import importlib
 import os
 import re
@@ -47,6 +48,7 @@ __all__ = [
     "DUMMY_API_KEY",
     "HISTORY_DB",
     "INSTALL_HINT",
+    "PREFLIGHT_TIMEOUT_S",
     "QDRANT_DIR",
     "VERSION_SUFFIX",
     "Mem0Index",
@@ -66,6 +68,8 @@ QDRANT_DIR = "qdrant"
 HISTORY_DB = "mem0-history.db"
 COLLECTION = "memevals"
 INSTALL_HINT = "pip install 'memevals[mem0]'"
+#: The longest the endpoint check waits for its one reply (a model still loading answers late).
+PREFLIGHT_TIMEOUT_S = 60.0
 
 _import_lock = threading.Lock()
 #: mem0 builds a SentenceTransformer per Memory; this lock guards the swap that makes it reuse
@@ -75,6 +79,8 @@ _embedder_lock = threading.Lock()
 #: opened twice in one process (two runs over one cache) must share one client.
 _open_stores: dict[str, _OpenStore] = {}
 _open_lock = threading.Lock()
+#: Stores of indexes the garbage collector took, closed at the next call (`_drain`).
+_released: collections.deque[_OpenStore] = collections.deque()
 
 
 def _mem0() -> Any:
@@ -192,7 +198,9 @@ class Mem0Index:
     def __init__(self, store: _OpenStore, scope: str) -> None:
         self._store: _OpenStore | None = store
         self.scope = scope
-        self._finalizer = weakref.finalize(self, _release, store)
+        self._finalizer = weakref.finalize(self, _dropped, store)
+        # at exit the process lets go of its stores anyway
+        self._finalizer.atexit = False
 
     def retrieve(self, query: MemoryQuery) -> Sequence[MemoryItem]:
         store = self._store
@@ -226,18 +234,39 @@ class Mem0Index:
 
     def close(self) -> None:
         """Give the store back (the last index of a store closes qdrant and SQLite)."""
-        self._store = None
-        self._finalizer()
+        store, self._store = self._store, None
+        if store is not None and self._finalizer.detach() is not None:
+            _release(store)
+        _drain()
+
+
+def _dropped(store: _OpenStore) -> None:
+    """An index the garbage collector took: its store is closed at the next call into this
+    module, never here (a collection may run anywhere: inside `open` holding `_open_lock`, or
+    inside a thread pool's submit holding the pool's lock, which closing would take again)."""
+    _released.append(store)
+
+
+def _drain() -> None:
+    """Give back the stores of the indexes the garbage collector took."""
+    while True:
+        try:
+            store = _released.popleft()
+        except IndexError:
+            return
+        _release(store)
 
 
 def _release(store: _OpenStore) -> None:
+    # closed under the lock: a store opened again meanwhile would find qdrant's folder locked
     with _open_lock:
         store.users -= 1
         if store.users > 0:
             return
         if _open_stores.get(store.key) is store:
             del _open_stores[store.key]
-    _close_memory(store.memory)
+        with store.lock:  # not while a retrieval of another thread is searching it
+            _close_memory(store.memory)
 
 
 class Mem0System:
@@ -256,6 +285,8 @@ class Mem0System:
         temperature: float = 0.0,
         llm_timeout_s: float = 120.0,
         llm_max_retries: int = 2,
+        llm_max_tokens: int | None = None,
+        llm_preflight: bool = True,
     ) -> None:
         mem0 = _mem0()
         self.version = f"mem0ai-{mem0.__version__}-{VERSION_SUFFIX}"
@@ -279,8 +310,24 @@ class Mem0System:
             raise ValueError(
                 f"memory=mem0: llm_max_retries must be an integer >= 0, not {llm_max_retries!r}"
             )
-        if not isinstance(llm_timeout_s, int | float) or llm_timeout_s <= 0:
+        if (
+            isinstance(llm_timeout_s, bool)
+            or not isinstance(llm_timeout_s, int | float)
+            or llm_timeout_s <= 0
+        ):
             raise ValueError(f"memory=mem0: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
+        if llm_max_tokens is not None and (
+            isinstance(llm_max_tokens, bool)
+            or not isinstance(llm_max_tokens, int)
+            or llm_max_tokens < 1
+        ):
+            raise ValueError(
+                f"memory=mem0: llm_max_tokens must be an integer >= 1, not {llm_max_tokens!r}"
+            )
+        if not isinstance(llm_preflight, bool):
+            raise ValueError(
+                f"memory=mem0: llm_preflight must be true or false, not {llm_preflight!r}"
+            )
         if not isinstance(embedding_model, str) or not embedding_model:
             raise ValueError(
                 f"memory=mem0: embedding_model must be a model name or folder, not "
@@ -295,18 +342,52 @@ class Mem0System:
         self.temperature = float(temperature)
         self.llm_timeout_s = float(llm_timeout_s)
         self.llm_max_retries = llm_max_retries
+        self.llm_max_tokens = llm_max_tokens
+        self.llm_preflight = llm_preflight
 
     @property
     def args(self) -> Mapping[str, Any]:
         # the endpoint is named since it decides which model extracted the facts; the key,
-        # the timeout and the retries decide nothing that is stored
-        return {
+        # the timeout and the retries decide nothing that is stored (runtime_args logs them).
+        # A token limit cuts replies, so it is keyed, and only when given: without it mem0
+        # sends its own limit, as the stores of earlier runs were built
+        out: dict[str, Any] = {
             "llm_base_url": self.llm_base_url,
             "llm_model": self.llm_model,
             "embedding_model": self.embedding_model,
             "turns_per_add": self.turns_per_add,
             "temperature": self.temperature,
         }
+        if self.llm_max_tokens is not None:
+            out["llm_max_tokens"] = self.llm_max_tokens
+        return out
+
+    @property
+    def runtime_args(self) -> Mapping[str, Any]:
+        """How the LLM is called, logged with the run's settings but not keyed (no stored
+        memory depends on them)."""
+        return {
+            "llm_timeout_s": self.llm_timeout_s,
+            "llm_max_retries": self.llm_max_retries,
+            "llm_preflight": self.llm_preflight,
+        }
+
+    def preflight(self) -> None:
+        """Check, once per process, that `llm_base_url` answers mem0's JSON-mode extraction
+        request (MemorySystemError in one line otherwise); `llm_preflight=false` skips it (a
+        rerun that reads only stored memories needs no endpoint)."""
+        if not self.llm_preflight:
+            return
+        from memevals.memory_systems.endpoint import preflight
+
+        preflight(
+            self.llm_base_url,
+            self._api_key,
+            self.llm_model,
+            system=self.name,
+            needs=("json_object",),
+            timeout_s=min(self.llm_timeout_s, PREFLIGHT_TIMEOUT_S),
+        )
 
     def __repr__(self) -> str:
         return f"Mem0System({dict(self.args)!r})"
@@ -339,6 +420,8 @@ class Mem0System:
             "temperature": self.temperature,
             "is_reasoning_model": False,
         }
+        if self.llm_max_tokens is not None:
+            llm_config["max_tokens"] = self.llm_max_tokens
         if counter is not None:
             llm_config["response_callback"] = counter
         config = {
@@ -391,6 +474,7 @@ class Mem0System:
 
     def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
         """Add each chunk of turns in history order; `model` is unused (mem0 has its own)."""
+        _drain()
         chunks = turn_chunks(history, self.turns_per_add)
         if not chunks:
             raise MemorySystemError(f"mem0: history {history.history_id!r} has no turns")
@@ -445,6 +529,7 @@ class Mem0System:
         )
 
     def open(self, store: Path, history: History) -> Mem0Index:
+        _drain()
         if not (store / QDRANT_DIR).is_dir():
             raise MemorySystemError(f"mem0: {store} holds no qdrant folder; not a mem0 store")
         key = str(store.resolve())

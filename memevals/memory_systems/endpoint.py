@@ -1,0 +1,203 @@
+"""The preflight of a memory system's own LLM endpoint: reachable, and able to do what the
+system sends it, checked with one tiny request per need before anything is ingested.
+
+graphiti asks for `json_schema` structured output, mem0 for a `json_object`, a tool-calling
+system for tool calls; a server that cannot (llama-cpp-python's server answers `json_schema`
+with HTTP 500) or that is not there would otherwise fail deep inside the first ingestion, one
+long traceback per sample. `preflight` fails instead with one line naming the endpoint, what
+is missing and the `memory_args` to change:
+
+    preflight("http://127.0.0.1:8080/v1", key, "qwen", system="graphiti")
+
+A need that passed is remembered for the process by (endpoint, model, need): a run asks once,
+not once per sample or task. A failure is not remembered (the server may come up).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from memevals.core.memory_system import MemorySystemError
+
+__all__ = [
+    "NEEDS",
+    "PROBE_NAME",
+    "forget_probes",
+    "is_probe",
+    "preflight",
+]
+
+#: What a system may need of its endpoint (each is one probe request):
+#: `json_schema`: response_format json_schema (structured output);
+#: `json_object`: response_format json_object (JSON mode);
+#: `tool_calls`: a tool call back for a request with one tool and tool_choice "required".
+NEEDS: tuple[str, ...] = ("json_schema", "json_object", "tool_calls")
+#: The schema / tool name of every probe request (test servers recognise probes by it).
+PROBE_NAME = "memevals_endpoint_check"
+#: Tokens a probe may generate: the expected reply is `{"ok": true}` or one short tool call.
+PROBE_MAX_TOKENS = 64
+
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+}
+_ASK = f'{PROBE_NAME}: reply with the JSON object {{"ok": true}} and nothing else.'
+_ASK_TOOL = f"{PROBE_NAME}: call the tool {PROBE_NAME} with ok set to true."
+#: What a system sends for each need, in the words of the message.
+_DOING = {
+    "json_schema": "a response_format json_schema (structured output) request",
+    "json_object": "a response_format json_object (JSON mode) request",
+    "tool_calls": "a tool-calling request (tools with tool_choice)",
+}
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
+
+_passed: set[tuple[str, str, str]] = set()
+_lock = threading.Lock()
+
+
+def is_probe(body: dict[str, Any]) -> bool:
+    """True for a chat-completions request body that `preflight` sent.
+
+    Args:
+        body: the request's JSON body.
+
+    Returns:
+        Whether its last message is a probe's question.
+    """
+    messages = body.get("messages") or []
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    return str(last.get("content") or "").startswith(f"{PROBE_NAME}:")
+
+
+def forget_probes() -> None:
+    """Forget every need that passed in this process (tests; a server swapped under a run)."""
+    with _lock:
+        _passed.clear()
+
+
+def preflight(
+    base_url: str,
+    api_key: str,
+    model: str,
+    *,
+    system: str,
+    needs: Sequence[str] = ("json_schema",),
+    timeout_s: float = 30.0,
+) -> None:
+    """Check that the endpoint answers the kind of request `system` sends, once per need.
+
+    Args:
+        base_url: the OpenAI-compatible base URL (`.../v1`; `/chat/completions` is added).
+        api_key: the key sent as `Authorization: Bearer` (never part of a message).
+        model: the model name the system asks for.
+        system: the memory system's name, which starts the message (`graphiti: ...`).
+        needs: what the system needs of the endpoint, from NEEDS.
+        timeout_s: the limit of one probe request in seconds.
+
+    Raises:
+        MemorySystemError: one line naming the URL, what failed or is missing and the
+            `memory_args` that choose another endpoint or model.
+        ValueError: a need that is not one of NEEDS.
+    """
+    unknown = [n for n in needs if n not in NEEDS]
+    if unknown:
+        raise ValueError(f"preflight: unknown need {unknown[0]!r} (known: {', '.join(NEEDS)})")
+    url = base_url.rstrip("/")
+    for need in needs:
+        key = (url, model, need)
+        with _lock:
+            if key in _passed:
+                continue
+        problem = _probe(url, api_key, model, need, timeout_s)
+        if problem is not None:
+            raise MemorySystemError(
+                f"{system}: the LLM endpoint {url} (model {model!r}) {problem}; {system} needs "
+                f"an OpenAI-compatible server that answers {_DOING[need]}: "
+                f'-T memory_args="llm_base_url=http://HOST:PORT/v1,llm_model=NAME" '
+                "(lm-eval: the same memory_args in --metadata; docs/memory_systems.md)"
+            )
+        with _lock:
+            _passed.add(key)
+
+
+def _request(model: str, need: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": PROBE_MAX_TOKENS,
+        "temperature": 0,
+        "messages": [{"role": "user", "content": _ASK_TOOL if need == "tool_calls" else _ASK}],
+    }
+    if need == "json_schema":
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": PROBE_NAME, "schema": _SCHEMA},
+        }
+    elif need == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    else:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": PROBE_NAME,
+                    "description": "Confirms that tool calls work.",
+                    "parameters": _SCHEMA,
+                },
+            }
+        ]
+        body["tool_choice"] = "required"
+    return body
+
+
+def _short(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _probe(url: str, api_key: str, model: str, need: str, timeout_s: float) -> str | None:
+    """What is wrong with the endpoint for `need` (None when the probe passed)."""
+    import httpx
+
+    try:
+        response = httpx.post(
+            f"{url}/chat/completions",
+            json=_request(model, need),
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=timeout_s,
+        )
+    except httpx.TimeoutException:
+        return f"did not answer within {timeout_s:g} s"
+    except httpx.HTTPError as exc:
+        reason = _short(str(exc) or type(exc).__name__, 100)
+        return f"cannot be reached ({reason})"
+    status = response.status_code
+    if status in (401, 403):
+        return f"refused the API key (HTTP {status}: set OPENAI_API_KEY or llm_api_key)"
+    if status == 404:
+        return f"has no /chat/completions or no such model (HTTP 404: {_short(response.text)})"
+    if status >= 400:
+        return f"failed {_DOING[need]} with HTTP {status} ({_short(response.text)})"
+    try:
+        message = response.json()["choices"][0]["message"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return f"answered with no chat completion ({_short(response.text)})"
+    if need == "tool_calls":
+        calls = message.get("tool_calls") or []
+        if not calls:
+            content = _short(str(message.get("content") or ""))
+            return f"answered a tool-calling request with text, not a tool call ({content!r})"
+        return None
+    content = str(message.get("content") or "")
+    fenced = _FENCE.match(content)
+    try:
+        parsed = json.loads(fenced.group(1) if fenced else content)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        return f"answered {_DOING[need]} with text that is not a JSON object ({_short(content)!r})"
+    return None
