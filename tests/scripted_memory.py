@@ -10,6 +10,7 @@ command line: `python tests/scripted_memory.py eval memevals/locomo -T memory=ob
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -75,6 +76,94 @@ class ScriptedMemory(ModelAPI):
 @modelapi(name="scripted_memory")
 def scripted_memory() -> type[ModelAPI]:
     return ScriptedMemory
+
+
+# --------------------------------------------------------------------------------------------
+# A scripted memory system (the subject under test, not its model)
+
+#: `empty_on` entry that makes every question come back empty.
+EVERY_QUESTION = "*"
+
+
+class SparseIndex:
+    """Keyword overlap over the turns; nothing for the questions in `empty_on`, an exception for
+    those in `fail_on` (question texts, as the benchmark asks them)."""
+
+    def __init__(
+        self, rows: list[dict[str, str]], empty_on: frozenset[str], fail_on: frozenset[str]
+    ) -> None:
+        self.rows = rows
+        self.empty_on = empty_on
+        self.fail_on = fail_on
+
+    def retrieve(self, query: Any) -> list[Any]:
+        from memevals.core.memory_system import MemoryItem
+
+        if query.text in self.fail_on:
+            raise TimeoutError(f"scripted backend timed out on {query.text!r}")
+        if query.text in self.empty_on or EVERY_QUESTION in self.empty_on:
+            return []  # found nothing: an answer, not a failure
+        words = set(query.text.lower().split())
+        ranked = sorted(
+            range(len(self.rows)),
+            key=lambda n: (-len(words & set(self.rows[n]["text"].lower().split())), n),
+        )
+        return [
+            MemoryItem(text=self.rows[n]["text"], source_ids=(self.rows[n]["id"],), verbatim=True)
+            for n in ranked[: query.k]
+        ]
+
+
+class SparseSystem:
+    """A memory system that finds nothing for chosen questions and fails on others."""
+
+    name = "scripted_sparse"
+    version = "1"
+
+    def __init__(self, empty_on: Any = (), fail_on: Any = ()) -> None:
+        self.empty_on = frozenset(str(q) for q in empty_on)
+        self.fail_on = frozenset(str(q) for q in fail_on)
+
+    @property
+    def args(self) -> dict[str, Any]:
+        return {"empty_on": sorted(self.empty_on), "fail_on": sorted(self.fail_on)}
+
+    def ingest(self, history: Any, store: Path, model: Any) -> Any:
+        from memevals.core.memory_system import IngestReport
+
+        rows = [
+            {"id": t.turn_id, "text": t.search_text or t.text}
+            for s in history.sessions
+            for t in s.turns
+        ]
+        (store / "rows.json").write_text(json.dumps(rows), encoding="utf-8")
+        return IngestReport(items_stored=len(rows))
+
+    def open(self, store: Path, history: Any) -> SparseIndex:
+        rows = json.loads((store / "rows.json").read_text(encoding="utf-8"))
+        return SparseIndex(rows, self.empty_on, self.fail_on)
+
+
+def sparse_system(empty_on: Any = (), fail_on: Any = ()) -> SparseSystem:
+    """Entry point of `scripted_sparse` (memory_args `empty_on`, `fail_on`: question texts)."""
+    return SparseSystem(empty_on, fail_on)
+
+
+def register_sparse_system(folder: Path) -> str:
+    """Register `scripted_sparse` in the `memevals.memory_systems` entry-point group without
+    installing anything: a distribution's metadata folder under `folder`. Returns the
+    PYTHONPATH that makes a subprocess (the real CLIs) find it; in-process, put `folder` on
+    sys.path (this module is importable from the tests folder)."""
+    info = folder / "memevals_scripted_sparse-1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: memevals-scripted-sparse\nVersion: 1\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(
+        "[memevals.memory_systems]\nscripted_sparse = scripted_memory:sparse_system\n",
+        encoding="utf-8",
+    )
+    return os.pathsep.join([str(Path(__file__).resolve().parent), str(folder)])
 
 
 if __name__ == "__main__":

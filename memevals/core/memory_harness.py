@@ -13,6 +13,10 @@
   items returned, items cut to `depth`.
 - **Honest.** A system that raises, returns something that is not a list of `MemoryItem`, or
   cites an id that is not in the history raises `MemorySystemError` for that question.
+- **Empty is an answer.** A system that returns no items found nothing: the question is
+  scored with the benchmark's no-context rendering, and its metadata says so
+  (`memory_returned` and `memory_items` 0; `empty_retrievals` counts them), never an error
+  and never dropped.
 
 `MemorySubject` binds a run to the benchmark's questions and its renderer: `fill(item)` gives
 the item its context and retrieval record. The Inspect solver and the lm-eval document builder
@@ -82,6 +86,7 @@ __all__ = [
     "Rendered",
     "Renderer",
     "Retrieval",
+    "empty_retrievals",
     "ingest_totals",
     "latency_percentiles",
 ]
@@ -129,6 +134,20 @@ def latency_percentiles(latencies: Sequence[float]) -> dict[str, float]:
         f"latency_p{p}_s": float(np.percentile(values, p)) if values.size else float("nan")
         for p in LATENCY_PERCENTILES
     }
+
+
+def empty_retrievals(records: Sequence[Mapping[str, Any]]) -> int:
+    """How many of these per-sample metadata records (samples with a memory system) had a
+    retrieval that returned no item (`memory_returned` 0).
+
+    Args:
+        records: per-sample metadata as the harness wrote it (records without the key, e.g.
+            samples that errored before retrieval, are not counted).
+
+    Returns:
+        The number of empty retrievals.
+    """
+    return sum(1 for r in records if RETURNED_KEY in r and int(r[RETURNED_KEY]) == 0)
 
 
 def ingest_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -494,7 +513,8 @@ class MemorySubject:
     def fill(self, item: PromptItem, model: TextModel | None = None) -> PromptItem:
         """`item` with its context (system text, or the whole user message when the renderer
         gives one) and the retrieval fields in its metadata; MemorySystemError when the system
-        fails for it."""
+        fails for it. A retrieval of no items is filled too: the renderer gives the benchmark's
+        no-context layout, and `memory_items` / `memory_returned` are 0."""
         query, history = self.asked(item)
         retrieval = self.run.retrieve(history, query, model)
         rendered = self.render(item, history, retrieval)

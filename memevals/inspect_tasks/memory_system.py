@@ -6,10 +6,12 @@
   loop keeps running other samples. A system that needs a model gets the model role `memory`
   (falling back to the model under test), called back on the event loop. Any failure raises,
   so the sample is an error with the system's message (Inspect's retry path applies), never
-  an empty context scored as a wrong answer.
+  an empty context scored as a wrong answer. A system that returns no items has answered: the
+  sample goes on with the benchmark's no-context rendering and is scored, its metadata saying
+  `memory_returned` 0 and `memory_items` 0.
 - `memory_system()`: the scorer that records, per sample, the retrieval latency, the items
-  kept and cut, the context tokens and the history's ingestion record, and reports the latency
-  percentiles, means and the ingestion totals (each history counted once).
+  returned, kept and cut, the context tokens and the history's ingestion record, and reports
+  the latency percentiles, means and the ingestion totals (each history counted once).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from memevals.core.memory_harness import (
     INGEST_KEY,
     ITEMS_KEY,
     LATENCY_KEY,
+    RETURNED_KEY,
     MemorySubject,
     ingest_totals,
     latency_percentiles,
@@ -248,8 +251,9 @@ def _memory_metrics() -> list[Metric]:
 
 @scorer(metrics=_memory_metrics())
 def memory_system() -> Scorer:
-    """Per sample: the retrieval latency (the value), items kept and cut, context tokens and
-    the ingestion record of its history (Score.metadata); the metrics aggregate them."""
+    """Per sample: the retrieval latency (the value), items returned, kept and cut, context
+    tokens and the ingestion record of its history (Score.metadata); the metrics aggregate
+    them."""
 
     async def score(state: TaskState, target: Target) -> Score:
         md = state.metadata
@@ -257,7 +261,7 @@ def memory_system() -> Scorer:
             raise ValueError(
                 f"sample {state.sample_id}: no memory record; the memory_context solver did not run"
             )
-        keys = (LATENCY_KEY, ITEMS_KEY, CUT_KEY, CONTEXT_TOKENS_KEY, INGEST_KEY)
+        keys = (LATENCY_KEY, ITEMS_KEY, RETURNED_KEY, CUT_KEY, CONTEXT_TOKENS_KEY, INGEST_KEY)
         return Score(value=float(md[LATENCY_KEY]), metadata={k: md[k] for k in keys})
 
     return score

@@ -24,6 +24,7 @@ from memevals.core.memory_harness import (
     INGEST_KEY,
     LATENCY_KEY,
     MemorySubject,
+    empty_retrievals,
     ingest_totals,
     latency_percentiles,
 )
@@ -143,8 +144,10 @@ def with_memory(
 ) -> list[PromptItem]:
     """The items with their memory system's contexts (retrieval happens here, when the
     documents are built; there is no memory model in lm-eval, so a system that needs one
-    fails, saying so). A failure names the task and the sample and stops the run: an empty
-    context is never scored."""
+    fails, saying so). A failure names the task and the sample and stops the run: a failure is
+    never scored as an empty context. A system that returns no items has answered: the
+    document gets the benchmark's no-context rendering and is scored, its metadata saying
+    `memory_returned` 0 and `memory_items` 0 (the log line counts them)."""
     if subject is None:
         return list(items)
     if subject.answers:
@@ -161,13 +164,15 @@ def with_memory(
     totals = ingest_totals([i.metadata[INGEST_KEY] for i in out])
     latency = latency_percentiles([float(i.metadata[LATENCY_KEY]) for i in out])
     logger.info(
-        "%s: memory %s over %d histories (%d ingested now, %d from the cache); retrieval "
-        "latency p50 %.4f s, p95 %.4f s, p99 %.4f s",
+        "%s: memory %s over %d histories (%d ingested now, %d from the cache); %d of %d "
+        "retrievals returned no item; retrieval latency p50 %.4f s, p95 %.4f s, p99 %.4f s",
         task,
         subject.run.system.name,
         totals["histories"],
         totals["ingestions"],
         totals["cache_hits"],
+        empty_retrievals([i.metadata for i in out]),
+        len(out),
         latency["latency_p50_s"],
         latency["latency_p95_s"],
         latency["latency_p99_s"],

@@ -16,7 +16,8 @@
 - `none`: the question alone.
 - `memory`: a memory system under test ingests each conversation once (`beam_history`: every
   turn as a session, its messages as turns) and retrieves for the question; verbatim items are
-  shown as rag shows its turns, other items as notes.
+  shown as rag shows its turns, other items as notes. No items is the system's answer: the
+  sample is then sent as under `none`.
 
 Token counts use memevals.core.tokens; upstream counts with tiktoken's cl100k_base, which the
 default counter matches.
@@ -44,6 +45,7 @@ from memevals.core.memory_options import (
 from memevals.core.memory_system import History, MemoryItem
 from memevals.core.memory_system import Session as HistorySession
 from memevals.core.memory_system import Turn as HistoryTurn
+from memevals.core.options import protocol_fix
 from memevals.core.retrievers import MemoryUnit, Retriever, positive_tokens, strategy_settings
 from memevals.core.tokens import TokenCounter, get_token_counter
 
@@ -391,7 +393,7 @@ def beam_memory(
             raise ValueError(
                 f"protocol=official prunes the history as upstream counts it, with "
                 f"{OFFICIAL_COUNTER} (token_counter={options.token_counter!r} gives "
-                f"{counter.name}); install memevals[tokens] or use protocol=memevals"
+                f"{counter.name}): pip install 'memevals[tokens]', or {protocol_fix('memevals')}"
             )
         window = positive_tokens(
             "context_window", DEFAULT_CONTEXT_WINDOW if context_window is None else context_window
@@ -422,10 +424,15 @@ Wrap = Callable[[str, Any], tuple[str, str | None]]
 
 def memory_renderer(wrap: Wrap) -> Renderer:
     """The renderer of a memory subject: the items' context (`memory_context`) placed by the
-    protocol's `wrap` (a system text beside the question, or one user message)."""
+    protocol's `wrap` (a system text beside the question, or one user message). A retrieval
+    that shows nothing (no items) leaves the sample as context=none sends it under either
+    protocol: the question message alone, no introduction and no empty RAG prompt."""
 
     def render(item: Any, history: History, retrieval: Retrieval) -> Rendered:
         text, shown = memory_context(history, retrieval.items)
+        if not text:
+            # the system found nothing (or nothing that fits): no context, and no item shown
+            return Rendered("", {"retrieved_ids": shown}, shown=0)
         system, user = wrap(text, item)
         return Rendered(system, {"retrieved_ids": shown}, user=user)
 

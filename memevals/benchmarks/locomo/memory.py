@@ -16,7 +16,8 @@ conversation, so provider prompt caches can reuse it.
 - `none`: no context (the floor).
 - `memory`: a memory system under test (`-T memory=<name>`, docs/memory_systems.md) retrieves
   `top_k` items; they are shown like `rag` excerpts, in chronological order of the turns they
-  cite (`locomo_history`, `memory_context`).
+  cite (`locomo_history`, `memory_context`). No items is the system's answer: no context, as
+  `none` (the question alone, under either protocol).
 
 The options arrive as one `MemoryOptions` record (`locomo_memory`); everything here is
 framework-free.

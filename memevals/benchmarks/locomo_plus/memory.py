@@ -355,7 +355,8 @@ def plus_memory_renderer(
     """The renderer of a LoCoMo-Plus memory subject: LoCoMo's for the LoCoMo questions (their
     fields as in the `locomo` task), `cognitive_memory_context` for stitched histories, with
     the fields context=rag gives a cognitive sample (`shown_turns`, `retrieved_ids`,
-    `cue_recall`)."""
+    `cue_recall`). No items gives no context (the question alone, as context=none) and cue
+    recall 0."""
     locomo = memory_renderer(conversations)
     by_history = {stitched_history_id(st): st for st in stitched}
 

@@ -760,7 +760,8 @@ def memory_renderer(
     """The renderer of a memory subject over these questions (`MemorySubject.render`): the
     context and the same metadata fields as context=rag, read by the same scorers. With
     `message`, context and question become one user message (`Rendered.user`), as the samples
-    built without a memory system are."""
+    built without a memory system are. No items (the system found nothing) is an answer: no
+    context, the protocol's message for context=none, `n_sessions_shown` 0."""
     by_id = {i.question_id: i for i in instances}
 
     def render(item: Any, history: History, retrieval: Retrieval) -> Rendered:
