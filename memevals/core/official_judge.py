@@ -2,11 +2,12 @@
 
 An official protocol judges with upstream's own prompt, limits and label rule instead of the
 memevals criteria (memevals.core.judge). The benchmark renders upstream's prompt for each sample
-when its samples are built, split around the reply it grades (`split_around`), and stores it in
-the sample's metadata under OFFICIAL_JUDGE_KEY (`OfficialJudge.as_metadata()`); the frameworks'
-scorers only insert the reply, ask the grader and apply the named label rule (LABEL_RULES), so
-they know no benchmark. A benchmark whose upstream reads its grader differently adds its rule to
-LABEL_RULES.
+when its samples are built, split around the reply it grades (`split_around`), together with
+what upstream's call function does to a prompt before sending it (a prefix, a strip), and stores
+it in the sample's metadata under OFFICIAL_JUDGE_KEY (`OfficialJudge.as_metadata()`); the
+frameworks' scorers only insert the reply, send `OfficialJudge.prompt` as one user message and
+apply the named label rule (LABEL_RULES), so they know no benchmark. A benchmark whose upstream
+reads its grader differently adds its rule to LABEL_RULES.
 """
 
 from __future__ import annotations
@@ -93,8 +94,14 @@ def split_around(render: Callable[[str], str]) -> tuple[str, str]:
 @dataclass(frozen=True)
 class OfficialJudge:
     """One sample's upstream judge request: the prompt around the reply, the grader's token
-    limit and temperature, the label rule (a LABEL_RULES name) and whether the reply is stripped
-    first (as upstream stores its replies)."""
+    limit and temperature, the label rule (a LABEL_RULES name), whether the reply is stripped
+    first (as upstream stores its replies), and the wrapper of upstream's model call.
+
+    The wrapper is what upstream's call function does to a prompt before it leaves as one user
+    message: `strip_prompt` strips the filled prompt, then `prefix` goes before it (a prompt
+    that is empty once stripped sends the prefix stripped, as a call that prepends a prefix to
+    stripped text does). The defaults send the filled prompt as it is.
+    """
 
     before: str
     after: str
@@ -102,6 +109,8 @@ class OfficialJudge:
     max_tokens: int
     temperature: float = 0.0
     strip_reply: bool = True
+    prefix: str = ""
+    strip_prompt: bool = False
 
     def __post_init__(self) -> None:
         if self.rule not in LABEL_RULES:
@@ -113,9 +122,18 @@ class OfficialJudge:
         """The reply as upstream's judge reads it."""
         return reply.strip() if self.strip_reply else reply
 
-    def prompt(self, reply: str) -> str:
-        """The full judge prompt (one user message) for a model reply."""
+    def filled(self, reply: str) -> str:
+        """The judge template filled with a model reply (before the call's wrapper)."""
         return f"{self.before}{self.reply_text(reply)}{self.after}"
+
+    def prompt(self, reply: str) -> str:
+        """What leaves for the grader as its one user message: the filled template through
+        the call's wrapper (strip, then prefix)."""
+        text = self.filled(reply)
+        if not self.strip_prompt:
+            return self.prefix + text
+        text = text.strip()
+        return self.prefix + text if text else self.prefix.strip()
 
     def label(self, grader_reply: str) -> OfficialLabel:
         """The rule's label of the grader's reply."""

@@ -35,8 +35,11 @@ from run to run) and the two-option order is drawn from `random.Random("<seed>:<
 
 The judge (`-T judge=true`) is LoCoMo-Plus's (xjtuleeyf/Locomo-Plus @ 059f4e3d,
 `evaluation_framework/task_eval/`): its per-category template filled with the reference, the
-prediction and the evidence turns rendered as its unified input renders them, its reply parsed
-and scored as `llm_as_judge.py` does (correct 1, partial 0.5, wrong or unreadable 0).
+prediction and the evidence turns rendered as its unified input renders them, sent as its
+call site sends it (`call_model` with the default backend `call_llm` and no category: the
+`utils.py` start sentence named "A" and "B", then the filled prompt stripped, one user message,
+512 tokens at temperature 0), its reply parsed and scored as `llm_as_judge.py` does (correct 1,
+partial 0.5, wrong or unreadable 0).
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ from memevals.core.files import DataError
 from memevals.core.memory_harness import Rendered, Renderer, Retrieval
 from memevals.core.memory_options import MEMORY_CONTEXT
 from memevals.core.memory_system import History, MemoryItem
-from memevals.core.official_judge import LABEL_RULES, OfficialLabel
+from memevals.core.official_judge import LABEL_RULES, OfficialJudge, OfficialLabel, split_around
 from memevals.core.retrievers import MemoryUnit
 from memevals.core.tokens import TokenCounter, get_token_counter
 from memevals.core.upstream import (
@@ -85,9 +88,11 @@ __all__ = [
     "JUDGE_MAX_TOKENS",
     "JUDGE_RULE",
     "JUDGE_SCORES",
+    "JUDGE_WRAPPER_NAMES",
     "PER_QA_TOKEN_BUDGET",
     "PLUS_JUDGE",
     "PLUS_PROMPT",
+    "PLUS_UTILS",
     "PROTOCOLS",
     "InlineText",
     "OfficialTexts",
@@ -96,7 +101,9 @@ __all__ = [
     "conversation_window",
     "evidence_text",
     "inline_text",
+    "judge_prefix",
     "judge_prompt",
+    "judge_request",
     "judge_score",
     "load_texts",
     "official_context",
@@ -135,6 +142,13 @@ PLUS_JUDGE = UpstreamFile(
     "evaluation_framework/task_eval/llm_as_judge.py",
     "9ca4997392b1e97a03635379ca601ec5fadfe09ead471542f10433f9af071a33",
 )
+#: LoCoMo-Plus's model call (`call_llm`) and the prefix it puts before every prompt.
+PLUS_UTILS = UpstreamFile(
+    PLUS_REPO,
+    PLUS_COMMIT,
+    "evaluation_framework/task_eval/utils.py",
+    "55fb916e46ac10a521670f96594abd117dfc63b1342ca67e81a2fab6780233a5",
+)
 
 #: Upstream's answer length (`num_tokens_request`) at temperature 0.
 ANSWER_TOKENS = 32
@@ -159,6 +173,9 @@ JUDGE_SCORES: dict[str, float] = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
 JUDGE_MAX_TOKENS = 512
 #: The name of LoCoMo-Plus's label rule in memevals.core.official_judge.LABEL_RULES.
 JUDGE_RULE = "locomo_plus_label"
+#: The names LoCoMo-Plus's call wrapper puts into its start sentence: its parameters' defaults
+#: (`llm_as_judge.py` calls `call_model` without them).
+JUDGE_WRAPPER_NAMES = ("A", "B")
 
 
 @dataclass(frozen=True)
@@ -280,7 +297,13 @@ TEMPLATES: dict[str, Template | InlineText] = {
         26,
         "2a542960aa38558c7ea526c58ca44e64944dd4a6c9c9db658f3fa6f6da9792c3",
     ),
-    # LoCoMo-Plus's judge: the pattern its parser tries first, and its templates by category
+    # LoCoMo-Plus's judge: the start sentence its model call (`call_llm`) puts before the
+    # prompt, the pattern its parser tries first, and its templates by category
+    "judge_start": _t(
+        PLUS_UTILS,
+        "CONV_START_PROMPT",
+        "bfb101603e38a36cfecfb7e989ae51d537907ad7ac0b89020e2b7c01046d3cb7",
+    ),
     "judge_pattern": InlineText(
         PLUS_JUDGE,
         "_parse_judge_response",
@@ -346,6 +369,7 @@ class OfficialTexts:
     temporal_hint: str
     two_options: str
     not_mentioned: str
+    judge_start: str
     judge_pattern: str
     judge_multi_hop: str
     judge_single_hop: str
@@ -573,8 +597,8 @@ class ConversationWindow:
             raise ValueError(
                 f"protocol=official: the window of {self.limit + PER_QA_TOKEN_BUDGET} tokens "
                 f"may cut {self.conv.sample_id}, and upstream's rule counts with "
-                f"{WINDOW_ENCODING}, which needs the bpe-openai package (pip install "
-                "'memevals[tokens]')"
+                f"{WINDOW_ENCODING}, which needs the bpe-openai package: pip install "
+                f"'memevals[tokens]', or {options.protocol_fix('memevals')}"
             )
         return self.counter
 
@@ -741,8 +765,45 @@ def judge_prompt(
     texts: OfficialTexts, category: str, evidence: str, prediction: str, gold: str
 ) -> str:
     """LoCoMo-Plus's judge prompt: its template for `category` (a LoCoMo-Plus category name)
-    filled with the reference, the prediction and the evidence."""
+    filled with the reference, the prediction and the evidence (`get_judge_prompt`), before
+    its model call's wrapper (`judge_request`)."""
     return texts.judge_template(category).format(gold=gold, pred=prediction, evidence=evidence)
+
+
+def judge_prefix(texts: OfficialTexts) -> str:
+    """The prefix LoCoMo-Plus's model call puts before a judge prompt (`_prepend_conv_prefix`):
+    its start sentence with the default names "A" and "B"."""
+    return texts.judge_start.format(*JUDGE_WRAPPER_NAMES)
+
+
+def judge_request(texts: OfficialTexts, category: str, evidence: str, gold: str) -> OfficialJudge:
+    """LoCoMo-Plus's judge request as its call site sends it.
+
+    `llm_as_judge.py` fills the category's template (`get_judge_prompt`) and calls
+    `call_model` with its default backend `call_llm` and no category, so the prompt leaves as
+    `_prepend_conv_prefix` makes it: the start sentence named "A" and "B", then the filled
+    prompt stripped, one user message, at the judge's temperature 0 and 512 tokens.
+
+    Args:
+        texts: the verified upstream texts.
+        category: a LoCoMo-Plus category name (its template's key).
+        evidence: the evidence as the unified input writes it.
+        gold: the reference ("" for none).
+
+    Returns:
+        The request, split around the (stripped) reply it grades.
+    """
+    before, after = split_around(lambda reply: judge_prompt(texts, category, evidence, reply, gold))
+    return OfficialJudge(
+        before=before,
+        after=after,
+        rule=JUDGE_RULE,
+        max_tokens=JUDGE_MAX_TOKENS,
+        temperature=0.0,
+        strip_reply=True,
+        prefix=judge_prefix(texts),
+        strip_prompt=True,
+    )
 
 
 def parse_judge_reply(reply: str, pattern: str) -> tuple[str, bool]:

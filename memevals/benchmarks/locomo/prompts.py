@@ -18,7 +18,7 @@ from memevals.benchmarks.locomo.data import CATEGORY_IDS, CATEGORY_NAMES, QA, Co
 from memevals.benchmarks.locomo.memory import ContextFn, LocomoMemory, full_context, turn_line
 from memevals.benchmarks.locomo.official import ConversationWindow, OfficialTexts
 from memevals.benchmarks.locomo.scoring import criterion_for_locomo
-from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge, split_around
+from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
 __all__ = [
@@ -205,19 +205,7 @@ def official_judge(conv: Conversation, qa: QA, texts: OfficialTexts) -> Official
     """LoCoMo-Plus's judge request for a LoCoMo question: its template for the question's
     category, filled with the reference and evidence around the prediction it grades."""
     inputs = official.judge_inputs_official(conv, qa)
-    before, after = split_around(
-        lambda reply: official.judge_prompt(
-            texts, inputs["category"], inputs["evidence"], reply, inputs["gold"]
-        )
-    )
-    return OfficialJudge(
-        before=before,
-        after=after,
-        rule=official.JUDGE_RULE,
-        max_tokens=official.JUDGE_MAX_TOKENS,
-        temperature=0.0,
-        strip_reply=True,
-    )
+    return official.judge_request(texts, inputs["category"], inputs["evidence"], inputs["gold"])
 
 
 def build_official_items(

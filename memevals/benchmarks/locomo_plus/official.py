@@ -22,10 +22,14 @@ What memevals writes itself is upstream's *logic*, as read from those files:
   the trigger last; no dates, no captions, no question marker;
 - the judge: the template of the sample's category filled with the reference (none for
   adversarial and cognitive samples), the stripped reply and the evidence (the evidence turns as
-  `<speaker>：<text>` lines; a cognitive sample's cue), its reply read and scored by
-  `llm_as_judge.py`'s rule (memevals.benchmarks.locomo.official.plus_label): correct 1,
-  partial 0.5, anything else 0. The temporal, adversarial and cognitive templates offer only
-  correct and wrong; the score map is upstream's for every category.
+  `<speaker>：<text>` lines; a cognitive sample's cue), sent as `llm_as_judge.py` sends it:
+  `call_model` with its default backend `call_llm` and no category, so `_prepend_conv_prefix`
+  puts the start sentence named "A" and "B" before the filled prompt, stripped (one user
+  message, temperature 0, 512 tokens; memevals.benchmarks.locomo.official.judge_request); its
+  reply read and scored by `llm_as_judge.py`'s rule (memevals.benchmarks.locomo.official.
+  plus_label): correct 1, partial 0.5, anything else 0. The temporal, adversarial and
+  cognitive templates offer only correct and wrong; the score map is upstream's for every
+  category.
 
 Only `context=full` is upstream's input; the other context modes, `disclose_task` and `gap_fix`
 are memevals' variations and run under `protocol=memevals`.
@@ -38,19 +42,12 @@ import os
 from dataclasses import dataclass, fields
 
 from memevals.benchmarks.locomo.data import QA, Conversation
-from memevals.benchmarks.locomo.official import (
-    JUDGE_MAX_TOKENS,
-    JUDGE_RULE,
-    PLUS_COMMIT,
-    PLUS_REPO,
-    judge_inputs_official,
-    judge_prompt,
-)
+from memevals.benchmarks.locomo.official import PLUS_UTILS, judge_inputs_official, judge_request
 from memevals.benchmarks.locomo.official import OfficialTexts as JudgeTexts
 from memevals.benchmarks.locomo.official import load_texts as load_judge_texts
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
-from memevals.core.official_judge import OfficialJudge, split_around
-from memevals.core.upstream import Template, UpstreamError, UpstreamFile, extract_template
+from memevals.core.official_judge import OfficialJudge
+from memevals.core.upstream import Template, UpstreamError, extract_template
 
 __all__ = [
     "COGNITIVE_CATEGORY",
@@ -65,12 +62,8 @@ __all__ = [
     "model_input",
 ]
 
-UTILS = UpstreamFile(
-    PLUS_REPO,
-    PLUS_COMMIT,
-    "evaluation_framework/task_eval/utils.py",
-    "55fb916e46ac10a521670f96594abd117dfc63b1342ca67e81a2fab6780233a5",
-)
+#: LoCoMo-Plus's `utils.py` (its model call and the wrapper's texts).
+UTILS = PLUS_UTILS
 
 #: LoCoMo-Plus's name of the sixth category (its judge template's key).
 COGNITIVE_CATEGORY = "Cognitive"
@@ -188,17 +181,7 @@ def cognitive_input(st: StitchedInstance) -> str:
 
 
 def _judge(texts: PlusTexts, category: str, evidence: str, gold: str) -> OfficialJudge:
-    before, after = split_around(
-        lambda reply: judge_prompt(texts.judge, category, evidence, reply, gold)
-    )
-    return OfficialJudge(
-        before=before,
-        after=after,
-        rule=JUDGE_RULE,
-        max_tokens=JUDGE_MAX_TOKENS,
-        temperature=0.0,
-        strip_reply=True,
-    )
+    return judge_request(texts.judge, category, evidence, gold)
 
 
 def locomo_judge(texts: PlusTexts, conv: Conversation, qa: QA) -> OfficialJudge:
@@ -210,4 +193,3 @@ def locomo_judge(texts: PlusTexts, conv: Conversation, qa: QA) -> OfficialJudge:
 def cognitive_judge(texts: PlusTexts, evidence: str) -> OfficialJudge:
     """The judge request of a cognitive sample: the cue as evidence, no reference."""
     return _judge(texts, COGNITIVE_CATEGORY, evidence, "")
-

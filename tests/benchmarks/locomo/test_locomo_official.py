@@ -163,22 +163,29 @@ def test_two_option_replies_map_back_as_upstream(data_dir: Path) -> None:
     assert prediction_for_scoring("  Paris \n", other.metadata) == "Paris"
 
 
-def test_judge_prompts_equal_upstreams(data_dir: Path) -> None:
-    """LoCoMo with judge=true: LoCoMo-Plus's prompt for the question's category, reference and
-    evidence turns, around the (stripped) prediction."""
+def test_judge_messages_equal_upstreams(data_dir: Path) -> None:
+    """LoCoMo with judge=true, all 1,986 questions: LoCoMo-Plus's prompt for the question's
+    category, reference and evidence turns, around the (stripped) prediction, sent as
+    `llm_as_judge.py` sends it (`call_llm`'s prefix, then the prompt stripped) at its default
+    temperature and token limit."""
     items = {i.id: i for i in _items(context="none")}
     categories = up.plus_texts(data_dir)["categories"]
+    judge_cli = up.argparse_defaults(data_dir, up.PLUS_JUDGE)
     preds = ["Paris", " a long reply {with braces} \n", "", "Not mentioned in the conversation"]
-    for n, (sid, sample, qa) in enumerate(_questions(data_dir)):
+    questions = _questions(data_dir)
+    assert len(questions) == 1986
+    for n, (sid, sample, qa) in enumerate(questions):
         request = OfficialJudge.from_metadata(items[sid].metadata[OFFICIAL_JUDGE_KEY])
         assert request.rule == official.JUDGE_RULE
-        assert (request.max_tokens, request.temperature) == (official.JUDGE_MAX_TOKENS, 0.0)
+        assert (request.max_tokens, request.temperature) == (
+            judge_cli["max_tokens"],
+            judge_cli["temperature"],
+        )
         pred = preds[n % len(preds)]
         evidence = up.evidence_text(sample["conversation"], qa.get("evidence") or [])
-        want = up.judge_prompt(
-            data_dir, categories[qa["category"]], evidence, pred.strip(), qa.get("answer")
-        )
-        assert request.prompt(pred) == want, sid
+        args = (data_dir, categories[qa["category"]], evidence, pred.strip(), qa.get("answer"))
+        assert request.filled(pred) == up.judge_prompt(*args), sid
+        assert request.prompt(pred) == up.judge_message(*args), sid
 
 
 GRADER_REPLIES = [
@@ -290,14 +297,15 @@ def test_inspect_judges_the_chosen_option_with_upstreams_prompt(
         assert key is not None
         pred = up.cat_5_answer(replies[n], key).strip()
         evidence = up.evidence_text(sample["conversation"], qa["evidence"])
-        by_prompt[up.judge_prompt(data_dir, categories[5], evidence, pred, qa.get("answer"))] = n
+        by_prompt[up.judge_message(data_dir, categories[5], evidence, pred, qa.get("answer"))] = n
 
     def answer(messages: list[ChatMessage], *args: object) -> ModelOutput:
         n = next(n for q, n in by_question.items() if q in messages[-1].text)
         return ModelOutput.from_content("mockllm/model", replies[n])
 
     def grade(messages: list[ChatMessage], *args: object) -> ModelOutput:
-        return ModelOutput.from_content("mockllm/model", verdicts[by_prompt[messages[-1].text]])
+        assert [m.role for m in messages] == ["user"]  # one user message, upstream's
+        return ModelOutput.from_content("mockllm/model", verdicts[by_prompt[messages[0].text]])
 
     [log] = inspect_eval(
         locomo_adversarial(judge=True),

@@ -472,6 +472,57 @@ def judge_prompt(data_dir: Path, category: str, evidence: str, pred: str, gold: 
     return str(template.format(gold=gold or "", pred=pred or "", evidence=evidence or ""))
 
 
+def defaults(data_dir: Path, path: Path, name: str) -> dict[str, Any]:
+    """A function's parameter defaults, by parameter name (literals only)."""
+    fn = function(data_dir, path, name)
+    args = fn.args.args
+    values = fn.args.defaults
+    named = args[len(args) - len(values) :]
+    return {a.arg: ast.literal_eval(v) for a, v in zip(named, values, strict=True)}
+
+
+def argparse_defaults(data_dir: Path, path: Path) -> dict[str, Any]:
+    """The `default=` of each `parser.add_argument("--<name>", ...)` in a script, by its `dest`
+    (else the option name with dashes as underscores)."""
+    out: dict[str, Any] = {}
+    for node in ast.walk(tree(data_dir, path)):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "parser.add_argument"):
+            continue
+        keywords = {k.arg: k.value for k in node.keywords}
+        if "default" not in keywords:
+            continue
+        option = str(ast.literal_eval(node.args[0]))
+        dest = keywords.get("dest")
+        name = str(ast.literal_eval(dest)) if dest is not None else option.lstrip("-")
+        out[name.replace("-", "_")] = ast.literal_eval(keywords["default"])
+    return out
+
+
+def prepend_conv_prefix(data_dir: Path, text: str) -> str:
+    """`_prepend_conv_prefix` with its default names (read from its signature)."""
+    names = defaults(data_dir, PLUS_UTILS, "_prepend_conv_prefix")
+    prefix = str(plus_texts(data_dir)["start"]).format(names["name1"], names["name2"])
+    if not (text or "").strip():
+        return prefix.strip()
+    return prefix + (text or "").strip()
+
+
+def call_llm_content(data_dir: Path, input_prompt: str, category: str = "") -> str:
+    """The one user message `call_llm` sends: `_build_model_input` when a category is given,
+    else `_prepend_conv_prefix`."""
+    if category:
+        return model_input(data_dir, {"category": category, "input_prompt": input_prompt or ""})
+    return prepend_conv_prefix(data_dir, input_prompt or "")
+
+
+def judge_message(data_dir: Path, category: str, evidence: str, pred: str, gold: Any) -> str:
+    """What `_judge_one_record` sends the grader: `get_judge_prompt`, then `call_model` with
+    the script's default backend (`call_llm`) and no category."""
+    backend = argparse_defaults(data_dir, PLUS_JUDGE)["backend"]
+    assert backend == "call_llm", backend
+    return call_llm_content(data_dir, judge_prompt(data_dir, category, evidence, pred, gold))
+
+
 def judge_label(data_dir: Path, raw_reply: str) -> str:
     """`_parse_judge_response`'s label."""
     label = ""

@@ -3,9 +3,10 @@ what LoCoMo-Plus's evaluation framework builds from its unified samples, and the
 is read and scored as upstream reads it.
 
 The reference is upstream's logic restated in tests/benchmarks/locomo/upstream_locomo.py
-(`build_unified_samples`, `build_context`, `_build_model_input`, `get_judge_prompt`,
-`_parse_judge_response`, `label_to_score`), on the raw JSON, with texts found in the pinned
-copies by their own paths.
+(`build_unified_samples`, `build_context`, `_build_model_input`, `_prepend_conv_prefix`,
+`call_llm`, `get_judge_prompt`, `_parse_judge_response`, `label_to_score`), on the raw JSON,
+with texts, parameter defaults and command-line defaults found in the pinned copies by their
+own paths.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import hashlib
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "locomo"))
 import upstream_locomo as up
 
-from memevals.benchmarks.locomo.official import JUDGE_MAX_TOKENS, JUDGE_RULE
+from memevals.benchmarks.locomo.official import JUDGE_RULE
 from memevals.benchmarks.locomo_plus import official
 from memevals.benchmarks.locomo_plus.samples import LocomoPlusOptions, build
 from memevals.core.memory_options import MemoryOptions
@@ -50,29 +52,45 @@ def test_every_model_input_equals_upstreams(data_dir: Path, official_items: list
     assert len(official_items) == len(unified) == 2387
     for item, sample in zip(official_items, unified, strict=True):
         assert item.system == "", item.id
-        assert item.user == up.model_input(data_dir, sample), item.id
+        # `evaluate_qa.py` calls `call_model` with the sample's category: `call_llm` sends
+        # `_build_model_input`
+        want = up.call_llm_content(data_dir, sample["input_prompt"], sample["category"])
+        assert item.user == want == up.model_input(data_dir, sample), item.id
         assert item.metadata["protocol"] == "official"
     ids = [i.id for i in official_items]
     assert ids[1985] == "conv-50-q203" and ids[1986:] == [f"plus-{i}" for i in range(401)]
 
 
-def test_every_judge_prompt_equals_upstreams(data_dir: Path, official_items: list) -> None:
+def test_every_judge_message_equals_upstreams(data_dir: Path, official_items: list) -> None:
+    """All 2,387 judge requests: the one user message is what `llm_as_judge.py` sends through
+    `call_model` with its default backend `call_llm` and no category (the start sentence
+    named "A" and "B", then the filled template stripped), at its default temperature and
+    token limit."""
     unified = up.unified_samples(data_dir)
-    preds = ["A reply.", "  {pred} braces and a\nnewline  ", "", "Not mentioned."]
+    judge_cli = up.argparse_defaults(data_dir, up.PLUS_JUDGE)
+    assert (judge_cli["temperature"], judge_cli["max_tokens"]) == (0.0, 512)
+    prefix = up.prepend_conv_prefix(data_dir, "x")[:-1]
+    assert prefix.startswith("Below is a conversation between two people: A and B.")
+    preds = ["A reply.", "  {pred} braces and a\nnewline  ", "", "Not mentioned.", "\n x \t"]
     seen = set()
     for n, (item, sample) in enumerate(zip(official_items, unified, strict=True)):
         request = OfficialJudge.from_metadata(item.metadata[OFFICIAL_JUDGE_KEY])
         assert (request.rule, request.max_tokens, request.temperature) == (
             JUDGE_RULE,
-            JUDGE_MAX_TOKENS,
-            0.0,
+            judge_cli["max_tokens"],
+            judge_cli["temperature"],
         )
+        assert (request.prefix, request.strip_prompt) == (prefix, True), item.id
         pred = preds[n % len(preds)]
         # upstream's prediction is the stripped reply; the reference is the sample's answer
-        want = up.judge_prompt(
-            data_dir, sample["category"], sample["evidence"], pred.strip(), sample.get("answer")
-        )
-        assert request.prompt(pred) == want, item.id
+        answer = sample.get("answer")
+        args = (data_dir, sample["category"], sample["evidence"], pred.strip(), answer)
+        filled = up.judge_prompt(*args)
+        assert request.filled(pred) == filled, item.id
+        assert request.prompt(pred) == up.judge_message(*args), item.id
+        # upstream's templates open and close with a newline, which the strip takes away
+        assert filled.startswith("\n") and filled.endswith("\n"), item.id
+        assert request.prompt(pred) == prefix + filled.strip(), item.id
         seen.add(sample["category"])
     assert seen == {
         "multi-hop",
@@ -151,14 +169,17 @@ def test_inspect_judges_with_upstreams_prompt_and_rule(data_dir: Path, tmp_path:
     by_prompt: dict[str, int] = {}
     for n, sample in enumerate(unified):
         pred = replies[n].strip() or "(empty)"  # upstream's model call returns "(empty)"
-        by_prompt[up.judge_prompt(data_dir, "Cognitive", sample["evidence"], pred, None)] = n
+        by_prompt[up.judge_message(data_dir, "Cognitive", sample["evidence"], pred, None)] = n
+    configs: list[tuple[float | None, int | None]] = []
 
     def answer(messages: list[ChatMessage], *args: object) -> ModelOutput:
         return ModelOutput.from_content("mockllm/model", replies[by_input[messages[-1].text]])
 
-    def grade(messages: list[ChatMessage], *args: object) -> ModelOutput:
-        # a prompt that is not upstream's for this reply fails the run (KeyError)
-        return ModelOutput.from_content("mockllm/model", verdicts[by_prompt[messages[-1].text]])
+    def grade(messages: list[ChatMessage], *args: Any) -> ModelOutput:
+        # one user message; a prompt that is not upstream's for this reply fails the run
+        assert [m.role for m in messages] == ["user"]
+        configs.append((args[2].temperature, args[2].max_tokens))
+        return ModelOutput.from_content("mockllm/model", verdicts[by_prompt[messages[0].text]])
 
     [log] = inspect_eval(
         locomo_plus_cognitive(protocol="official"),
@@ -178,4 +199,5 @@ def test_inspect_judges_with_upstreams_prompt_and_rule(data_dir: Path, tmp_path:
         assert score.value["unscored"] == 0  # type: ignore[index]
     values = sorted(s.scores["locomo_plus_judge"].value["judge"] for s in log.samples)  # type: ignore[index]
     assert values == [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
+    assert configs == [(0.0, 512)] * len(unified)
     assert log.eval.metadata is not None and log.eval.metadata["protocol"] == "official"
