@@ -1,0 +1,510 @@
+"""`langmem`: LangChain's LangMem (langmem 0.0.30) as a memory system, offline.
+
+LangMem keeps a collection of memories in a LangGraph store and maintains it with an LLM
+that calls tools: for each batch of messages its memory store manager
+(`create_memory_store_manager`) searches the store for related memories, then the LLM inserts
+new memories and patches existing ones by tool calls (trustcall). Here:
+
+- one history is ingested once, one manager call per session (or per `turns_per_call`
+  consecutive turns of a session), sessions in date order, each turn a message
+  `[<session date>] <speaker>: <text>` (the manager takes no date, so the date is in the
+  messages), the turn id as the message id;
+- each memory cites the turns of the calls that inserted or patched it: LangMem's output
+  names the memories each call wrote, not the messages a memory came from, so a memory
+  cites every turn its call was shown (a session, by default) and, once patched, the turns
+  of each call that patched it;
+- the store is LangGraph's `InMemoryStore` indexed by the local MiniLM embedder; its items
+  and vectors are saved to `langmem-store.json` in the store folder after ingestion and
+  loaded back by `open`, so a rerun asks the LLM nothing and embeds only the questions;
+- retrieval is the store's own `search(namespace, query=..., limit=k)`, cosine over the
+  embedded memories, best first;
+- the LLM is any OpenAI-compatible chat-completions endpoint that makes tool calls
+  (`llm_base_url`, through langchain-openai); the harness's `memory` model is not used.
+
+LangSmith tracing is forced off (the environment variables and LangSmith's tracing context),
+so nothing leaves the machine but the calls to `llm_base_url`. A history for which the
+manager stored no memory at all is an ingestion failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import json
+import os
+import threading
+import types
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memevals.core.memory_system import (
+    History,
+    IngestReport,
+    MemoryItem,
+    MemoryQuery,
+    MemorySystemError,
+    Session,
+    TextModel,
+    Turn,
+)
+
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_LLM_MODEL",
+    "INSTALL_HINT",
+    "NAMESPACE",
+    "STORE_FILE",
+    "LangMemIndex",
+    "LangMemSystem",
+    "call_chunks",
+    "langmem_system",
+    "turn_content",
+]
+
+#: Bumped when what memevals writes into a store changes (message text, store file).
+VERSION_SUFFIX = "1"
+DEFAULT_LLM_MODEL = "gpt-4o-mini"
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+#: Sent to local servers that want no key (the openai client refuses an empty one).
+DUMMY_API_KEY = "memevals-no-key"
+INSTALL_HINT = "pip install 'memevals[langmem]'"
+STORE_FILE = "langmem-store.json"
+#: The layout of STORE_FILE; a store of another layout is refused, never half-read.
+STORE_FORMAT = 1
+#: One store holds one history, so one fixed namespace (LangGraph forbids dots in labels).
+NAMESPACE: tuple[str, ...] = ("memevals", "memories")
+#: What LangSmith reads to decide on tracing: forced off (its env lookups are cached, so the
+#: tracing context is switched off around every call as well).
+_TRACING_ENV = ("LANGSMITH_TRACING", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_V2")
+
+_import_lock = threading.Lock()
+
+
+def _tracing_off() -> None:
+    for name in _TRACING_ENV:
+        os.environ[name] = "false"
+
+
+@functools.lru_cache(maxsize=1)
+def _api() -> types.SimpleNamespace:
+    """langmem, LangGraph's store, langchain-openai and LangSmith's tracing switch, imported
+    with tracing off (ValueError naming the extra when one is absent)."""
+    with _import_lock:
+        _tracing_off()
+        try:
+            langmem: Any = importlib.import_module("langmem")
+            memory: Any = importlib.import_module("langgraph.store.memory")
+            base: Any = importlib.import_module("langgraph.store.base")
+            openai: Any = importlib.import_module("langchain_openai")
+            callbacks: Any = importlib.import_module("langchain_core.callbacks")
+            messages: Any = importlib.import_module("langchain_core.messages")
+            run_helpers: Any = importlib.import_module("langsmith.run_helpers")
+        except ImportError as exc:
+            raise ValueError(
+                f"memory=langmem needs langmem and langchain-openai: {INSTALL_HINT}"
+            ) from exc
+        return types.SimpleNamespace(
+            langmem=langmem,
+            InMemoryStore=memory.InMemoryStore,
+            Item=base.Item,
+            ChatOpenAI=openai.ChatOpenAI,
+            BaseCallbackHandler=callbacks.BaseCallbackHandler,
+            HumanMessage=messages.HumanMessage,
+            AIMessage=messages.AIMessage,
+            tracing_context=run_helpers.tracing_context,
+        )
+
+
+@contextlib.contextmanager
+def _untraced() -> Iterator[None]:
+    """LangSmith's tracing off for the calls inside, whatever the environment said when
+    LangSmith first read it."""
+    with _api().tracing_context(enabled=False):
+        yield
+
+
+def _version(package: str) -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:  # pragma: no cover - imported above
+        return "unknown"
+
+
+# --------------------------------------------------------------------------------------------
+# Messages
+
+
+def turn_content(session: Session, turn: Turn) -> str:
+    """One turn as the manager reads it: the manager takes no date, so the session date and the
+    speaker are written into the text (an image's caption in brackets)."""
+    text = " ".join(turn.text.split())
+    if turn.image_caption:
+        text += f" [shared an image: {' '.join(turn.image_caption.split())}]"
+    return f"[{session.date}] {turn.speaker}: {text}"
+
+
+def call_chunks(
+    history: History, turns_per_call: int | None
+) -> list[tuple[Session, tuple[Turn, ...]]]:
+    """The turns of each manager call: a whole session (`turns_per_call` None) or
+    `turns_per_call` consecutive turns of one session, never across sessions."""
+    chunks: list[tuple[Session, tuple[Turn, ...]]] = []
+    for session in history.sessions:
+        size = turns_per_call or max(1, len(session.turns))
+        for start in range(0, len(session.turns), size):
+            chunks.append((session, session.turns[start : start + size]))
+    return chunks
+
+
+# --------------------------------------------------------------------------------------------
+# The LLM's calls, counted
+
+
+def _counter_class() -> Any:
+    handler: Any = _api().BaseCallbackHandler
+
+    class Counter(handler):  # type: ignore[misc]
+        """Counts the chat completions the manager received and their tokens."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+            self.input_tokens = 0
+            self.output_tokens = 0
+            self.lock = threading.Lock()
+
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            inputs = outputs = 0
+            for generations in response.generations:
+                for generation in generations:
+                    usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
+                    if usage:
+                        inputs += int(usage.get("input_tokens") or 0)
+                        outputs += int(usage.get("output_tokens") or 0)
+            with self.lock:
+                self.calls += 1
+                self.input_tokens += inputs
+                self.output_tokens += outputs
+
+    return Counter
+
+
+# --------------------------------------------------------------------------------------------
+# The store, saved and loaded
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _memory_text(value: Mapping[str, Any]) -> str:
+    """A stored memory's text: the `content` of LangMem's default `Memory` schema, else the
+    stored content as JSON."""
+    content = value.get("content")
+    if isinstance(content, Mapping) and isinstance(content.get("content"), str):
+        return str(content["content"])
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+
+class LangMemIndex:
+    """Retrieval over one loaded store: the store's own embedding search."""
+
+    def __init__(self, store: Any, citations: Mapping[str, Mapping[str, Any]]) -> None:
+        self._store: Any = store
+        self._citations = citations
+        # InMemoryStore's search reads dicts its puts would change; nothing writes here, but
+        # one search at a time keeps the embedder's batches small on a shared machine
+        self._lock = threading.Lock()
+
+    def retrieve(self, query: MemoryQuery) -> Sequence[MemoryItem]:
+        store = self._store
+        if store is None:
+            raise MemorySystemError("langmem: this index was closed")
+        if query.k <= 0:
+            return []
+        with self._lock, _untraced():
+            found = store.search(NAMESPACE, query=query.text, limit=query.k)
+        items: list[MemoryItem] = []
+        for row in found[: query.k]:
+            cited = self._citations.get(str(row.key))
+            if cited is None:
+                raise MemorySystemError(
+                    f"langmem: memory {row.key!r} has no citation record; the store was not "
+                    "written by memevals"
+                )
+            items.append(
+                MemoryItem(
+                    text=_memory_text(row.value),
+                    source_ids=tuple(cited["turn_ids"]),
+                    score=float(row.score) if row.score is not None else None,
+                    date=str(cited["date"]) or None,
+                    verbatim=False,
+                )
+            )
+        return items
+
+    def close(self) -> None:
+        """Let go of the loaded store."""
+        self._store = None
+
+
+# --------------------------------------------------------------------------------------------
+# The system
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"memory=langmem: {name} must be an integer >= {minimum}, not {value!r}")
+    return value
+
+
+class LangMemSystem:
+    """LangMem's memory store manager over an in-process LangGraph store, a local embedder
+    and an OpenAI-compatible tool-calling LLM."""
+
+    name = "langmem"
+
+    def __init__(
+        self,
+        *,
+        llm_base_url: str | None = None,
+        llm_model: str = DEFAULT_LLM_MODEL,
+        llm_api_key: str | None = None,
+        embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+        turns_per_call: int | None = None,
+        query_limit: int = 5,
+        temperature: float = 0.0,
+        llm_timeout_s: float = 120.0,
+        llm_max_retries: int = 2,
+    ) -> None:
+        _api()
+        _tracing_off()
+        self.version = (
+            f"langmem-{_version('langmem')}-langgraph-{_version('langgraph')}-{VERSION_SUFFIX}"
+        )
+        base_url = llm_base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base_url:
+            raise ValueError(
+                "memory=langmem needs llm_base_url (an OpenAI-compatible endpoint that makes "
+                "tool calls, e.g. http://127.0.0.1:8000/v1) or the environment variable "
+                "OPENAI_BASE_URL"
+            )
+        if not isinstance(llm_model, str) or not llm_model:
+            raise ValueError(f"memory=langmem: llm_model must be a model name, not {llm_model!r}")
+        if not isinstance(embedding_model, str) or not embedding_model:
+            raise ValueError(
+                f"memory=langmem: embedding_model must be a model name or folder, not "
+                f"{embedding_model!r}"
+            )
+        if turns_per_call is not None:
+            turns_per_call = _check_int("turns_per_call", turns_per_call, 1)
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+            raise ValueError(f"memory=langmem: temperature must be a number, not {temperature!r}")
+        if (
+            isinstance(llm_timeout_s, bool)
+            or not isinstance(llm_timeout_s, int | float)
+            or llm_timeout_s <= 0
+        ):
+            raise ValueError(f"memory=langmem: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
+        self.llm_base_url = base_url.rstrip("/")
+        self.llm_model = llm_model
+        # never part of args, the cache key or any log
+        self._api_key = llm_api_key or os.environ.get("OPENAI_API_KEY") or DUMMY_API_KEY
+        self.embedding_model = embedding_model
+        self.turns_per_call = turns_per_call
+        self.query_limit = _check_int("query_limit", query_limit, 1)
+        self.temperature = float(temperature)
+        self.llm_timeout_s = float(llm_timeout_s)
+        self.llm_max_retries = _check_int("llm_max_retries", llm_max_retries, 0)
+
+    @property
+    def args(self) -> Mapping[str, Any]:
+        # the endpoint and model decide which memories are written; turns_per_call and
+        # query_limit what each call sees; the key, timeout and retries decide nothing
+        return {
+            "llm_base_url": self.llm_base_url,
+            "llm_model": self.llm_model,
+            "embedding_model": self.embedding_model,
+            "turns_per_call": self.turns_per_call,
+            "query_limit": self.query_limit,
+            "temperature": self.temperature,
+        }
+
+    def __repr__(self) -> str:
+        return f"LangMemSystem({dict(self.args)!r})"
+
+    # -- building LangMem ------------------------------------------------------------------
+
+    def _store(self) -> Any:
+        """An empty InMemoryStore indexed by the process-wide local embedder."""
+        from memevals.core.retrievers import load_embedding_model
+
+        model = load_embedding_model(self.embedding_model)
+        measure = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+
+        def embed(texts: list[str]) -> list[list[float]]:
+            vectors = model.encode(
+                list(texts),
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            return [[float(x) for x in v] for v in vectors]
+
+        return _api().InMemoryStore(index={"dims": int(measure()), "embed": embed})
+
+    def _chat(self, counter: Any) -> Any:
+        """langchain-openai's chat model on our endpoint: bounded timeout and retries, the
+        chat-completions API (tool calls), every call counted."""
+        from pydantic import SecretStr
+
+        return _api().ChatOpenAI(
+            model=self.llm_model,
+            base_url=self.llm_base_url,
+            api_key=SecretStr(self._api_key),
+            temperature=self.temperature,
+            timeout=self.llm_timeout_s,
+            max_retries=self.llm_max_retries,
+            use_responses_api=False,
+            callbacks=[counter],
+        )
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
+        """One manager call per chunk of turns, in history order; `model` is unused (LangMem
+        has its own)."""
+        from memevals.memory_systems.endpoint import preflight
+
+        chunks = call_chunks(history, self.turns_per_call)
+        if not chunks:
+            raise MemorySystemError(f"langmem: history {history.history_id!r} has no turns")
+        # one line before anything is ingested when the endpoint is missing or makes no tool
+        # calls (the manager's first call would fail deep inside trustcall otherwise)
+        preflight(
+            self.llm_base_url,
+            self._api_key,
+            self.llm_model,
+            system="langmem",
+            needs=("tool_calls",),
+            timeout_s=self.llm_timeout_s,
+        )
+        api = _api()
+        _tracing_off()
+        counter = _counter_class()()
+        memory = self._store()
+        manager = api.langmem.create_memory_store_manager(
+            self._chat(counter),
+            namespace=NAMESPACE,
+            store=memory,
+            query_limit=self.query_limit,
+        )
+        citations: dict[str, dict[str, Any]] = {}
+        calls_without_memory = 0
+        for session, turns in chunks:
+            messages = [
+                (api.AIMessage if t.speaker.lower() == "assistant" else api.HumanMessage)(
+                    content=turn_content(session, t), id=t.turn_id
+                )
+                for t in turns
+            ]
+            with _untraced():
+                puts = manager.invoke({"messages": messages})
+            calls_without_memory += not puts
+            for put in puts:
+                cited = citations.setdefault(
+                    str(put["key"]),
+                    {"turn_ids": [], "session_id": session.session_id, "date": session.date},
+                )
+                cited["turn_ids"] = list(
+                    dict.fromkeys([*cited["turn_ids"], *(t.turn_id for t in turns)])
+                )
+        rows = dict(memory._data.get(NAMESPACE, {}))
+        if not rows:
+            raise MemorySystemError(
+                f"langmem stored no memory for history {history.history_id!r} after "
+                f"{len(chunks)} manager calls ({counter.calls} LLM replies): check the model "
+                f"at {self.llm_base_url} (model {self.llm_model!r}; it must answer with tool "
+                "calls)"
+            )
+        vectors = memory._vectors.get(NAMESPACE, {})
+        items = []
+        for key, item in rows.items():
+            if key not in citations:  # pragma: no cover - every put is the manager's output
+                raise MemorySystemError(f"langmem: memory {key!r} came from no manager call")
+            items.append(
+                {
+                    "key": key,
+                    "value": item.value,
+                    "created_at": _iso(item.created_at),
+                    "updated_at": _iso(item.updated_at),
+                    "vectors": {path: list(v) for path, v in vectors.get(key, {}).items()},
+                    **citations[key],
+                }
+            )
+        meta = {"format": STORE_FORMAT, "namespace": list(NAMESPACE), "items": items}
+        (store / STORE_FILE).write_text(json.dumps(meta), encoding="utf-8")
+        return IngestReport(
+            llm_calls=counter.calls,
+            items_stored=len(items),
+            extra={
+                "manager_calls": len(chunks),
+                "calls_without_memory": calls_without_memory,
+                "llm_input_tokens": counter.input_tokens,
+                "llm_output_tokens": counter.output_tokens,
+            },
+        )
+
+    def open(self, store: Path, history: History) -> LangMemIndex:
+        path = store / STORE_FILE
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise MemorySystemError(f"langmem: {path} is unreadable ({exc})") from exc
+        if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
+            raise MemorySystemError(f"langmem: {path} is not a store of format {STORE_FORMAT}")
+        api = _api()
+        memory = self._store()
+        citations: dict[str, dict[str, Any]] = {}
+        try:
+            for row in meta["items"]:
+                key = str(row["key"])
+                memory._data[NAMESPACE][key] = api.Item(
+                    value=row["value"],
+                    key=key,
+                    namespace=NAMESPACE,
+                    created_at=row["created_at"],
+                    updated_at=row["updated_at"],
+                )
+                for field, vector in row["vectors"].items():
+                    memory._vectors[NAMESPACE][key][field] = [float(x) for x in vector]
+                citations[key] = {
+                    "turn_ids": [str(t) for t in row["turn_ids"]],
+                    "date": str(row["date"]),
+                }
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MemorySystemError(f"langmem: {path} has a malformed memory ({exc})") from exc
+        return LangMemIndex(memory, citations)
+
+
+def langmem_system(**args: Any) -> LangMemSystem:
+    """`-T memory=langmem`: LangMem's memory store manager with an OpenAI-compatible
+    tool-calling LLM endpoint, a local embedder and an in-process LangGraph store.
+
+    Args:
+        **args: the `memory_args` (llm_base_url, llm_model, llm_api_key, embedding_model,
+            turns_per_call, query_limit, temperature, llm_timeout_s, llm_max_retries).
+
+    Returns:
+        The system.
+    """
+    return LangMemSystem(**args)
