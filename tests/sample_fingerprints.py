@@ -179,6 +179,10 @@ def lm_eval_fingerprint(name: str, options: Mapping[str, Any]) -> dict[str, Any]
             md.pop("cluster", None)
             # Issue 23: every document says which protocol built it; no prompt depends on it.
             md.pop("protocol", None)
+            # Issue 29: how far back LoCoMo's evidence lies (report analysis axes); no prompt
+            # depends on it.
+            md.pop("sessions_after_evidence", None)
+            md.pop("turns_after_evidence", None)
             rows.append([task_name, doc["id"], task.doc_to_text(doc), task.doc_to_target(doc)])
             metadata.append([task_name, doc["id"], md])
     return {

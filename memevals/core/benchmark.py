@@ -24,6 +24,7 @@ from memevals.core.judge import CriterionSpec
 
 __all__ = [
     "SCORE_KINDS",
+    "AnalysisAxis",
     "Benchmark",
     "JudgeSpec",
     "LmEvalGroup",
@@ -76,6 +77,20 @@ class ScoreSpec:
             raise ValueError(
                 f"score {self.scorer!r}: kind {self.kind!r} is not one of {SCORE_KINDS}"
             )
+
+
+@dataclass(frozen=True)
+class AnalysisAxis:
+    """A sample-metadata field that reports break scores down by (memevals-report's "where
+    memory fails"): how far back the evidence lies, how long the history is, and the like."""
+
+    #: the sample-metadata key holding the value
+    key: str
+    #: what the axis measures, as a chart titles it
+    title: str
+    #: a number's buckets by their lower bounds, ascending (a value falls in the last bucket
+    #: whose bound is at most it); empty: the values are names, each its own bucket
+    edges: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -201,6 +216,8 @@ class Benchmark:
     #: the name under which tables show the unweighted mean of the per-category means, when
     #: the benchmark reports that figure (None: it does not)
     macro_average: str | None = None
+    #: sample-metadata fields scores are broken down by in reports (AnalysisAxis)
+    analysis_axes: tuple[AnalysisAxis, ...] = ()
     scores: tuple[ScoreSpec, ...] = ()
     judge: JudgeSpec | None = None
     data: tuple[PinnedFile, ...] = ()

@@ -399,6 +399,16 @@ def load_rows(paths: Iterable[str]) -> list[Row]:
     return rows
 
 
+def disambiguate(rows: list[Row]) -> None:
+    """Tell apart rows that share benchmark, model, judge, protocol, context and task (the
+    rule of load_rows; memevals-report applies it to the runs it has read).
+
+    Args:
+        rows: the rows, relabelled in place.
+    """
+    _disambiguate(rows)
+
+
 def _disambiguate(rows: list[Row]) -> None:
     """Rows that share (benchmark, model, judge, protocol, context, task) get the task
     arguments that differ between them appended to their context label."""

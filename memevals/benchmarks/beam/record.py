@@ -5,6 +5,7 @@ from __future__ import annotations
 from memevals.benchmarks.beam.data import ABILITIES, pinned_files
 from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, DEFAULT_TOP_K, RAG_DEFAULTS
 from memevals.core.benchmark import (
+    AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
     LmEvalSpec,
@@ -38,6 +39,8 @@ RECORD = declare(
     label_options={"size": "100K", "protocol": "official"},
     # upstream's report: the mean of the ten ability means
     macro_average="overall",
+    # the conversation's length tier (its questions' ability is the category)
+    analysis_axes=(AnalysisAxis("size", "conversation size"),),
     scores=(
         ScoreSpec("beam_judge", "judge", "rubric"),
         ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),

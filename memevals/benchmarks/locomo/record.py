@@ -11,6 +11,7 @@ from memevals.benchmarks.locomo.memory import (
 )
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.core.benchmark import (
+    AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
     LmEvalSpec,
@@ -41,6 +42,11 @@ RECORD = declare(
         "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
     },
     label_options={"adversarial": "choice", "seed": 0, "gold": "original"},
+    # how far back the evidence lies from the question, asked at the end of the conversation
+    analysis_axes=(
+        AnalysisAxis("sessions_after_evidence", "sessions after the evidence", (0, 2, 5, 10, 20)),
+        AnalysisAxis("turns_after_evidence", "turns after the evidence", (0, 100, 200, 400)),
+    ),
     scores=(
         ScoreSpec("locomo_f1_scorer", "answer", "f1"),
         ScoreSpec("llm_judge", "judge", "judge"),

@@ -275,6 +275,23 @@ def strategy_fields(
     }
 
 
+def evidence_distance(conv: Conversation, qa_index: int) -> dict[str, int]:
+    """How far back a question's evidence lies from the end of its conversation, where the
+    question is asked: the sessions and the turns after its latest evidence turn (the record's
+    analysis axes, read by memevals-report). Empty for a question without matched evidence.
+    """
+    found, _ = evidence_turns(conv, conv.qa[qa_index])
+    if not found:
+        return {}
+    last = found[-1].dia_id
+    turns = [t.dia_id for t in conv.turns]
+    session = next(i for i, s in enumerate(conv.sessions) if any(t.dia_id == last for t in s.turns))
+    return {
+        "sessions_after_evidence": len(conv.sessions) - 1 - session,
+        "turns_after_evidence": len(turns) - 1 - turns.index(last),
+    }
+
+
 def annotate_items(
     items: Iterable[PromptItem],
     conversations: Iterable[Conversation],
@@ -297,6 +314,9 @@ def annotate_items(
         # the unit of the clustered standard errors: questions of one conversation are not
         # independent (README.md#standard-errors)
         md[CLUSTER_KEY] = str(md["conversation_id"])
+        conversation = by_id.get(str(md.get("conversation_id")))
+        if conversation is not None and "qa_index" in md:
+            md |= evidence_distance(conversation, int(md["qa_index"]))
         total_tokens += md["prompt_tokens"]
         if memory.retrieves:
             conv = by_id[str(md["conversation_id"])]

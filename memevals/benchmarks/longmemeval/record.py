@@ -10,6 +10,7 @@ from memevals.benchmarks.longmemeval.memory import (
 )
 from memevals.benchmarks.longmemeval.scoring import LONGMEMEVAL_CRITERIA
 from memevals.core.benchmark import (
+    AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
     LmEvalSpec,
@@ -75,6 +76,11 @@ RECORD = declare(
     subgroups={"abstention": "abstention"},
     # the paper's task-averaged accuracy
     macro_average="task_avg",
+    # the history a question is asked after: its sessions, its tokens (truncated mode logs them)
+    analysis_axes=(
+        AnalysisAxis("n_sessions_shown", "haystack sessions shown", (0, 2, 10, 30, 50)),
+        AnalysisAxis("history_tokens", "history tokens", (0, 10_000, 50_000, 100_000)),
+    ),
     scores=(
         ScoreSpec("longmemeval_judge", "judge", "judge"),
         ScoreSpec("longmemeval_retrieval", "retrieval", "retrieval"),
