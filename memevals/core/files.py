@@ -100,11 +100,41 @@ def data_dir_file(override: Path, relpath: str, url: str) -> Path:
     path = override / relpath
     if not path.is_file():
         raise DataError(
-            f"not found under the data dir {override} (from data_dir or {DATA_DIR_ENV}). "
-            f"Put the pinned file there, or unset {DATA_DIR_ENV} to download {url}.",
+            f"not found under the data dir {override}. {_data_dir_fix(override, relpath, url)}",
             file=path,
         )
     return path
+
+
+def _data_dir_fix(override: Path, relpath: str, url: str) -> str:
+    """What to do about a file missing from the data dir, for where that dir came from: the
+    data_dir option (which takes precedence) or MEMEVALS_DATA_DIR."""
+    if _from_env(override):
+        return (
+            f"The dir is {DATA_DIR_ENV}: put the pinned file at {relpath} in it, point "
+            f"{DATA_DIR_ENV} at the folder that holds {relpath}, or {_without_dir(override, url)}."
+        )
+    return (
+        f"The dir is the data_dir option: put the pinned file at {relpath} in it, give "
+        f"data_dir the folder that holds {relpath}, or {_without_dir(override, url)}."
+    )
+
+
+def _from_env(override: Path) -> bool:
+    """Whether the data dir in use is MEMEVALS_DATA_DIR's (else the data_dir option gave it)."""
+    env = os.environ.get(DATA_DIR_ENV)
+    return bool(env) and Path(str(env)).expanduser() == override
+
+
+def _without_dir(override: Path, url: str) -> str:
+    """How to stop reading `override`: unset the variable or leave the option out, naming what
+    is then read instead."""
+    if _from_env(override):
+        return f"unset {DATA_DIR_ENV} to download {url} into the cache"
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return f"leave data_dir out to read {DATA_DIR_ENV}={env}"
+    return f"leave data_dir out to download {url} into the cache"
 
 
 def _verify(path: Path, pinned: PinnedFile, *, how_to_fix: str) -> None:
@@ -184,12 +214,23 @@ def download(
         raise
 
 
-def resolve(pinned: PinnedFile, data_dir: str | os.PathLike[str] | None = None) -> Path:
+def resolve(
+    pinned: PinnedFile, data_dir: str | os.PathLike[str] | None = None, *, also: str = ""
+) -> Path:
     """Return a verified local path for `pinned`.
 
     With `data_dir` (or MEMEVALS_DATA_DIR) the file must be at `<dir>/<relpath>` and nothing is
     downloaded. Otherwise the cache is used, downloading once; a cached file with a wrong
     checksum is fetched again, a fresh download with a wrong checksum is an error.
+
+    Args:
+        pinned: the file.
+        data_dir: the data dir (default MEMEVALS_DATA_DIR, else the cache).
+        also: another fix for a data-dir file whose checksum differs (e.g. a benchmark's
+            option to read it unverified), named in that error beside the others.
+
+    Returns:
+        The verified local path.
     """
     override = override_dir(data_dir)
     if override is not None:
@@ -198,7 +239,7 @@ def resolve(pinned: PinnedFile, data_dir: str | os.PathLike[str] | None = None) 
             path,
             pinned,
             how_to_fix=f"Replace it with the pinned file from {pinned.url}, "
-            f"or unset {DATA_DIR_ENV} to use the verified cache.",
+            f"{also + ', ' if also else ''}or {_without_dir(override, pinned.url)}.",
         )
         return path
 

@@ -36,6 +36,7 @@ __all__ = [
     "checked_value",
     "declared",
     "format_default",
+    "protocol_fix",
     "render_help",
     "shared_options",
 ]
@@ -352,3 +353,24 @@ def checked_protocol(value: object) -> str:
         It, as a str.
     """
     return checked_value("protocol", value)
+
+
+def protocol_fix(protocol: str, *, lm_eval: bool = True) -> str:
+    """How a user asks for `protocol`, for the end of a message refusing an option under the
+    other one (so the message names its fix in each framework that can show it).
+
+    Args:
+        protocol: the protocol the option needs (official or memevals).
+        lm_eval: also name lm-eval's spelling (false for a message only Inspect shows).
+
+    Returns:
+        E.g. `add -T protocol=memevals (lm-eval: --metadata '{"protocol": "memevals"}')`.
+    """
+    protocol = checked_protocol(protocol)
+    if protocol == DEFAULT_PROTOCOL:
+        text = f"use -T protocol={protocol} (the default: leave protocol out)"
+    else:
+        text = f"add -T protocol={protocol}"
+    if lm_eval:
+        text += f" (lm-eval: --metadata '{{\"protocol\": \"{protocol}\"}}')"
+    return text

@@ -22,6 +22,7 @@ from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import locomo_f1
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
+from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem
 from memevals.inspect_tasks.common import (
     count,
@@ -107,7 +108,7 @@ def _judge_scorer(protocol: str, judge_runs: int) -> Scorer:
         if judge_runs != 1:
             raise ValueError(
                 "judge_runs: protocol=official judges once with upstream's judge; repeated "
-                "judging applies to protocol=memevals"
+                f"judging applies to protocol=memevals: {protocol_fix('memevals', lm_eval=False)}"
             )
         return locomo_official_judge()
     return llm_judge(**judge_runs_args(judge_runs))

@@ -35,6 +35,7 @@ from memevals.benchmarks.locomo_plus import samples
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, RELATION_TYPES
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE, parse_plus_categories
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.options import protocol_fix
 from memevals.inspect_tasks.common import (
     category_uncertainty,
     count,
@@ -240,7 +241,7 @@ def locomo_plus_judge(max_tokens: int = JUDGE_MAX_TOKENS, judge_runs: int = 1) -
                 raise ValueError(
                     f"sample {state.sample_id}: protocol=official judges once with upstream's "
                     f"{request.max_tokens} tokens; judge_runs and judge_max_tokens apply to "
-                    "protocol=memevals"
+                    f"protocol=memevals: {protocol_fix('memevals', lm_eval=False)}"
                 )
             reply = state.output.completion.strip() or EMPTY_REPLY
             return await judge_officially(state, request, reply=reply)

@@ -34,6 +34,7 @@ from memevals.benchmarks.longmemeval.memory import CONTEXT_MODES, RETRIEVAL_UNIT
 from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, NotePlan, build
 from memevals.benchmarks.longmemeval.scoring import LmeLabel, LmeSummary, summarize
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.options import protocol_fix
 from memevals.inspect_tasks.common import (
     category_uncertainty,
     ci_clustered,
@@ -136,8 +137,7 @@ def type_accuracy() -> Metric:
 @metric(name="abstention_wilson")
 def abstention_uncertainty() -> Metric:
     """With `-T uncertainty=full`: the clustered Wilson interval of the abstention accuracy,
-    `lower` / `upper`, logged as `abstention_wilson_lower` / `_upper` (left out with fewer than
-    two `_abs` questions)."""
+    `abstention_wilson_lower` / `_upper` (left out with fewer than two `_abs` questions)."""
     inner = cast(MetricProtocol, ci_clustered(wilson=True))
 
     def compute(scores: list[SampleScore]) -> Value:
@@ -145,7 +145,7 @@ def abstention_uncertainty() -> Metric:
         if not full_uncertainty(scores):
             return {}
         value = cast(Mapping[str, float], inner(chosen))
-        return {k.removeprefix("ci_"): v for k, v in value.items()}
+        return {f"abstention_wilson_{k.removeprefix('ci_')}": v for k, v in value.items()}
 
     return compute
 
@@ -194,7 +194,7 @@ def longmemeval_judge(
                 raise ValueError(
                     f"sample {state.sample_id}: protocol=official judges once with upstream's "
                     f"{request.max_tokens} tokens; judge_runs and judge_max_tokens apply to "
-                    "protocol=memevals"
+                    f"protocol=memevals: {protocol_fix('memevals', lm_eval=False)}"
                 )
             return await judge_officially(state, request)
         result = await inner(state, target)
@@ -389,7 +389,7 @@ def _check_official_judge(protocol: str, judge_runs: int, judge_max_tokens: int)
         if value != default:
             raise ValueError(
                 f"{name}={value}: protocol=official judges once with upstream's 10 tokens; "
-                f"{name} applies to -T protocol=memevals"
+                f"{name} applies to protocol=memevals: {protocol_fix('memevals', lm_eval=False)}"
             )
 
 

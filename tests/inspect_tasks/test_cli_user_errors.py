@@ -1,22 +1,31 @@
 """A user's mistake reads as one message, not a traceback (issue 22, point 4).
 
 Through the real `inspect eval` CLI, with its default display and with `--display none` (where
-Inspect silences its console): a misspelt option, an unknown memory system and a missing data
-file each print their message, naming the fix, in at most 15 lines, and no traceback; nothing
-runs. In-process the error keeps its class (a ValueError), so callers catching it see no
+Inspect silences its console): a misspelt option, an unknown memory system, a missing data
+file, an option of the other protocol and an unpinned LongMemEval copy each print their message,
+naming the fix (issue 28: the option that gave the data dir, `-T protocol=memevals`,
+`verify_checksum=false`), in at most 15 lines, and no traceback; nothing runs. In-process the error keeps its class (a ValueError), so callers catching it see no
 change; a bug (an error that is not a user's mistake) keeps its traceback.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_ai import Task
 
-from memevals.core.files import DataError
+from memevals.benchmarks.longmemeval.data import data_file
+from memevals.core.files import DataError, sha256_of
 from memevals.inspect_tasks.common import TaskOptionError, fixed_param_task, memevals_task
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DATA_DIR = Path(os.environ["MEMEVALS_DATA_DIR"])  # set by tests/conftest.py
+LME_FIXTURE_SHA = sha256_of(FIXTURES / "longmemeval" / "longmemeval_s_cleaned.json")
+LME_PINNED_SHA = "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442"
+LME_URL = data_file("s").url
 
 CASES = {
     "misspelt option": (
@@ -29,13 +38,34 @@ CASES = {
     ),
     "missing data file": (
         ["memevals/locomo_plus_cognitive", "-T", "data_dir=nowhere"],
-        "locomo_plus_cognitive: file nowhere/locomo/locomo10.json: not found under the data dir",
+        # the dir came from the option, so the fix is the option's (MEMEVALS_DATA_DIR is set by
+        # tests/conftest.py, and leaving data_dir out reads it)
+        "locomo_plus_cognitive: file nowhere/locomo/locomo10.json: not found under the data dir "
+        "nowhere. The dir is the data_dir option: put the pinned file at locomo/locomo10.json "
+        "in it, give data_dir the folder that holds locomo/locomo10.json, or leave data_dir out "
+        "to read MEMEVALS_DATA_DIR=" + str(DATA_DIR) + ".",
+    ),
+    "option of the other protocol": (
+        ["memevals/locomo_plus", "-T", "context=rag"],
+        "locomo_plus: protocol='official' is LoCoMo-Plus's own input (context='full', "
+        "disclose_task=False, gap_fix=False); context='rag' runs under protocol='memevals': "
+        "add -T protocol=memevals (lm-eval: --metadata '{\"protocol\": \"memevals\"}')",
+    ),
+    "unpinned LongMemEval copy": (
+        ["memevals/longmemeval_s", "-T", f"data_dir={FIXTURES}"],
+        f"longmemeval_s: file {FIXTURES}/longmemeval/longmemeval_s_cleaned.json: sha256 is "
+        f"{LME_FIXTURE_SHA}, expected {LME_PINNED_SHA} (the pinned release). Replace it with "
+        f"the pinned file from {LME_URL}, pass -T verify_checksum=false (lm-eval: --metadata "
+        "'{\"verify_checksum\": false}') to read a same-schema copy unverified, or leave "
+        f"data_dir out to read MEMEVALS_DATA_DIR={DATA_DIR}.",
     ),
 }
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+def _squeezed(text: str) -> str:
+    # Inspect's console wraps at its width, inside long words too (a URL): compare without
+    # whitespace
+    return "".join(text.split())
 
 
 # every case with the default display; one with --display none (a quiet console), which the
@@ -52,7 +82,7 @@ def test_cli_prints_the_message_alone(
     res = inspect_cli("eval", *args, "--model", "mockllm/model", "--limit", "1", *extra)
     out = res.stdout + res.stderr
     assert res.returncode == 1, out[-3000:]
-    assert message in _one_line(out), out[-3000:]
+    assert _squeezed(message) in _squeezed(out), out[-3000:]
     assert "Traceback" not in out and 'File "' not in out, out[-3000:]
     assert len(out.strip().splitlines()) <= 15, out
     assert out.count(message.split(":")[0] + ":") == 1  # said once, by the task asked for

@@ -50,6 +50,7 @@ from memevals.benchmarks.locomo_plus.stitch import StitchedInstance, stitch_all
 from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import History, MemoryQuery
+from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 
@@ -117,7 +118,7 @@ def check_official(options: LocomoPlusOptions, context: str) -> None:
         raise ValueError(
             f"protocol='official' is LoCoMo-Plus's own input (context='full', "
             f"disclose_task=False, gap_fix=False); {', '.join(wrong)} runs under "
-            "protocol='memevals'"
+            f"protocol='memevals': {protocol_fix('memevals')}"
         )
 
 

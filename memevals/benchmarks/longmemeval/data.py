@@ -213,6 +213,13 @@ def _size_problem(path: Path, spec: LongMemEvalFile) -> str | None:
     return None
 
 
+#: The option that reads a same-schema copy of the S file unverified, for the checksum error.
+UNVERIFIED_FIX = (
+    "pass -T verify_checksum=false (lm-eval: --metadata '{\"verify_checksum\": false}') to "
+    "read a same-schema copy unverified"
+)
+
+
 def locate(
     variant: str = "s",
     data_dir: str | os.PathLike[str] | None = None,
@@ -230,7 +237,11 @@ def locate(
     spec = data_file(variant)
     override = override_dir(data_dir)
     if spec.sha256 is not None and (verify_checksum or override is None):
-        return resolve(PinnedFile(spec.relpath, spec.url, spec.sha256, spec.size), data_dir)
+        return resolve(
+            PinnedFile(spec.relpath, spec.url, spec.sha256, spec.size),
+            data_dir,
+            also=UNVERIFIED_FIX if override is not None else "",
+        )
     if override is not None:
         return data_dir_file(override, spec.relpath, spec.url)  # structure checked when read
     path = cache_dir() / spec.relpath

@@ -42,7 +42,7 @@ from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
 from memevals.core.official_judge import OfficialJudge, split_around
-from memevals.core.options import checked_protocol
+from memevals.core.options import checked_protocol, protocol_fix
 from memevals.core.upstream import (
     Template,
     UpstreamError,
@@ -370,7 +370,8 @@ def _body(entry: Any, history_format: str, texts: OfficialTexts) -> str:
         # upstream's nl format reads role and content of a lone entry: a note or a fact has none
         raise ValueError(
             "history_format=text renders turns only; under protocol=official notes and facts "
-            "need history_format=json (upstream's nl format cannot show them)"
+            "need history_format=json (upstream's nl format cannot show them): use "
+            f"history_format=json, or {protocol_fix('memevals')}"
         )
     return "".join(texts.nl_turn.format(t["role"], t["content"].strip()) for t in entry)
 

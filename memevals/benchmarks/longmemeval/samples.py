@@ -54,6 +54,7 @@ from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemoryQuery
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
+from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem, parse_category_list
 from memevals.core.statistics import CLUSTER_KEY
 
@@ -206,7 +207,7 @@ class Reader:
             raise ValueError(
                 f"{inst.question_id}: protocol=official: the memory system shows both "
                 "verbatim sessions or turns and notes; upstream has no configuration mixing "
-                "them (use protocol=memevals)"
+                f"them: {protocol_fix('memevals')}"
             )
         facts = bool(ctx.facts)
         chunks = official.sorted_chunks(
@@ -250,7 +251,13 @@ class Reader:
         if self.protocol == "memevals":
             text = PromptItem("", ctx.system_text, user, "").as_text()
             return text, ctx.system_text, tuple(b.session_id for b in ctx.blocks)
-        shown = self.shown(inst, ctx)
+        if not ctx.units and not ctx.facts:
+            # the system found nothing, which is its answer: upstream's no-retrieval prompt
+            # (the question alone), exactly as context=none sends it
+            none = Reader(self.protocol, self.history_format, self.step_by_step, "none", self.texts)
+            shown = none.shown(inst, ctx)
+        else:
+            shown = self.shown(inst, ctx)
         return shown.user, shown.context, shown.session_ids
 
     def note_plan(self, inst: Instance, ctx: LmeContext) -> NotePlan:
@@ -348,13 +355,14 @@ def check_protocol_options(options: LongMemEvalOptions) -> int:
     if options.step_by_step and protocol == "memevals":
         raise ValueError(
             "step_by_step is upstream's step-by-step answer template (protocol=official); "
-            "protocol=memevals has no step-by-step prompt"
+            f"protocol=memevals has no step-by-step prompt: {protocol_fix('official')}"
         )
     if protocol == "official" and options.chain_of_note and options.history_format != "json":
         raise ValueError(
             f"chain_of_note with history_format={options.history_format!r}: under "
             "protocol=official the notes are shown as JSON, as upstream can only show them "
-            "(its nl format reads turns); use history_format=json"
+            "(its nl format reads turns): use history_format=json, or "
+            f"{protocol_fix('memevals')}"
         )
     if options.answer_tokens is None:
         return official.answer_tokens(protocol, options.step_by_step)
