@@ -201,3 +201,31 @@ def test_inspect_judges_with_upstreams_prompt_and_rule(data_dir: Path, tmp_path:
     assert values == [0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
     assert configs == [(0.0, 512)] * len(unified)
     assert log.eval.metadata is not None and log.eval.metadata["protocol"] == "official"
+
+
+def test_the_call_wrapper_is_prepend_conv_prefix_for_any_text(data_dir: Path) -> None:
+    """`OfficialJudge`'s prefix-and-strip is `_prepend_conv_prefix` for any text, the empty
+    and all-whitespace ones included (upstream then sends the start sentence stripped); without
+    a wrapper the filled text leaves as it is."""
+    prefix = up.prepend_conv_prefix(data_dir, "x")[:-1]
+    wrapped = OfficialJudge(
+        before="", after="", rule=JUDGE_RULE, max_tokens=512, prefix=prefix, strip_prompt=True
+    )
+    for text in ("", " \n\t", "  a reply \n", "\nline one\nline two\n\n"):
+        assert wrapped.prompt(text) == up.prepend_conv_prefix(data_dir, text), repr(text)
+    assert wrapped.prompt("") == prefix.strip() and not prefix.strip().endswith("\n")
+    around = OfficialJudge(
+        before="\nQ: ",
+        after=" \n",
+        rule=JUDGE_RULE,
+        max_tokens=512,
+        prefix=prefix,
+        strip_prompt=True,
+    )
+    assert around.prompt(" r ") == prefix + "Q: r"
+    plain = OfficialJudge(before="\nQ: ", after=" \n", rule=JUDGE_RULE, max_tokens=512)
+    assert plain.prompt(" r ") == plain.filled(" r ") == "\nQ: r \n"
+    # read back from a sample's metadata (a log written before the wrapper has no prefix)
+    assert OfficialJudge.from_metadata(around.as_metadata()) == around
+    old = {k: v for k, v in plain.as_metadata().items() if k not in ("prefix", "strip_prompt")}
+    assert OfficialJudge.from_metadata(old) == plain
