@@ -1,12 +1,14 @@
 """Inspect glue of the upstream judges (protocol=official, memevals.core.official_judge).
 
 A sample built under an official protocol carries its upstream judge request in
-``metadata["official_judge"]``: upstream's prompt split around the reply, the grader's token
-limit and temperature, and the name of upstream's label rule. `judge_officially` inserts the
-model's reply, asks the grader (``get_model(role="grader")``, falling back to the model under
-test with a warning, as `llm_judge` does) once with exactly that one user message and applies
-the rule: no retry, no JSON, no repair message, as upstream has none. Besides the label it
-counts the replies that were not a clear verdict (``unclear``), which never change the label.
+``metadata["official_judge"]``: upstream's prompt split around the reply, what upstream's model
+call does to it before sending (a prefix, a strip), the grader's token limit and temperature,
+and the name of upstream's label rule. `judge_officially` inserts the model's reply, applies the
+call's wrapper (`OfficialJudge.prompt`), asks the grader (``get_model(role="grader")``, falling
+back to the model under test with a warning, as `llm_judge` does) once with exactly that one
+user message and applies the rule: no retry, no JSON, no repair message, as upstream has none.
+Besides the label it counts the replies that were not a clear verdict (``unclear``), which never
+change the label.
 
 `official_judge()` is the same as a scorer of its own, for re-judging a log
 (``inspect score LOG --scorer memevals/official_judge``); each benchmark's judge scorer calls
