@@ -68,12 +68,12 @@ EXPECTED: dict[str, float] = {
     "overall_accuracy": 10 / 16,
     "task_averaged_accuracy": 22 / 36,
     "abstention_accuracy": 3 / 4,
-    "type_accuracy_single_session_user": 2 / 3,
-    "type_accuracy_single_session_assistant": 1 / 2,
-    "type_accuracy_single_session_preference": 1 / 2,
-    "type_accuracy_multi_session": 2 / 3,
-    "type_accuracy_temporal_reasoning": 1 / 3,
-    "type_accuracy_knowledge_update": 1.0,
+    "single_session_user": 2 / 3,
+    "single_session_assistant": 1 / 2,
+    "single_session_preference": 1 / 2,
+    "multi_session": 2 / 3,
+    "temporal_reasoning": 1 / 3,
+    "knowledge_update": 1.0,
 }
 
 

@@ -206,7 +206,7 @@ def test_inspect_metrics_equal_core_values(data_dir: Path, tmp_path: Path) -> No
     assert (j["ci_lower"], j["ci_upper"]) == pytest.approx(
         (wilson.lower, wilson.upper), abs=1e-12
     )
-    assert (j["by_category_temporal_ci_lower"], j["by_category_temporal_ci_upper"]) == (
+    assert (j["temporal_ci_lower"], j["temporal_ci_upper"]) == (
         pytest.approx((wilson.lower, wilson.upper), abs=1e-12)
     )
 

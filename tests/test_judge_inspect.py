@@ -173,9 +173,9 @@ def test_label_paths_retry_and_unscored(tmp_path: Path) -> None:
     # these samples have no cluster ids: the clustered stderr is left out (the naive one, with
     # -T uncertainty=full, would be sd / sqrt(7))
     assert ("judge", "stderr") not in m and sd > 0
-    assert m[("judge", "grouped_single_hop")] == pytest.approx(1.5 / 4)  # c, p, w, r
-    assert m[("judge", "grouped_temporal")] == 1.0
-    assert m[("judge", "grouped_abstention")] == 0.0
+    assert m[("judge", "single_hop")] == pytest.approx(1.5 / 4)  # c, p, w, r
+    assert m[("judge", "temporal")] == 1.0
+    assert m[("judge", "abstention")] == 0.0
     assert unscored_count(m) == 1.0
     assert log.results is not None
     judge_eval = next(s for s in log.results.scores if s.name == "judge")
@@ -334,7 +334,7 @@ def test_locomo_judge_flag_adversarial_choice(data_dir: Path, tmp_path: Path) ->
     m = metrics(log)
     assert m[("locomo_f1_scorer", "mean")] == 0.5
     assert m[("judge", "mean")] == 0.5
-    assert m[("judge", "grouped_adversarial")] == 0.5
+    assert m[("judge", "adversarial")] == 0.5
     assert unscored_count(m) == 0.0
 
 

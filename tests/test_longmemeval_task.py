@@ -58,7 +58,9 @@ def metrics(log: EvalLog) -> dict[str, float]:
 
 
 #: The uncertainty metrics beside the official aggregates (asserted on their own below).
-UNCERTAINTY = ("stderr", "ci_", "by_category_", "abstention_wilson_")
+UNCERTAINTY = ("stderr", "ci_", "abstention_wilson_")
+#: ... and the per-type ones (`<type>_stderr`, `<type>_ci_lower`, `<type>_ci_upper`).
+TYPE_UNCERTAINTY = ("_stderr", "_ci_lower", "_ci_upper")
 
 
 def judge_metrics(log: EvalLog) -> dict[str, float]:
@@ -66,7 +68,9 @@ def judge_metrics(log: EvalLog) -> dict[str, float]:
     return {
         name: v
         for k, v in metrics(log).items()
-        if k.startswith("judge:") and not (name := k.split(":", 1)[1]).startswith(UNCERTAINTY)
+        if k.startswith("judge:")
+        and not (name := k.split(":", 1)[1]).startswith(UNCERTAINTY)
+        and not name.endswith(TYPE_UNCERTAINTY)
     }
 
 
@@ -108,8 +112,8 @@ def test_uncertainty_one_cluster_per_question_and_wilson_intervals(tmp_path: Pat
     kind = "multi_session"
     typed = [(v, c) for (md, v), c in zip(rows, ids, strict=True) if md["category"] == kind]
     wilson = statistics.wilson_interval([v for v, _ in typed], [c for _, c in typed])
-    assert m[f"by_category_{kind}_ci_upper"] == pytest.approx(wilson.upper, abs=1e-12)
-    assert 0.0 <= m[f"by_category_{kind}_ci_lower"] <= m[f"type_accuracy_{kind}"]
+    assert m[f"{kind}_ci_upper"] == pytest.approx(wilson.upper, abs=1e-12)
+    assert 0.0 <= m[f"{kind}_ci_lower"] <= m[kind]
 
 
 def test_unscored_verdicts_are_excluded_and_counted(tmp_path: Path) -> None:
@@ -118,7 +122,7 @@ def test_unscored_verdicts_are_excluded_and_counted(tmp_path: Path) -> None:
     # fx02 (a "no") drops out: single-session-user 2/2, overall 10/15,
     # task-averaged (6 + 3 + 3 + 4 + 2 + 6) / 36
     assert got["overall_accuracy"] == pytest.approx(10 / 15)
-    assert got["type_accuracy_single_session_user"] == pytest.approx(1.0)
+    assert got["single_session_user"] == pytest.approx(1.0)
     assert got["task_averaged_accuracy"] == pytest.approx(24 / 36)
     assert metrics(log)["unscored:count"] == 1
     assert log.samples is not None
@@ -153,7 +157,7 @@ def test_abstention_task(tmp_path: Path) -> None:
     assert got["abstention_accuracy"] == pytest.approx(3 / 4)
     # one item per type: 1, 1, 0, 1
     assert got["task_averaged_accuracy"] == pytest.approx(3 / 4)
-    assert got["type_accuracy_temporal_reasoning"] == 0.0
+    assert got["temporal_reasoning"] == 0.0
 
 
 def test_category_task_takes_variant(tmp_path: Path) -> None:

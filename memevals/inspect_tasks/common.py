@@ -39,7 +39,7 @@ from memevals.core.memory_system import MemorySystemError
 from memevals.core.options import Option, checked_value, render_help, shared_options
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
-from memevals.inspect_tasks.inspect_internals import as_prerequisite_error
+from memevals.inspect_tasks.inspect_internals import as_prerequisite_error, leave_out_empty_metrics
 
 __all__ = [
     "SCORE_RANGE",
@@ -72,6 +72,10 @@ __all__ = [
 ]
 
 TaskFn = TypeVar("TaskFn", bound=Callable[..., Task])
+
+# A score whose samples are all unscored logs no NaN figures (memevals leaves undefined
+# figures out); installed once, when any memevals task or scorer is loaded.
+leave_out_empty_metrics()
 
 logger = logging.getLogger(__name__)
 

@@ -9,14 +9,17 @@ such import here is guarded.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
     "InspectInternalsError",
     "as_prerequisite_error",
+    "leave_out_empty_metrics",
     "parse_cli_args",
     "register_task",
+    "short_metric_names",
     "task_registered",
 ]
 
@@ -58,6 +61,76 @@ def parse_cli_args(pairs: Sequence[str]) -> dict[str, Any]:
     except ImportError as exc:
         raise _missing("inspect_ai._util.config.parse_cli_args", exc) from exc
     return inspect_parse_cli_args(list(pairs))
+
+
+_LEFT_OUT_MARK = "_memevals_leaves_out_undefined"
+
+
+def leave_out_empty_metrics() -> None:
+    """Make a metric over no scored samples give no row instead of NaN.
+
+    When every sample of a score is unscored (a grader that never gives a readable verdict),
+    Inspect calls each metric on no scores and, for anything but a non-empty mapping, logs and
+    shows NaN. memevals leaves an undefined figure out (as its uncertainty metrics do when
+    fewer than two clusters are present); the score's `unscored_samples` and memevals' `count`
+    of unscored samples still say what happened. The NaN a metric returns on no scores becomes
+    no row and NaN entries of a mapping are dropped; every other value is Inspect's. Idempotent;
+    without that Inspect internal nothing changes (the NaN rows come back).
+    """
+    try:
+        from inspect_ai._eval.task import results
+    except ImportError:
+        return
+    original = getattr(results, "empty_metric_value", None)
+    if original is None or getattr(original, _LEFT_OUT_MARK, False):
+        return
+
+    def empty_metric_value(metric: Any) -> Any:
+        value = original(metric)
+        if isinstance(value, float) and math.isnan(value):
+            return {}
+        if isinstance(value, Mapping):
+            return {
+                k: v for k, v in value.items() if not (isinstance(v, float) and math.isnan(v))
+            }
+        return value
+
+    setattr(empty_metric_value, _LEFT_OUT_MARK, True)
+    results.empty_metric_value = empty_metric_value
+    dict_scores = getattr(results, "scorers_from_metric_dict", None)
+    if dict_scores is None:
+        return
+
+    def scorers_from_metric_dict(*args: Any, **kwargs: Any) -> Any:
+        scores = dict_scores(*args, **kwargs)
+        for score in scores:
+            score.metrics = short_metric_names(score.metrics)
+        return scores
+
+    results.scorers_from_metric_dict = scorers_from_metric_dict
+
+
+def short_metric_names(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A dict-valued score's metric rows named as Inspect names a plain score's: a one-number
+    metric by its name without package (`stderr`, not `memevals/stderr`), an entry of a
+    metric's mapping by its key (`temporal`, not `grouped_temporal`), so a figure has one name
+    under every score and the terminal's narrow columns show what differs. A name two rows
+    would share keeps Inspect's long form.
+
+    Args:
+        metrics: the rows as Inspect keys them (`EvalScore.metrics`).
+
+    Returns:
+        The same rows (same order), re-keyed.
+    """
+    wanted = {
+        key: (m.name if m.group else str(m.name).rsplit("/", 1)[-1])
+        for key, m in metrics.items()
+    }
+    taken = list(wanted.values())
+    return {
+        (w if taken.count(w) == 1 else key): metrics[key] for key, w in wanted.items()
+    }
 
 
 _PREREQUISITE_CLASSES: dict[type[Exception], type[Exception]] = {}

@@ -147,11 +147,12 @@ def _group_agreement(prefix: str, rows: list[list[str | None]]) -> dict[str, flo
 
 @metric(name="judge")
 def repeated_judging() -> Metric:
-    """With judge_runs = N > 1: ``runs`` (N), ``compared`` (samples with N readable verdicts),
-    ``incomplete`` (scored samples with an unreadable verdict in some run), ``agreement`` (share
-    of compared samples whose N labels agree), ``kappa`` (Fleiss' kappa over the N judgments)
-    and ``<category>_agreement`` / ``<category>_kappa``. Reports nothing when every sample was
-    judged once, so a default run's metrics are unchanged."""
+    """With judge_runs = N > 1: ``judge_runs`` (N), ``judge_compared`` (samples with N readable
+    verdicts), ``judge_incomplete`` (scored samples with an unreadable verdict in some run),
+    ``judge_agreement`` (share of compared samples whose N labels agree), ``judge_kappa``
+    (Fleiss' kappa over the N judgments) and ``judge_<category>_agreement`` /
+    ``judge_<category>_kappa``. Reports nothing when every sample was judged once, so a default
+    run's metrics are unchanged."""
 
     def compute(scores: list[SampleScore]) -> Value:
         rows: list[tuple[object, list[str | None]]] = []
@@ -168,14 +169,14 @@ def repeated_judging() -> Metric:
             raise ValueError(f"repeated_judging: samples were judged {sorted(runs)} times")
         result = repeated_agreement([labels for _, labels in rows])
         out: dict[str, float] = {
-            "runs": float(runs.pop()),
-            "compared": float(result.items),
-            "incomplete": float(result.incomplete),
-            **_group_agreement("", [labels for _, labels in rows]),
+            "judge_runs": float(runs.pop()),
+            "judge_compared": float(result.items),
+            "judge_incomplete": float(result.incomplete),
+            **_group_agreement("judge_", [labels for _, labels in rows]),
         }
         for category in sorted({str(c) for c, _ in rows if c is not None}):
             group = [labels for c, labels in rows if str(c) == category]
-            out.update(_group_agreement(f"{category}_", group))
+            out.update(_group_agreement(f"judge_{category}_", group))
         return out
 
     return compute
