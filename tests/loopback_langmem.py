@@ -91,12 +91,12 @@ def _tools(body: dict[str, Any]) -> set[str]:
 def conversation_lines(body: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(date, speaker, text) of each turn in the request's `<session_...>` section; a line
     that does not start so continues the previous turn."""
-    user = [m for m in body.get("messages", []) if m.get("role") == "user"]
-    if not user:
-        raise ValueError("the request has no user message")
-    m = _SESSION.search(str(user[-1].get("content", "")))
-    if m is None:
-        raise ValueError("the user message has no <session_...> section (not a LangMem call)")
+    user = [str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user"]
+    # the first: trustcall's retry after a failed call adds a user message asking for a fix
+    found = [m for m in map(_SESSION.search, user) if m is not None]
+    if not found:
+        raise ValueError("no user message has a <session_...> section (not a LangMem call)")
+    m = found[0]
     lines: list[tuple[str, str, str]] = []
     for line in m.group(1).splitlines():
         match = _LINE.match(line.strip())

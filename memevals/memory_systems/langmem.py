@@ -176,7 +176,14 @@ def _counter_class() -> Any:
             self.calls = 0
             self.input_tokens = 0
             self.output_tokens = 0
+            self.errors = 0
+            self.last_error: BaseException | None = None
             self.lock = threading.Lock()
+
+        def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
+            with self.lock:
+                self.errors += 1
+                self.last_error = error
 
         def on_llm_end(self, response: Any, **kwargs: Any) -> None:
             inputs = outputs = 0
@@ -417,8 +424,22 @@ class LangMemSystem:
                 )
                 for t in turns
             ]
-            with _untraced():
-                puts = manager.invoke({"messages": messages})
+            failed_before = counter.errors
+            try:
+                with _untraced():
+                    puts = manager.invoke({"messages": messages})
+            except Exception as exc:
+                if counter.errors == failed_before or counter.last_error is None:
+                    raise
+                # trustcall answers a failed call by asking again ("fix the validation
+                # error") until LangGraph's recursion limit: name the endpoint's error, not
+                # the limit
+                last = counter.last_error
+                raise MemorySystemError(
+                    f"langmem: session {session.session_id!r}: {counter.errors - failed_before} "
+                    f"LLM call(s) failed, the last with {type(last).__name__}: {last} "
+                    f"({type(exc).__name__} after trustcall's retries)"
+                ) from exc
             calls_without_memory += not puts
             for put in puts:
                 cited = citations.setdefault(
@@ -459,6 +480,8 @@ class LangMemSystem:
             extra={
                 "manager_calls": len(chunks),
                 "calls_without_memory": calls_without_memory,
+                # failed calls trustcall asked again (llm_calls counts the replies)
+                "llm_errors": counter.errors,
                 "llm_input_tokens": counter.input_tokens,
                 "llm_output_tokens": counter.output_tokens,
             },

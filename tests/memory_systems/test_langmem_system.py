@@ -314,6 +314,51 @@ def test_http_500_raises_with_the_endpoints_message(tmp_path: Path) -> None:
     assert list(run.root.iterdir()) == []
 
 
+def test_one_failed_call_is_asked_again_by_trustcall(tmp_path: Path) -> None:
+    """LangMem's own retry: once memories exist, trustcall answers a failed call by asking
+    again with the error, so an endpoint failing once loses nothing."""
+    script = LangMemScript()
+    failed: list[str] = []
+
+    def fail_session_2(body: dict[str, Any]) -> dict[str, Any] | HttpFailure:
+        if not failed and "violin" in json.dumps(body):
+            failed.append("once")
+            return HttpFailure(500, "model overloaded")
+        return script(body)
+
+    with LoopbackTools(fail_session_2) as srv:
+        run = MemoryRun(_system(srv.url), data_sha256="test", cache_root=tmp_path)
+        _, record = run.index(HISTORY)
+        assert srv.count == 4  # session 1, session 2 failed and asked again, session 3
+    assert "overloaded" in str(srv.requests[2]["messages"][-1]["content"])
+    assert record.llm_calls == 3 and record.extra["llm_errors"] == 1
+    assert record.items_stored == 5
+
+
+def test_an_endpoint_failing_until_trustcall_gives_up_names_its_error(tmp_path: Path) -> None:
+    from langchain_core.runnables.config import DEFAULT_RECURSION_LIMIT
+
+    script = LangMemScript()
+
+    def fail_session_2(body: dict[str, Any]) -> dict[str, Any] | HttpFailure:
+        if "violin" in json.dumps(body):
+            return HttpFailure(500, "model overloaded")
+        return script(body)
+
+    with LoopbackTools(fail_session_2) as srv:
+        run = MemoryRun(_system(srv.url), data_sha256="test", cache_root=tmp_path)
+        with pytest.raises(MemorySystemError) as caught:
+            run.index(HISTORY)
+        # session 1, then session 2 until LangGraph's recursion limit
+        assert srv.count == 1 + DEFAULT_RECURSION_LIMIT
+    assert (
+        f"langmem: session 'session_2': {DEFAULT_RECURSION_LIMIT} LLM call(s) failed, the last "
+        "with OpenAIAPIError: Error code: 500 - model overloaded (GraphRecursionError after "
+        "trustcall's retries)"
+    ) in str(caught.value)
+    assert list(run.root.iterdir()) == []
+
+
 def test_args_version_and_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
     system = _system("http://127.0.0.1:9/v1")
     assert system.name == "langmem"
