@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +43,8 @@ __all__ = [
     "HttpFailure",
     "LoopbackOpenAI",
     "fact_sentence",
+    "free_port",
+    "json_mode_only",
     "mem0_facts",
     "new_messages",
     "plain",
@@ -79,6 +82,23 @@ def probe_answer(body: dict[str, Any]) -> str | dict[str, Any]:
             ],
         }
     return '{"ok": true}'
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, read and released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def json_mode_only(body: dict[str, Any]) -> str | dict[str, Any] | HttpFailure:
+    """A reply as from llama-cpp-python's server 0.3.36, which takes `response_format` `text`
+    or `json_object` but answers `json_schema` with HTTP 500; what it does serve is answered as
+    a capable server answers an endpoint check (`probe_answer`)."""
+    kind = (body.get("response_format") or {}).get("type", "text")
+    if kind not in ("text", "json_object"):
+        return HttpFailure(500, f"response_format type {kind!r}: only 'text' or 'json_object'")
+    return probe_answer(body)
 
 
 def plain(text: str) -> Reply:

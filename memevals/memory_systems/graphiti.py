@@ -29,6 +29,10 @@ open stores exhaust a process; ours bounds it (one store holds one history).
 
 A question's date (LongMemEval) is a filter: facts graphiti dates after it (`valid_at`) are
 not returned. A history from which graphiti extracted no fact at all is an ingestion failure.
+
+Before a run ingests anything, `preflight` asks `llm_base_url` once for a json_schema reply
+(memevals.memory_systems.endpoint), so an endpoint that is not there or cannot do it fails
+in one line. `llm_max_tokens` caps every call graphiti makes (its own limits otherwise).
 """
 
 from __future__ import annotations

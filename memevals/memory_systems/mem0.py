@@ -16,6 +16,10 @@ off, so nothing leaves the machine but the calls to `llm_base_url`.
 
 mem0 does not raise when it cannot parse an extraction reply: it logs and stores nothing.
 A history for which mem0 stored no memory at all is therefore an ingestion failure here.
+
+Before a run ingests anything, `preflight` asks `llm_base_url` once for a JSON-mode reply
+(memevals.memory_systems.endpoint), so an endpoint that is not there or cannot do it fails
+in one line. `llm_max_tokens` is mem0's per-call limit (mem0's own otherwise).
 """
 
 from __future__ import annotations

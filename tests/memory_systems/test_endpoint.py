@@ -7,12 +7,10 @@ a pass is remembered for the process by (endpoint, model, need).
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from loopback_openai import HttpFailure, LoopbackOpenAI, plain, probe_answer
+from loopback_openai import LoopbackOpenAI, free_port, json_mode_only, plain
 
 from memevals.core.memory_system import MemorySystemError
 from memevals.memory_systems.endpoint import PROBE_NAME, forget_probes, is_probe, preflight
@@ -31,21 +29,6 @@ def fresh() -> Iterator[None]:
     forget_probes()
     yield
     forget_probes()
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, read, released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def llama_cpp_python(body: dict[str, Any]) -> str | dict[str, Any] | HttpFailure:
-    """llama-cpp-python's server 0.3.36: JSON mode yes, json_schema no (a 500)."""
-    kind = (body.get("response_format") or {}).get("type", "text")
-    if kind not in ("text", "json_object"):
-        return HttpFailure(500, f"response_format type {kind!r}: only 'text' or 'json_object'")
-    return probe_answer(body)
 
 
 def test_a_capable_endpoint_is_asked_once_per_need() -> None:
@@ -78,7 +61,7 @@ def test_a_capable_endpoint_is_asked_once_per_need() -> None:
 
 
 def test_a_server_refusing_json_schema_is_named_in_one_line() -> None:
-    with LoopbackOpenAI(llama_cpp_python, answer_probes=False) as server:
+    with LoopbackOpenAI(json_mode_only, answer_probes=False) as server:
         url = server.url
         preflight(url, KEY, "local", system="mem0", needs=("json_object",))
         with pytest.raises(MemorySystemError) as err:
@@ -133,7 +116,7 @@ def test_each_system_checks_what_it_sends() -> None:
     from memevals.memory_systems.graphiti import graphiti_system
     from memevals.memory_systems.mem0 import mem0_system
 
-    with LoopbackOpenAI(llama_cpp_python, answer_probes=False, api_key=KEY) as server:
+    with LoopbackOpenAI(json_mode_only, answer_probes=False, api_key=KEY) as server:
         args = {"llm_base_url": server.url, "llm_model": "local", "llm_api_key": KEY}
         mem0_system(**args).preflight()
         assert [b["response_format"]["type"] for b in server.requests] == ["json_object"]

@@ -206,7 +206,7 @@ def test_retrieval_cites_the_turn_and_its_date(first_run: MemoryRun) -> None:
     assert len(retrieval.items) == 3 and retrieval.cut == 0
     scores = [item.score for item in retrieval.items]
     assert all(s is not None for s in scores)
-    assert scores == sorted(scores, reverse=True)  # best first  # type: ignore[type-var]
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]  # best first
     assert all(len(item.source_ids) == 1 for item in retrieval.items)
 
     one = first_run.retrieve(HISTORY, MemoryQuery("clay pot with blue glaze", k=1))
