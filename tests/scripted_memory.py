@@ -113,6 +113,11 @@ class SparseIndex:
             for n in ranked[: query.k]
         ]
 
+    def answer(self, query: Any) -> str:
+        """Its own answer (`memory_answers`): the best item's text, or that it found nothing."""
+        items = self.retrieve(query)
+        return items[0].text if items else "I found nothing about that."
+
 
 class SparseSystem:
     """A memory system that finds nothing for chosen questions and fails on others."""

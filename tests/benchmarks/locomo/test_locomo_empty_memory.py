@@ -114,3 +114,34 @@ def test_lm_eval_documents_keep_empty_retrievals_and_a_raising_system_stops_the_
         f"{fail_on[0]!r} in {CONV} failed: TimeoutError: scripted backend timed out on "
         f"{fail_on[0]!r}"
     )
+
+
+def test_a_system_answering_by_itself_is_scored_after_an_empty_retrieval(tmp_path: Path) -> None:
+    """memory_answers: the retrieval came back empty and is logged so; the system's own answer
+    is still the sample's output and is scored."""
+    from inspect_ai import eval as inspect_eval
+
+    from memevals.inspect_tasks.locomo import locomo
+
+    items = _items("official", context="none")[:3]
+    empty_on = [str(items[0].metadata["question"])]
+    task = locomo(
+        categories="single_hop",
+        memory="scripted_sparse",
+        memory_args={"empty_on": empty_on},
+        memory_answers=True,
+        memory_cache=False,
+    )
+    [log] = inspect_eval(
+        task, model="mockllm/model", limit=3, display="none", log_dir=str(tmp_path)
+    )
+    assert log.status == "success" and log.samples is not None
+    assert [str(s.id) for s in log.samples] == [i.id for i in items]
+    first, *rest = log.samples
+    assert first.output.completion == "I found nothing about that."
+    assert (first.metadata["memory_items"], first.metadata["memory_returned"]) == (0, 0)
+    assert first.scores is not None
+    assert first.scores["locomo_f1_scorer"].answer == "I found nothing about that."
+    for sample in rest:
+        assert sample.metadata["memory_items"] == 5
+        assert sample.output.model == "memory/scripted_sparse"
