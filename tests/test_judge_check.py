@@ -120,24 +120,38 @@ def _expected(
     items: list[Any], rule: Callable[[str], float], audit: dict[str, dict[str, float]]
 ) -> dict[str, float]:
     """The metrics computed a second way, with numpy over the first LIMIT items; `audit` is
-    wrong kind -> question id -> mean of the audit's three verdicts."""
+    wrong kind -> question id -> mean of the audit's three verdicts. A figure with nothing
+    scored to compute it from is absent."""
     rows = [(i.metadata["kind"], i.metadata["category"], rule(i.user), i) for i in items[:LIMIT]]
-    groups = [("", rows)] + [
-        (f"{c}_", [r for r in rows if r[1] == c]) for c in sorted({r[1] for r in rows})
-    ]
-    out: dict[str, float] = {}
-    for prefix, sub in groups:
+
+    def rates(sub: list[Any]) -> dict[str, float]:
+        out: dict[str, float] = {}
         for kind in KINDS:
             vals = np.array([v for k, _, v, _ in sub if k == kind], dtype=float)
             scored = vals[~np.isnan(vals)]
-            out[f"{prefix}{kind}_accept"] = float(scored.mean()) if scored.size else math.nan
-            out[f"{prefix}{kind}_unscored"] = float(np.isnan(vals).sum())
-        for kind in ("specific_wrong", "vague_wrong"):
-            out[f"{prefix}{kind}_balanced"] = float(
-                np.mean([out[f"{prefix}gold_accept"], 1 - out[f"{prefix}{kind}_accept"]])
-            )
-            ids = [i.metadata["question_id"] for k, _, _, i in sub if k == kind]
-            out[f"{prefix}{kind}_audit_accept"] = float(np.mean([audit[kind][q] for q in ids]))
+            if scored.size:
+                out[kind] = float(scored.mean())
+        return out
+
+    def balanced(r: dict[str, float]) -> float | None:
+        wrong = [k for k in ("specific_wrong", "vague_wrong") if k in r]
+        if "gold" not in r or not wrong:
+            return None
+        return float(np.mean([np.mean([r["gold"], 1 - r[k]]) for k in wrong]))
+
+    overall = rates(rows)
+    out: dict[str, float] = {}
+    if (b := balanced(overall)) is not None:
+        out["balanced"] = b
+    out |= {f"{k}_accept": v for k, v in overall.items()}
+    for kind in ("specific_wrong", "vague_wrong"):
+        ids = [i.metadata["question_id"] for k, _, _, i in rows if k == kind]
+        if ids:
+            out[f"{kind}_audit_accept"] = float(np.mean([audit[kind][q] for q in ids]))
+    out["unscored"] = float(sum(np.isnan(v) for _, _, v, _ in rows))
+    for c in sorted({r[1] for r in rows}):
+        if (b := balanced(rates([r for r in rows if r[1] == c]))) is not None:
+            out[f"{c}_balanced"] = b
     return out
 
 
@@ -157,12 +171,9 @@ def _metrics(log: EvalLog) -> dict[str, float]:
 
 
 def _same(got: dict[str, float], want: dict[str, float]) -> None:
-    assert set(got) == set(want)
+    assert list(got) == list(want)  # the order too: the headline first
     for key, value in want.items():
-        if math.isnan(value):
-            assert math.isnan(got[key]), key
-        else:
-            assert got[key] == pytest.approx(value), key
+        assert got[key] == pytest.approx(value), key
 
 
 @pytest.mark.parametrize("grader", list(GRADERS))
@@ -257,9 +268,10 @@ def test_cli_runs_under_both_names(inspect_cli: Any, tmp_path: Path, name: str) 
     )
     assert res.returncode == 0, res.stderr
     log = read_eval_log(str(next((tmp_path / "logs").glob("*.eval"))))
+    # nothing scored: the count and the audit's own reference rates, no NaN figure
     metrics = _metrics(log)
-    assert [metrics[f"{k}_unscored"] for k in KINDS] == [2.0, 2.0, 2.0]
-    assert all(math.isnan(metrics[f"{k}_accept"]) for k in KINDS)
+    assert list(metrics) == ["specific_wrong_audit_accept", "vague_wrong_audit_accept", "unscored"]
+    assert metrics["unscored"] == 6.0
 
 
 def test_cli_with_the_scripted_exact_grader(

@@ -52,8 +52,8 @@ def grade_candidate(retries: int = 1) -> Solver:
     return solve
 
 
-def _rate(values: list[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
+def _rate(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def _accepted(s: SampleScore) -> float:
@@ -68,45 +68,61 @@ def _accepted(s: SampleScore) -> float:
     return float(accepted)
 
 
-def _figures(scores: list[SampleScore], prefix: str) -> dict[str, float]:
+def _rates(scores: list[SampleScore]) -> tuple[dict[str, float], int]:
+    """Acceptance rate per candidate kind (kinds without a scored sample left out) and the
+    number of unscored samples."""
     accepted: dict[str, list[float]] = {k: [] for k in KINDS}
-    unscored: dict[str, int] = dict.fromkeys(KINDS, 0)
-    audit: dict[str, list[float]] = {k: [] for k in WRONG_KINDS}
+    unscored = 0
     for s in scores:
-        md = s.sample_metadata or {}
-        kind = str(md["kind"])
         value = _accepted(s)
         if math.isnan(value):
-            unscored[kind] += 1
+            unscored += 1
         else:
-            accepted[kind].append(value)
-        verdicts = md.get("audit_verdicts")
-        if kind in audit and verdicts is not None:
-            audit[kind].append(sum(bool(v) for v in verdicts) / len(verdicts))
-    out: dict[str, float] = {}
-    for kind in KINDS:
-        out[f"{prefix}{kind}_accept"] = _rate(accepted[kind])
-        out[f"{prefix}{kind}_unscored"] = float(unscored[kind])
-    gold = out[f"{prefix}gold_accept"]
-    for kind in WRONG_KINDS:
-        out[f"{prefix}{kind}_balanced"] = (gold + 1.0 - out[f"{prefix}{kind}_accept"]) / 2
-        out[f"{prefix}{kind}_audit_accept"] = _rate(audit[kind])
-    return out
+            accepted[str((s.sample_metadata or {})["kind"])].append(value)
+    rates = {k: r for k in KINDS if (r := _rate(accepted[k])) is not None}
+    return rates, unscored
+
+
+def _balanced(rates: Mapping[str, float]) -> float | None:
+    """Balanced accuracy: the mean over the wrong kinds present of (gold accept rate + wrong
+    reject rate) / 2; None without gold or wrong candidates scored."""
+    if "gold" not in rates:
+        return None
+    per_kind = [(rates["gold"] + 1.0 - rates[k]) / 2 for k in WRONG_KINDS if k in rates]
+    return sum(per_kind) / len(per_kind) if per_kind else None
 
 
 @metric(name="judge_check")
 def judge_check_metrics() -> Metric:
-    """Per candidate kind, overall and per category (`<category>_...`): acceptance rate
-    (`<kind>_accept`; the false-accept rate of a wrong kind), unscored count, balanced accuracy
-    per wrong kind ((gold accept rate + wrong reject rate) / 2) and, for reference, the mean
-    acceptance of the audit's own three gpt-4o-mini verdicts (`<kind>_audit_accept`)."""
+    """The grader's separation of right from wrong answers, headline first: `balanced` (balanced
+    accuracy, gold accepted vs wrong rejected, averaged over the two wrong kinds), the
+    acceptance rate per candidate kind (`<kind>_accept`: the false-accept rate of a wrong kind),
+    for reference the mean acceptance of the audit's own three gpt-4o-mini verdicts
+    (`<kind>_audit_accept`), the number of `unscored` samples, then `<category>_balanced` per
+    LoCoMo category. A figure with nothing scored to compute it from is left out (never NaN).
+    """
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        out = _figures(scores, "")
+        rates, unscored = _rates(scores)
+        out: dict[str, float] = {}
+        if (balanced := _balanced(rates)) is not None:
+            out["balanced"] = balanced
+        out |= {f"{kind}_accept": rate for kind, rate in rates.items()}
+        for kind in WRONG_KINDS:
+            audit = [
+                sum(bool(v) for v in verdicts) / len(verdicts)
+                for s in scores
+                if (md := s.sample_metadata or {})["kind"] == kind
+                and (verdicts := md.get("audit_verdicts"))
+            ]
+            if (rate := _rate(audit)) is not None:
+                out[f"{kind}_audit_accept"] = rate
+        out["unscored"] = float(unscored)
         categories = sorted({str((s.sample_metadata or {})["category"]) for s in scores})
         for category in categories:
             subset = [s for s in scores if (s.sample_metadata or {})["category"] == category]
-            out |= _figures(subset, f"{category}_")
+            if (balanced := _balanced(_rates(subset)[0])) is not None:
+                out[f"{category}_balanced"] = balanced
         return out
 
     return compute
