@@ -1,11 +1,12 @@
 """Memory systems on the real LoCoMo: what ingestion and retrieval cost, and that the disk cache
 makes a second run ingest nothing.
 
-For each system (bm25, embedding, observations, mem0, graphiti) the script builds the LoCoMo
-samples framework-free (`memevals.benchmarks.locomo.samples.build` with `memory=<system>`) and
-gives every question its context with `subject.fill(item, model)`, as the Inspect solver and the
-lm-eval documents do, in a fresh MEMEVALS_CACHE_DIR per system. Then it does it again over the
-same cache (a new run, as a rerun would be) and prints one table:
+For each system (bm25, embedding, observations, mem0, graphiti, langmem) the script builds
+the LoCoMo samples framework-free (`memevals.benchmarks.locomo.samples.build` with
+`memory=<system>`) and gives every question its context with `subject.fill(item, model)`, as
+the Inspect solver and the lm-eval documents do, in a fresh MEMEVALS_CACHE_DIR per system.
+Then it does it again over the same cache (a new run, as a rerun would be) and prints one
+table:
 
 - build s / conv: the ingestion seconds of each conversation (the harness's record), median
   and total, and `open s / conv`: the rest of the first question's wall time (opening the store:
@@ -30,10 +31,13 @@ server answering graphiti's structured-output calls (tests/loopback_graphiti.py:
 speaker of an episode), over Kuzu and the same embedder, on conv-26 with graphiti's default
 of one turn per episode (`--graphiti-turns-per-episode`, `--graphiti-conversations`). bm25,
 embedding and observations run on all ten conversations (1,986 questions);
-`--embedding-conversations` narrows embedding. Each system's scope is printed with it. torch
-gets one thread (`--torch-threads`): on a shared 2-core machine its default of one per core
-oversubscribes the CPU (docs/performance.md). About 4 minutes in all on an idle 2-core
-machine without graphiti; graphiti's 419 episodes took 3.2 of the 12 minutes of a run on a
+`--embedding-conversations` narrows embedding. langmem's LLM is the same server answering
+LangMem's memory-manager tool calls (tests/loopback_langmem.py: one memory per speaker of a
+call), on conv-26 with langmem's default of one manager call per session
+(`--langmem-turns-per-call`, `--langmem-conversations`). Each system's scope is printed
+with it. torch gets one thread (`--torch-threads`): on a shared 2-core machine its default of
+one per core oversubscribes the CPU (docs/performance.md). About 4 minutes in all on an idle
+2-core machine without graphiti; graphiti's 419 episodes took 3.2 of the 12 minutes of a run on a
 2-core machine at load average 11 (docs/memory_systems.md).
 
     MEMEVALS_DATA_DIR=../shared/data python benchmarks/memory_systems.py
@@ -66,7 +70,7 @@ from memevals.core.memory_system import ModelReply, TextModel
 from memevals.core.prompt_item import PromptItem
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-SYSTEMS = ("bm25", "embedding", "observations", "mem0", "graphiti")
+SYSTEMS = ("bm25", "embedding", "observations", "mem0", "graphiti", "langmem")
 
 #: A turn line of the observations prompt: `[D1:3] Caroline: text` (a LoCoMo dia id; a turn's
 #: text may run over several lines, and a later line may itself start with a bracket).
@@ -264,6 +268,14 @@ def main() -> None:
     )
     parser.add_argument("--graphiti-turns-per-episode", type=int, default=1)
     parser.add_argument(
+        "--langmem-conversations",
+        default="conv-26",
+        help="comma-separated conversation ids for langmem ('all' = every one)",
+    )
+    parser.add_argument(
+        "--langmem-turns-per-call", type=int, default=0, help="0: one manager call per session"
+    )
+    parser.add_argument(
         "--torch-threads", type=int, default=1, help="torch intra-op threads (0: torch's choice)"
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -280,7 +292,7 @@ def main() -> None:
     unknown = sorted(set(wanted) - set(SYSTEMS))
     if unknown:
         parser.error(f"unknown systems {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}")
-    if ns.torch_threads and {"embedding", "mem0", "graphiti"} & set(wanted):
+    if ns.torch_threads and {"embedding", "mem0", "graphiti", "langmem"} & set(wanted):
         import torch
 
         torch.set_num_threads(ns.torch_threads)
@@ -316,6 +328,18 @@ def main() -> None:
                 note = f" (turns_per_episode={per}; {ns.graphiti_conversations})"
                 result = measure(name, args, convs, lambda: None, note)
             result["loopback_requests"] = server.count
+        elif name == "langmem":
+            sys.path.insert(0, str(TESTS))
+            from loopback_langmem import LangMemScript, LoopbackTools
+
+            convs = _subset(ns.langmem_conversations)
+            tools = LoopbackTools(LangMemScript())
+            with tools:
+                per_call = ns.langmem_turns_per_call or None
+                args = {"llm_base_url": tools.url, "turns_per_call": per_call}
+                note = f" (turns_per_call={per_call or 'session'}; {ns.langmem_conversations})"
+                result = measure(name, args, convs, lambda: None, note)
+            result["loopback_requests"] = tools.count
         elif name == "embedding":
             note = "" if ns.embedding_conversations == "all" else f" ({ns.embedding_conversations})"
             subset = _subset(ns.embedding_conversations)

@@ -74,6 +74,8 @@ INSTALL_HINT = "pip install 'memevals[langmem]'"
 STORE_FILE = "langmem-store.json"
 #: The layout of STORE_FILE; a store of another layout is refused, never half-read.
 STORE_FORMAT = 1
+#: The most seconds the endpoint check waits (llm_timeout_s when shorter).
+PREFLIGHT_TIMEOUT_S = 60.0
 #: One store holds one history, so one fixed namespace (LangGraph forbids dots in labels).
 NAMESPACE: tuple[str, ...] = ("memevals", "memories")
 #: What LangSmith reads to decide on tracing: forced off (its env lookups are cached, so the
@@ -290,6 +292,8 @@ class LangMemSystem:
         temperature: float = 0.0,
         llm_timeout_s: float = 120.0,
         llm_max_retries: int = 2,
+        llm_max_tokens: int | None = None,
+        llm_preflight: bool = True,
     ) -> None:
         _api()
         _tracing_off()
@@ -330,12 +334,21 @@ class LangMemSystem:
         self.temperature = float(temperature)
         self.llm_timeout_s = float(llm_timeout_s)
         self.llm_max_retries = _check_int("llm_max_retries", llm_max_retries, 0)
+        self.llm_max_tokens = (
+            None if llm_max_tokens is None else _check_int("llm_max_tokens", llm_max_tokens, 1)
+        )
+        if not isinstance(llm_preflight, bool):
+            raise ValueError(
+                f"memory=langmem: llm_preflight must be true or false, not {llm_preflight!r}"
+            )
+        self.llm_preflight = llm_preflight
 
     @property
     def args(self) -> Mapping[str, Any]:
         # the endpoint and model decide which memories are written; turns_per_call and
         # query_limit what each call sees; the key, timeout and retries decide nothing
-        return {
+        # (runtime_args logs them); a token limit cuts replies, so it is keyed when given
+        out: dict[str, Any] = {
             "llm_base_url": self.llm_base_url,
             "llm_model": self.llm_model,
             "embedding_model": self.embedding_model,
@@ -343,6 +356,36 @@ class LangMemSystem:
             "query_limit": self.query_limit,
             "temperature": self.temperature,
         }
+        if self.llm_max_tokens is not None:
+            out["llm_max_tokens"] = self.llm_max_tokens
+        return out
+
+    @property
+    def runtime_args(self) -> Mapping[str, Any]:
+        """How the LLM is called, logged with the run's settings but not keyed (no stored
+        memory depends on them)."""
+        return {
+            "llm_timeout_s": self.llm_timeout_s,
+            "llm_max_retries": self.llm_max_retries,
+            "llm_preflight": self.llm_preflight,
+        }
+
+    def preflight(self) -> None:
+        """Check, once per process, that `llm_base_url` answers a tool-calling request
+        (MemorySystemError in one line otherwise); `llm_preflight=false` skips it (a rerun
+        that reads only stored memories needs no endpoint)."""
+        if not self.llm_preflight:
+            return
+        from memevals.memory_systems.endpoint import preflight
+
+        preflight(
+            self.llm_base_url,
+            self._api_key,
+            self.llm_model,
+            system=self.name,
+            needs=("tool_calls",),
+            timeout_s=min(self.llm_timeout_s, PREFLIGHT_TIMEOUT_S),
+        )
 
     def __repr__(self) -> str:
         return f"LangMemSystem({dict(self.args)!r})"
@@ -374,7 +417,9 @@ class LangMemSystem:
         chat-completions API (tool calls), every call counted."""
         from pydantic import SecretStr
 
+        limit = {} if self.llm_max_tokens is None else {"max_tokens": self.llm_max_tokens}
         return _api().ChatOpenAI(
+            **limit,
             model=self.llm_model,
             base_url=self.llm_base_url,
             api_key=SecretStr(self._api_key),
@@ -390,21 +435,13 @@ class LangMemSystem:
     def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
         """One manager call per chunk of turns, in history order; `model` is unused (LangMem
         has its own)."""
-        from memevals.memory_systems.endpoint import preflight
-
         chunks = call_chunks(history, self.turns_per_call)
         if not chunks:
             raise MemorySystemError(f"langmem: history {history.history_id!r} has no turns")
         # one line before anything is ingested when the endpoint is missing or makes no tool
-        # calls (the manager's first call would fail deep inside trustcall otherwise)
-        preflight(
-            self.llm_base_url,
-            self._api_key,
-            self.llm_model,
-            system="langmem",
-            needs=("tool_calls",),
-            timeout_s=self.llm_timeout_s,
-        )
+        # calls (the manager's first call would fail deep inside trustcall otherwise); the
+        # task checked it already (once per process), a MemoryRun of its own has not
+        self.preflight()
         api = _api()
         _tracing_off()
         counter = _counter_class()()
@@ -525,7 +562,8 @@ def langmem_system(**args: Any) -> LangMemSystem:
 
     Args:
         **args: the `memory_args` (llm_base_url, llm_model, llm_api_key, embedding_model,
-            turns_per_call, query_limit, temperature, llm_timeout_s, llm_max_retries).
+            turns_per_call, query_limit, temperature, llm_timeout_s, llm_max_retries,
+            llm_max_tokens, llm_preflight).
 
     Returns:
         The system.

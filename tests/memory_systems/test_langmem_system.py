@@ -280,6 +280,17 @@ def test_an_endpoint_without_tool_calls_fails_in_one_line_before_ingesting(
     assert list(run.root.iterdir()) == []  # no store left behind
 
 
+def test_a_token_limit_reaches_every_call_and_no_check_without_preflight(tmp_path: Path) -> None:
+    forget_probes()
+    with LoopbackTools(LangMemScript()) as srv:
+        system = _system(srv.url, llm_max_tokens=256, llm_preflight=False)
+        system.preflight()  # switched off: asks nothing
+        MemoryRun(system, data_sha256="test", cache_root=tmp_path).index(HISTORY)
+        assert srv.probes == [] and srv.count == 3
+        # langchain-openai sends the limit as max_completion_tokens (OpenAI's current name)
+        assert [body["max_completion_tokens"] for body in srv.requests] == [256] * 3
+
+
 def test_an_unreachable_endpoint_fails_before_ingesting(tmp_path: Path) -> None:
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
@@ -371,6 +382,11 @@ def test_args_version_and_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
         "query_limit": 5,
         "temperature": 0.0,
     }
+    assert dict(system.runtime_args) == {
+        "llm_timeout_s": 120.0,
+        "llm_max_retries": 0,
+        "llm_preflight": True,
+    }
     run = MemoryRun(system, data_sha256="test")
     assert API_KEY not in json.dumps(run.settings()) + repr(system) + run.key(HISTORY)
     same = langmem_system(llm_base_url="http://127.0.0.1:9/v1", llm_model=MODEL, llm_api_key="x")
@@ -381,11 +397,16 @@ def test_args_version_and_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
         {"query_limit": 10},
         {"temperature": 0.5},
         {"embedding_model": "sentence-transformers/all-MiniLM-L6-v2"},
+        {"llm_max_tokens": 512},
     ):
         other = langmem_system(
             **{"llm_base_url": "http://127.0.0.1:9/v1", "llm_model": MODEL, **changed}
         )
         assert MemoryRun(other, data_sha256="test").key(HISTORY) != run.key(HISTORY), changed
+    # how the LLM is called decides nothing stored: the same store
+    for runtime in ({"llm_timeout_s": 5}, {"llm_max_retries": 1}, {"llm_preflight": False}):
+        other = _system("http://127.0.0.1:9/v1", **runtime)
+        assert MemoryRun(other, data_sha256="test").key(HISTORY) == run.key(HISTORY), runtime
 
 
 def test_entry_point_and_bad_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -403,6 +424,8 @@ def test_entry_point_and_bad_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
         ({"temperature": "hot"}, "temperature must be a number"),
         ({"llm_timeout_s": 0}, "llm_timeout_s must be > 0"),
         ({"llm_model": ""}, "llm_model must be a model name"),
+        ({"llm_max_tokens": 0}, "llm_max_tokens must be an integer >= 1"),
+        ({"llm_preflight": "yes"}, "llm_preflight must be true or false"),
     ]
     for args, message in bad:
         with pytest.raises(ValueError, match=f"memory=langmem: {message}"):
