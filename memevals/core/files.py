@@ -28,6 +28,7 @@ __all__ = [
     "override_dir",
     "resolve",
     "sha256_of",
+    "without_data_dir",
 ]
 
 DATA_DIR_ENV = "MEMEVALS_DATA_DIR"
@@ -112,11 +113,12 @@ def _data_dir_fix(override: Path, relpath: str, url: str) -> str:
     if _from_env(override):
         return (
             f"The dir is {DATA_DIR_ENV}: put the pinned file at {relpath} in it, point "
-            f"{DATA_DIR_ENV} at the folder that holds {relpath}, or {_without_dir(override, url)}."
+            f"{DATA_DIR_ENV} at the folder that holds {relpath}, or "
+            f"{without_data_dir(override, url)}."
         )
     return (
         f"The dir is the data_dir option: put the pinned file at {relpath} in it, give "
-        f"data_dir the folder that holds {relpath}, or {_without_dir(override, url)}."
+        f"data_dir the folder that holds {relpath}, or {without_data_dir(override, url)}."
     )
 
 
@@ -126,9 +128,16 @@ def _from_env(override: Path) -> bool:
     return bool(env) and Path(str(env)).expanduser() == override
 
 
-def _without_dir(override: Path, url: str) -> str:
-    """How to stop reading `override`: unset the variable or leave the option out, naming what
-    is then read instead."""
+def without_data_dir(override: Path, url: str) -> str:
+    """How to stop reading a data dir, for the end of an error about a file in it.
+
+    Args:
+        override: the data dir in use (from the data_dir option or MEMEVALS_DATA_DIR).
+        url: where the file is downloaded from without a data dir.
+
+    Returns:
+        "unset MEMEVALS_DATA_DIR ..." or "leave data_dir out ...", naming what is then read.
+    """
     if _from_env(override):
         return f"unset {DATA_DIR_ENV} to download {url} into the cache"
     env = os.environ.get(DATA_DIR_ENV)
@@ -239,7 +248,7 @@ def resolve(
             path,
             pinned,
             how_to_fix=f"Replace it with the pinned file from {pinned.url}, "
-            f"{also + ', ' if also else ''}or {_without_dir(override, pinned.url)}.",
+            f"{also + ', ' if also else ''}or {without_data_dir(override, pinned.url)}.",
         )
         return path
 

@@ -126,3 +126,20 @@ def test_a_bug_keeps_its_traceback_and_a_user_error_becomes_a_message() -> None:
     assert user.value.message == (
         "[bold]Error[/bold]: user_errors_buggy_fixed: fail=value is not allowed"
     )
+
+
+def test_a_changed_beam_file_names_each_fix(tmp_path: Path) -> None:
+    """BEAM's git-blob check says what to do for the dir the option gave (issue 28)."""
+    from memevals.benchmarks.beam.data import _resolve, beam_files
+
+    pinned = next(iter(beam_files().values()))
+    copy = tmp_path / pinned.relpath
+    copy.parent.mkdir(parents=True)
+    copy.write_text("[]", encoding="utf-8")
+    with pytest.raises(DataError) as exc:
+        _resolve(pinned, tmp_path)
+    assert str(exc.value).endswith(
+        f"the file is corrupt or from another revision. Restore the pinned file. Or leave "
+        f"data_dir out to read MEMEVALS_DATA_DIR={DATA_DIR}, or pass verify_checksum=false to "
+        "read a same-schema copy unverified."
+    )

@@ -35,6 +35,7 @@ from memevals.core.files import (
     cached_download,
     data_dir_file,
     override_dir,
+    without_data_dir,
 )
 from memevals.core.validation import load_json
 
@@ -200,7 +201,9 @@ def _resolve(pinned: BeamFile, data_dir: str | os.PathLike[str] | None) -> Path:
         problem = _blob_problem(path, pinned)
         if problem:
             raise DataError(
-                f"{problem} Or unset {DATA_DIR_ENV} to use the verified cache.", file=path
+                f"{problem} Or {without_data_dir(override, pinned.url)}, or pass "
+                "verify_checksum=false to read a same-schema copy unverified.",
+                file=path,
             )
         return path
     path = cache_dir() / pinned.relpath
