@@ -25,6 +25,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -222,15 +223,16 @@ def build_report(
     if not paths:
         raise ReportError("no runs given: name Inspect logs, lm-eval samples files or folders")
     runs = load_runs(paths)
+    failed = [r for r in runs if not r.has_results]
     kept: list[tuple[Run, Row]] = []
     for run in runs:
-        row = row_from_run(run)
+        row = row_from_run(run) if run.has_results else None
         if row is not None:
             kept.append((run, row))
     if not kept:
         raise ReportError(
             f"none of the {len(runs)} run(s) has results (a failed or cancelled run): "
-            "nothing to report"
+            + "; ".join(f"{r.path} (status {r.status})" for r in failed)
         )
     scored = [
         (r, w) for r, w in kept if any(is_compared(r.kinds.get(k), r.record) for k in w.kinds)
@@ -244,6 +246,7 @@ def build_report(
     disambiguate(rows)
     runs = [r for r, _ in scored]
     comparisons, notes = _comparisons(runs, baseline, resamples, seed)
+    notes += [f"{r.path}: no results (status {r.status}); left out" for r in failed]
     return Report(
         title=title,
         runs=runs,
@@ -281,6 +284,8 @@ def _svg(fig: Any, chart: str) -> str:
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]
+    # matplotlib's Dublin Core block (creator, date) says nothing the page needs
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)
     return f'<div class="chart" data-chart="{html.escape(chart)}">{text}</div>'
 
 
@@ -655,7 +660,8 @@ def _paired(report: Report) -> str:
     for ci, c in enumerate(report.comparisons):
         factor = c.factor.name if c.factor else "none"
         parts.append(
-            f'<h3 class="comparison">{_e(c.a.benchmark)}: A = {_e(c.name_a)} vs B = '
+            f'<h3 class="comparison" data-a="{_e(c.a.path)}" data-b="{_e(c.b.path)}">'
+            f"{_e(c.a.benchmark)}: A = {_e(c.name_a)} vs B = "
             f"{_e(c.name_b)} <small>(factor: {_e(factor)}; protocol {_e(c.a.protocol)})"
             "</small></h3>"
         )
@@ -666,7 +672,7 @@ def _paired(report: Report) -> str:
                 res = row.result
                 marks.append(_Mark(t.score, row.category, res.difference, res.ci_low, res.ci_high))
                 rows_html.append(
-                    "<tr class='diff' "
+                    f"<tr class='diff' data-c='{ci}' "
                     f"data-score='{_e(t.score)}' data-category='{_e(row.category)}' "
                     f"data-difference='{_value_attr(res.difference)}' "
                     f"data-low='{_value_attr(res.ci_low)}' data-high='{_value_attr(res.ci_high)}' "
@@ -1139,7 +1145,9 @@ function open(qi){var q=DATA.questions[qi];var d=document.getElementById("q-deta
       ret.appendChild(el("span",id+" ",q.ev.indexOf(id)>=0?"hit":"miss"));});
     tr.appendChild(ret);t.appendChild(tr);});
   d.appendChild(t);d.scrollIntoView();}
-["input","change"].forEach(function(ev){Object.keys(sel).forEach(function(k){sel[k].addEventListener(ev,render);});});
+// the search box redraws as one types ("change" would redraw again on blur, under a click)
+Object.keys(sel).forEach(function(k){
+  sel[k].addEventListener(k==="s"?"input":"change",render);});
 render();
 })();
 """
@@ -1268,11 +1276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         page = render_html(report)
         write_atomic(page, ns.output)
-    except (ReportError, RunError) as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+    except (ReportError, RunError, OSError) as exc:
+        # one line, whatever the reader's message (a validation error spans several)
+        print(f"{PROG}: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     size = ns.output.stat().st_size
     print(

@@ -1,0 +1,449 @@
+"""memevals-report, tested in a real browser.
+
+Real runs, as a user makes them, kept small (`--limit`): `inspect eval memevals/locomo` with
+`-T context=none` and `-T context=rag` (they differ in one declared factor, the context),
+`-T memory=bm25` (a memory system under test), a judged run (`-T judge=true`, the scripted
+grader through the real CLI) and one `lm_eval` run. The report is built by the real command
+(`python -m memevals.tools.report`), then opened from file:// in Debian's headless chromium,
+driven by Playwright: no console error, no request but the page itself, one SVG mark per run
+and category in each chart, sorting and filtering work, a question opens with its gold and
+replies, and every number equals memevals-compare's CSV and memevals-diff's JSON. Screenshots
+of each section go to tests/artifacts/report/ (git-ignored).
+
+The browser is part of the test set-up (scripts/setup.sh installs it): a browser that cannot
+start fails these tests, it does not skip them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_support import TESTS, run_inspect_cli
+from inspect_ai.log import read_eval_log, write_eval_log
+from lm_eval_support import run_lm_eval_cli
+
+from memevals.benchmarks import records
+from memevals.tools.report import SECTIONS, bucket, main
+
+LIMIT = 6
+CHROMIUM = os.environ.get("MEMEVALS_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = TESTS / "artifacts" / "report"
+#: Inspect runs: folder -> extra arguments (every run: memevals/locomo, mockllm, --limit).
+INSPECT_RUNS: dict[str, list[str]] = {
+    "none": ["-T", "context=none"],
+    "rag": ["-T", "context=rag"],
+    "bm25": ["-T", "memory=bm25"],
+}
+RESAMPLES = "300"
+
+
+def _tool(module: str, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", f"memevals.tools.{module}", *map(str, args)]
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def run_dirs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The runs' folders, each made by the real CLI."""
+    root = tmp_path_factory.mktemp("report-runs")
+    env = {"MEMEVALS_DATA_DIR": str(data_dir), "MEMEVALS_CACHE_DIR": str(root / "cache")}
+    out: dict[str, Path] = {}
+    base = ["eval", "memevals/locomo", "--model", "mockllm/model", "--limit", str(LIMIT)]
+    for name, extra in INSPECT_RUNS.items():
+        proc = run_inspect_cli(
+            [*base, *extra, "--log-dir", str(root / name), "--display", "none"], cwd=root, env=env
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out[name] = root / name
+    judged = [
+        sys.executable,
+        str(TESTS / "scripted_judge.py"),
+        *base,
+        "-T",
+        "judge=true",
+        "-T",
+        "protocol=memevals",
+        "--model-role",
+        "grader=scripted/strict",
+        "--log-dir",
+        str(root / "judged"),
+        "--display",
+        "none",
+    ]
+    proc = subprocess.run(
+        judged, cwd=root, env={**os.environ, **env}, capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out["judged"] = root / "judged"
+    (root / "lm").mkdir()
+    args = ["--model", "dummy", "--tasks", "locomo_temporal", "--limit", "4"]
+    out["lm-eval"] = run_lm_eval_cli(args, root / "lm")
+    return out
+
+
+@pytest.fixture(scope="session")
+def built(run_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The report by the real command, beside memevals-compare's CSV of the same runs."""
+    root = tmp_path_factory.mktemp("report")
+    folders = [run_dirs[n] for n in ("none", "rag", "bm25", "judged", "lm-eval")]
+    page = root / "report.html"
+    proc = _tool(
+        "report", *folders, "-o", page, "--resamples", RESAMPLES, "--price",
+        "mockllm/model=0.15,0.60", "--title", "memevals report (test runs)", cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _tool("compare", *folders, "--csv", root / "compare.csv", "--no-png", cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with (root / "compare.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return {
+        "page": page,
+        "csv": rows,
+        "runs": run_dirs,
+    }
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Debian's chromium through Playwright; a browser that cannot start is a failure."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:  # the dev extra installs it
+        pytest.fail(f"playwright is not installed (pip install -e '.[dev]'): {exc}")
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/setup.sh (apt-get install chromium)")
+    with sync_playwright() as p:
+        try:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        except Exception as exc:
+            pytest.fail(f"headless chromium did not start: {exc}")
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def opened(browser: Any, built: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The page opened from file://, every request intercepted (only file: ones allowed)."""
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    errors: list[str] = []
+    requests: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r: Any) -> None:
+        requests.append(r.request.url)
+        if r.request.url.startswith("file:"):
+            r.continue_()
+        else:
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(built["page"].as_uri())
+    page.wait_for_selector("#q-count:not(:empty)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot_sections(page, ARTIFACTS)
+    yield {**built, "file": built["page"], "page": page, "errors": errors, "requests": requests}
+    page.close()
+
+
+def screenshot_sections(page: Any, folder: Path) -> list[Path]:
+    """One PNG per section of an open report (`report-<section>.png`); docs/img has these.
+
+    Args:
+        page: the Playwright page.
+        folder: where they go.
+
+    Returns:
+        The files.
+    """
+    out = []
+    for anchor, _ in SECTIONS:
+        path = folder / f"report-{anchor}.png"
+        page.locator(f"section#{anchor}").screenshot(path=str(path))
+        out.append(path)
+    return out
+
+
+def test_page_is_one_file_with_no_request_and_no_error(opened: dict[str, Any]) -> None:
+    assert opened["errors"] == []
+    assert opened["requests"] == [opened["file"].as_uri()]
+    text = opened["file"].read_text(encoding="utf-8")
+    # the SVG and XLink namespaces name their specifications; nothing fetches them
+    text = text.replace('"http://www.w3.org/', '"')
+    for reference in ("<link", "src=", "http://", "https://", "@import"):
+        assert reference not in text, reference
+    assert re.search(r"url\((?!#)", text) is None  # only the charts' own clip paths
+    page = opened["page"]
+    nav = page.locator("nav a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert nav == [f"#{a}" for a, _ in SECTIONS]
+    for anchor, _ in SECTIONS:
+        assert (ARTIFACTS / f"report-{anchor}.png").stat().st_size > 1000
+
+
+def _csv_row(rows: list[dict[str, str]], log: str, benchmark: str) -> dict[str, str]:
+    [row] = [r for r in rows if r["log"] == log and r["benchmark"] == benchmark]
+    return row
+
+
+def test_every_leaderboard_number_is_memevals_compare_s(opened: dict[str, Any]) -> None:
+    page = opened["page"]
+    cells = page.locator("#leaderboard-table td[data-log]").evaluate_all(
+        "tds => tds.map(td => [td.dataset.log, td.dataset.benchmark, td.dataset.kind,"
+        " td.dataset.value, td.dataset.low, td.dataset.high, td.querySelector('.v').textContent])"
+    )
+    # five runs: four with F1, one with F1 and the judge
+    assert len(cells) == 6
+    for log, benchmark, kind, value, low, high, shown in cells:
+        row = _csv_row(opened["csv"], log, benchmark)
+        assert float(value) == float(row[kind])
+        assert shown == f"{float(row[kind]):.3f}"
+        for bound, column in ((low, f"{kind}_ci_lower"), (high, f"{kind}_ci_upper")):
+            assert (bound or "") == ("" if row[column] in ("", "nan") else bound)
+            if row[column] not in ("", "nan"):
+                assert float(bound) == float(row[column])
+    # protocol and judge on every row
+    rows = page.locator("#leaderboard-table tbody tr").evaluate_all(
+        "trs => trs.map(tr => [tr.cells[2].textContent, tr.cells[3].textContent])"
+    )
+    assert sorted(rows) == [["memevals", "scripted/strict"]] + [["official", "-"]] * 4
+    assert page.locator("#leaderboard .warn").count() >= 1  # two protocols in one column
+
+
+def test_sorting_a_leaderboard_column_reorders_its_rows(opened: dict[str, Any]) -> None:
+    page = opened["page"]
+
+    def contexts() -> list[str]:
+        return list(
+            page.locator("#leaderboard-table tbody tr").evaluate_all(
+                "trs => trs.map(tr => tr.cells[1].textContent)"
+            )
+        )
+
+    before = contexts()
+    page.locator("#leaderboard-table th[data-sort='1']").click()
+    ascending = contexts()
+    assert ascending == sorted(before, key=lambda s: s.lower()) or ascending == sorted(before)
+    assert ascending != before or before == sorted(before)
+    page.locator("#leaderboard-table th[data-sort='1']").click()
+    assert contexts() == ascending[::-1]
+
+
+def _questions_by_run(runs: dict[str, Path]) -> list[tuple[str, str, str, str]]:
+    """(question, gold, reply, id) of every sample of every run, read from the files."""
+    out = []
+    for name, folder in runs.items():
+        if name == "lm-eval":
+            [path] = folder.glob("samples_*.jsonl")
+            for line in path.read_text(encoding="utf-8").splitlines():
+                rec = json.loads(line)
+                md = json.loads(rec["doc"]["metadata"])
+                reply = rec["filtered_resps"][0]
+                out.append((md["question"], str(rec["target"]), str(reply), rec["doc"]["id"]))
+            continue
+        [log_path] = folder.glob("*.eval")
+        log = read_eval_log(str(log_path))
+        for s in log.samples or []:
+            md = s.metadata or {}
+            out.append((md["question"], str(s.target), s.output.completion, str(s.id)))
+    return out
+
+
+def test_typing_in_the_question_filter_leaves_the_matching_rows(opened: dict[str, Any]) -> None:
+    page = opened["page"]
+    everything = _questions_by_run(opened["runs"])
+    assert page.locator("#questions-table tbody tr").count() == len(everything)
+    term = "support group"
+    expected = [q for q in everything if any(term in f.lower() for f in q)]
+    assert 0 < len(expected) < len(everything)
+    page.fill("#q-search", term)
+    rows = page.locator("#questions-table tbody tr")
+    assert rows.count() == len(expected)
+    assert page.locator("#q-count").text_content() == f"{len(expected)} matching"
+    shown = rows.evaluate_all("trs => trs.map(tr => tr.cells[2].textContent)")
+    assert sorted(shown) == sorted(q[0] for q in expected)
+    # opening it shows its gold and every run's reply
+    sid = rows.first.get_attribute("data-id")
+    rows.first.click()
+    detail = page.locator("#q-detail")
+    assert detail.is_visible()
+    [(question, gold)] = {(q[0], q[1]) for q in everything if q[3] == sid}
+    assert detail.locator(".gold").text_content() == gold
+    assert detail.locator(".question").text_content() == question
+    replies = detail.locator("td.reply").evaluate_all("tds => tds.map(td => td.textContent)")
+    assert sorted(replies) == sorted(q[2] for q in everything if q[3] == sid)
+    page.locator("#questions").screenshot(path=str(ARTIFACTS / "report-question-open.png"))
+    page.fill("#q-search", "")
+    assert page.locator("#questions-table tbody tr").count() == len(everything)
+
+
+def _marks(page: Any, chart: str) -> int:
+    return int(page.locator(f'div.chart[data-chart="{chart}"] g[id^="mark-"]').count())
+
+
+def test_each_chart_has_one_mark_per_run_and_category(opened: dict[str, Any]) -> None:
+    page = opened["page"]
+    record = records()["locomo"]
+    rows = [r for r in opened["csv"] if r["benchmark"] == "locomo"]
+    for kind in ("f1", "judge"):
+        expected = sum(
+            1
+            for r in rows
+            for column in (kind, *(f"{kind}_{c}" for c in record.categories))
+            if r.get(column) not in (None, "", "nan")
+        )
+        assert expected > 0
+        assert _marks(page, f"bench-locomo-{kind}") == expected, kind
+    # each forest plot: one mark per score and category of its comparison's table
+    comparisons = page.locator("h3.comparison").count()
+    assert comparisons == 3
+    for ci in range(comparisons):
+        assert _marks(page, f"paired-{ci}") == page.locator(f"tr.diff[data-c='{ci}']").count()
+    # cost: one mark per run with token usage (the Inspect runs), dollars likewise; the memory
+    # latency one per memory run
+    inspect_rows = [r for r in rows if r.get("input_tokens")]
+    assert _marks(page, "cost-locomo-tokens") == len(inspect_rows)
+    assert _marks(page, "cost-locomo-dollars") == len(inspect_rows)
+    assert _marks(page, "cost-locomo-latency-p50") == 1
+
+
+def _log_of(folder: Path) -> str:
+    [path] = folder.glob("*.eval")
+    return str(path)
+
+
+def test_the_paired_differences_are_memevals_diff_s(opened: dict[str, Any], tmp_path: Path) -> None:
+    """The pairs shown are those memevals-diff compares without --allow-mismatch (one declared
+    factor, the context: none, rag and the bm25 memory system's), each with diff's numbers."""
+    page, runs = opened["page"], opened["runs"]
+    shown = page.locator("h3.comparison").evaluate_all(
+        "hs => hs.map(h => [h.dataset.a, h.dataset.b, h.textContent])"
+    )
+    logs = {name: _log_of(runs[name]) for name in ("none", "rag", "bm25", "judged")}
+    assert [(a, b) for a, b, _ in shown] == [
+        (logs["none"], logs["rag"]),
+        (logs["none"], logs["bm25"]),
+        (logs["rag"], logs["bm25"]),
+    ]
+    assert "A = context=none vs B = context=rag (factor: context" in shown[0][2]
+    for ci, (a, b, _) in enumerate(shown):
+        out = tmp_path / f"diff-{ci}.json"
+        proc = _tool("paired", a, b, "--json", out, "--resamples", RESAMPLES, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        [comparison] = json.loads(out.read_text(encoding="utf-8"))
+        expected = [row for sc in comparison["scores"].values() for row in sc["rows"]]
+        got = page.locator(f"tr.diff[data-c='{ci}']").evaluate_all(
+            "trs => trs.map(tr => Object.assign({}, tr.dataset))"
+        )
+        assert len(got) == len(expected) > 0
+        for g, want in zip(got, expected, strict=True):
+            assert (g["score"], g["category"]) == (want["score"], want["category"])
+            for attr, key in (
+                ("difference", "difference"),
+                ("low", "ci_low"),
+                ("high", "ci_high"),
+                ("p", "p_value"),
+                ("holm", "holm_p"),
+                ("mde", "mde"),
+            ):
+                assert g[attr] == ("" if want[key] is None else g[attr]), (attr, want[key])
+                if want[key] is not None:
+                    assert float(g[attr]) == want[key], attr
+    # a pair the page leaves out is one memevals-diff refuses (another protocol and judge)
+    proc = _tool("paired", logs["none"], logs["judged"], "--resamples", "10", cwd=tmp_path)
+    assert proc.returncode == 1 and "refusing to compare" in proc.stderr
+
+
+def test_memory_build_cost_and_analysis_axes(opened: dict[str, Any]) -> None:
+    page = opened["page"]
+    [bm25] = [r for r in opened["csv"] if r.get("memory_system")]
+    table = page.locator("table.memory tbody tr").evaluate_all(
+        "trs => trs.map(tr => Array.from(tr.cells).map(td => td.textContent))"
+    )
+    assert len(table) == 1
+    assert table[0][1] == bm25["memory_system"]
+    assert table[0][6] == bm25["memory_ingestions"]
+    # where memory fails: one mark per run and bucket of the record's axes, from the logs
+    record = records()["locomo"]
+    for axis in record.analysis_axes:
+        expected = 0
+        for name, folder in opened["runs"].items():
+            if name == "lm-eval":
+                [path] = folder.glob("samples_*.jsonl")
+                mds = [
+                    json.loads(json.loads(line)["doc"]["metadata"])
+                    for line in path.read_text(encoding="utf-8").splitlines()
+                ]
+            else:
+                [log_path] = folder.glob("*.eval")
+                mds = [s.metadata or {} for s in read_eval_log(str(log_path)).samples or []]
+            expected += len({bucket(axis, md.get(axis.key)) for md in mds} - {None})
+        assert expected > 0
+        assert _marks(page, f"axis-locomo-{axis.key}") == expected, axis.key
+
+
+def test_bad_input_is_one_line_and_no_file(
+    tmp_path: Path, run_dirs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out" / "report.html"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    corrupt = tmp_path / "corrupt.eval"
+    corrupt.write_bytes(b"PK\x03\x04 not a zip")
+    other_tool = tmp_path / "samples_other_2026-01-01T00-00-00.000000.jsonl"
+    other_tool.write_text(json.dumps({"doc_id": 0, "doc": {"q": "x"}, "metrics": []}) + "\n")
+    not_a_log = tmp_path / "results.json"
+    not_a_log.write_text('{"results": {"task": {"acc": 0.5}}}')
+    [log_path] = run_dirs["none"].glob("*.eval")
+    failed = read_eval_log(str(log_path))
+    failed.status, failed.results = "error", None
+    failed_path = tmp_path / "failed" / "failed.eval"
+    failed_path.parent.mkdir()
+    write_eval_log(failed, str(failed_path))
+    cases = {
+        (): "no runs given",
+        (empty,): "no Inspect logs (.eval or .json) and no lm-eval samples_*.jsonl",
+        (corrupt,): "not a readable Inspect log",
+        (other_tool,): "field 'doc.id' is missing; is this a memevals task's samples file?",
+        (not_a_log,): "not a readable Inspect log",
+        (failed_path,): f"none of the 1 run(s) has results (a failed or cancelled run): "
+        f"{failed_path} (status error)",
+        (tmp_path / "missing.eval",): "no such log file or folder",
+    }
+    for args, message in cases.items():
+        capsys.readouterr()
+        code = main([*map(str, args), "-o", str(out), "--resamples", "10"])
+        err = capsys.readouterr().err
+        assert code == 2, args
+        assert err.startswith("memevals-report: ") and err.count("\n") == 1, err
+        assert message in err, (message, err)
+        assert "Traceback" not in err
+        assert not out.exists()
+        assert not out.parent.exists() or list(out.parent.iterdir()) == []
+    capsys.readouterr()
+    assert main([str(log_path), "-o", str(out), "--price", "gpt=abc"]) == 2
+    assert "--price 'gpt=abc': expected MODEL=IN,OUT" in capsys.readouterr().err
+
+
+def test_docs_screenshots_come_from_this_code_path(opened: dict[str, Any]) -> None:
+    """docs/img holds the screenshots this test writes (refreshed with MEMEVALS_DOC_IMAGES=1)."""
+    docs = TESTS.parent / "docs" / "img"
+    if os.environ.get("MEMEVALS_DOC_IMAGES") == "1":
+        docs.mkdir(parents=True, exist_ok=True)
+        from PIL import Image
+
+        for anchor, _ in SECTIONS:
+            # a 64-colour palette keeps the committed images small
+            with Image.open(ARTIFACTS / f"report-{anchor}.png") as image:
+                small = image.convert("RGB").quantize(colors=64)
+                small.save(docs / f"report-{anchor}.png", optimize=True)
+    for anchor, _ in SECTIONS:
+        assert (docs / f"report-{anchor}.png").is_file(), anchor
