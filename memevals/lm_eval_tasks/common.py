@@ -14,6 +14,7 @@ import difflib
 import inspect
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -276,11 +277,18 @@ def with_clusters(
     }
 
 
-def clustered_stderr_of_pairs(items: Sequence[Sequence[Any]]) -> float:
+#: What an lm-eval aggregation gives for a figure the values leave undefined: lm-eval's own word
+#: for a missing standard error, printed as it prints its own (never NaN).
+UNDEFINED = "N/A"
+
+
+def clustered_stderr_of_pairs(items: Sequence[Sequence[Any]]) -> float | str:
     """lm-eval aggregation of `(value, cluster)` pairs: the cluster-robust standard error of the
-    mean of the values (memevals.core.statistics; the Inspect tasks' `stderr_clustered`). NaN
-    with fewer than two clusters. Not one of lm-eval's bootstrappable aggregations, so lm-eval
-    reports no `_stderr` of it (`N/A`) whatever `--bootstrap_iters` says."""
+    mean of the values (memevals.core.statistics; the Inspect tasks' `stderr_clustered`).
+    `N/A` (UNDEFINED) with fewer than two clusters, as under `--limit`: left out, as the Inspect
+    tasks leave it out, rather than NaN. Not one of lm-eval's bootstrappable aggregations, so
+    lm-eval reports no `_stderr` of it (`N/A`) whatever `--bootstrap_iters` says."""
     values = [float(value) for value, _ in items]
     clusters = [str(cluster) for _, cluster in items]
-    return statistics.clustered_stderr(values, clusters)
+    se = statistics.clustered_stderr(values, clusters)
+    return UNDEFINED if math.isnan(se) else se

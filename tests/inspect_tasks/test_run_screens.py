@@ -1,0 +1,127 @@
+"""Every task's first Inspect screen (issue 28, point 7): its headline first, at most 12 rows
+per score, no NaN, names unique and uncut as Inspect lays them out, counts integral.
+
+One `eval` of every task (mockllm as the model and as the grader, a few samples each, offline);
+the assertions read the logs' results, and Inspect's own renderer of the closing summary draws
+them at a 150-column terminal (four scores a row, each name column about 25 characters).
+mockllm's replies are no verdict, so every judge below leaves all its samples unscored: the
+all-unscored screens (LoCoMo-Plus and LongMemEval under protocol=memevals, BEAM, judge_check)
+are checked with the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai.log import EvalLog, EvalScore
+from inspect_ai.model import ModelOutput, get_model
+from rich.console import Console
+
+from memevals.inspect_tasks.beam import beam
+from memevals.inspect_tasks.judge_check import judge_check
+from memevals.inspect_tasks.locomo import locomo
+from memevals.inspect_tasks.locomo_event_summary import locomo_event_summary
+from memevals.inspect_tasks.locomo_plus import locomo_plus
+from memevals.inspect_tasks.longmemeval import longmemeval
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LME: dict[str, Any] = {"data_dir": str(FIXTURES), "verify_checksum": False, "variant": "oracle"}
+WIDTH = 150
+LIMIT = 4
+
+#: run name -> (task, the first metric of its first score: the headline)
+RUNS: dict[str, tuple[Any, str | None]] = {
+    "locomo": (lambda d: locomo(data_dir=d), "mean"),
+    "locomo judge": (lambda d: locomo(judge=True, data_dir=d), "mean"),
+    "locomo rag": (lambda d: locomo(context="rag", top_k=5, data_dir=d), "mean"),
+    "locomo_plus": (lambda d: locomo_plus(data_dir=d), "mean"),
+    "locomo_plus memevals": (lambda d: locomo_plus(protocol="memevals", data_dir=d), "mean"),
+    "longmemeval": (lambda d: longmemeval(**LME), "overall_accuracy"),
+    "longmemeval memevals": (lambda d: longmemeval(protocol="memevals", **LME), None),
+    "beam": (lambda d: beam(data_dir=d), None),
+    "judge_check": (lambda d: judge_check(data_dir=d), None),
+    "locomo_event_summary": (
+        lambda d: locomo_event_summary(reference_facts="events", sessions=1, data_dir=d),
+        None,
+    ),
+}
+#: Runs whose judge gets no readable verdict from mockllm: the first score's rows are the ones
+#: left (its judge score shows none), so the headline is checked where it is defined.
+ALL_UNSCORED = {"longmemeval memevals", "beam", "judge_check", "locomo_event_summary"}
+
+
+def _rendered(scores: list[EvalScore]) -> list[str]:
+    """The closing summary's score block as Inspect draws it at WIDTH columns."""
+    from inspect_ai._display.core.results import task_scores
+
+    console = Console(width=WIDTH, record=True, color_system=None)
+    with console.capture() as captured:
+        for row in task_scores(scores):
+            console.print(row)
+    return captured.get().splitlines()
+
+
+@pytest.fixture(scope="module")
+def logs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, EvalLog]:
+    tasks: list[Task] = [build(str(data_dir)) for build, _ in RUNS.values()]
+    grader = get_model(
+        "mockllm/model",
+        custom_outputs=[ModelOutput.from_content("mockllm/model", "no verdict here")] * 10_000,
+    )
+    done = eval(
+        tasks,
+        model="mockllm/model",
+        model_roles={"grader": grader},
+        limit=LIMIT,
+        display="none",
+        log_dir=str(tmp_path_factory.mktemp("screens")),
+        max_tasks=len(tasks),
+    )
+    out = {}
+    for name, log in zip(RUNS, done, strict=True):
+        assert log.status == "success", (name, log.error)
+        out[name] = log
+    return out
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_first_screen(logs: dict[str, EvalLog], name: str) -> None:
+    log = logs[name]
+    assert log.results is not None
+    scores = log.results.scores
+    headline = RUNS[name][1]
+    if headline is not None:
+        assert next(iter(scores[0].metrics)) == headline
+    for score in scores:
+        assert len(score.metrics) <= 12, (score.name, list(score.metrics))
+        for key, m in score.metrics.items():
+            assert not math.isnan(m.value), (score.name, key)
+            if "count" in key or "unscored" in key:
+                assert float(m.value).is_integer(), (score.name, key, m.value)
+    names = [s.name for s in scores]
+    assert len(set(names)) == len(names), names
+    text = _rendered(scores)
+    assert not any("nan" in line.split() for line in text), text
+    assert not any("…" in line for line in text), "\n".join(text)
+    for score in scores:  # each score's names, as drawn, are distinct
+        assert len(set(score.metrics)) == len(score.metrics)
+
+
+def test_all_unscored_judge_shows_the_count_and_no_figure(logs: dict[str, EvalLog]) -> None:
+    """protocol=memevals, a grader that never gives a readable verdict: the judge's figures are
+    left out (none NaN) and the unscored count shows every sample."""
+    for name, judge in (("locomo_plus memevals", "judge"), ("longmemeval memevals", "judge")):
+        results = logs[name].results
+        assert results is not None
+        by_name = {s.name: s for s in results.scores}
+        assert by_name[judge].metrics == {}
+        assert by_name[judge].unscored_samples == LIMIT
+        assert {k: m.value for k, m in by_name["unscored"].metrics.items()} == {"count": LIMIT}
+    beam_scores = {s.name: s for s in logs["beam"].results.scores}  # type: ignore[union-attr]
+    assert beam_scores["beam"].metrics == {}
+    assert beam_scores["unscored"].metrics["count"].value == LIMIT
+
