@@ -2,8 +2,9 @@
 OpenAI-compatible server of tests/loopback_openai.py.
 
 graphiti's generic OpenAI client asks for `json_schema` structured output and names the schema
-(the pydantic model it parses the reply into). `graphiti_facts` answers each kind by reading
-the sections graphiti's prompts carry, as a model would:
+(the pydantic model it parses the reply into); in JSON mode (`structured_output=json_object`)
+it writes the schema, titled by the same name, at the end of its prompt. `graphiti_facts`
+answers each kind by reading the sections graphiti's prompts carry, as a model would:
 
 - `ExtractedEntities`: each speaker of the episode's `speaker: text` lines (`<CURRENT MESSAGE>`)
   and what they talk about (`topic_name` of their first line);
@@ -39,12 +40,23 @@ __all__ = [
 _LINE = re.compile(r"^(?P<speaker>[^:\n]{1,80}): (?P<text>.+)$")
 
 
+#: What graphiti appends to the last message in `structured_output=json_object` mode, before
+#: the schema (JSON mode: the server does not enforce it).
+JSON_MODE_ASK = "\n\nRespond with a JSON object in the following format:\n\n"
+
+
 def schema_name(body: dict[str, Any]) -> str | None:
-    """The name of the json_schema a request asks for (None for any other request)."""
+    """The name of the schema a request asks for: its json_schema's, or in JSON mode the title
+    of the schema written into the prompt (None for any other request)."""
     fmt = body.get("response_format") or {}
-    if fmt.get("type") != "json_schema":
-        return None
-    return str(fmt["json_schema"]["name"])
+    if fmt.get("type") == "json_schema":
+        return str(fmt["json_schema"]["name"])
+    if fmt.get("type") == "json_object":
+        prompt = str((body.get("messages") or [{}])[-1].get("content", ""))
+        at = prompt.rfind(JSON_MODE_ASK)
+        if at >= 0:
+            return str(json.loads(prompt[at + len(JSON_MODE_ASK) :])["title"])
+    return None
 
 
 def section(body: dict[str, Any], tag: str) -> str:

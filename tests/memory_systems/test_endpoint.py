@@ -110,7 +110,8 @@ def test_what_a_server_answers_wrongly() -> None:
 
 
 def test_each_system_checks_what_it_sends() -> None:
-    """graphiti checks json_schema, mem0 json_object; `llm_preflight=false` asks nothing."""
+    """graphiti checks json_schema (json_object with structured_output=json_object), mem0
+    json_object; `llm_preflight=false` asks nothing."""
     pytest.importorskip("graphiti_core", reason="needs the [graphiti] extra")
     pytest.importorskip("mem0", reason="needs the [mem0] extra")
     from memevals.memory_systems.graphiti import graphiti_system
@@ -120,8 +121,16 @@ def test_each_system_checks_what_it_sends() -> None:
         args = {"llm_base_url": server.url, "llm_model": "local", "llm_api_key": KEY}
         mem0_system(**args).preflight()
         assert [b["response_format"]["type"] for b in server.requests] == ["json_object"]
-        with pytest.raises(MemorySystemError, match=r"^graphiti: the LLM endpoint .* HTTP 500"):
+        with pytest.raises(
+            MemorySystemError, match=r"^graphiti: the LLM endpoint .* HTTP 500"
+        ) as e:
             graphiti_system(**args).preflight()
+        # graphiti names the setting that serves a server with JSON mode only
+        assert (
+            'llm_model=NAME" or structured_output=json_object (a server with JSON mode only) '
+            "(lm-eval:" in str(e.value)
+        )
         graphiti_system(**args, llm_preflight=False).preflight()
         mem0_system(**args).preflight()  # remembered
+        graphiti_system(**args, structured_output="json_object").preflight()  # remembered too
         assert server.count == 2

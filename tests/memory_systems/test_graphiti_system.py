@@ -309,6 +309,34 @@ def test_a_closed_store_frees_its_database_and_opens_again(
     reopened.close()
 
 
+def test_json_mode_serves_a_server_without_json_schema(
+    server: LoopbackOpenAI, tmp_path: Path
+) -> None:
+    """structured_output=json_object: every call asks for JSON mode, the schema written into
+    the prompt (llama-cpp-python's server has no json_schema); the facts and their citations
+    are those of json_schema mode, in a store of their own key."""
+    history = History(
+        history_id="json mode", sessions=(HISTORY.sessions[0],), speakers=HISTORY.speakers
+    )
+    system = _system(server.url, structured_output="json_object")
+    assert system.args["structured_output"] == "json_object"
+    assert "structured_output" not in _system(server.url).args  # earlier stores stay valid
+    before = server.count
+    store = tmp_path / "store"
+    store.mkdir()
+    report = system.ingest(history, store, None)
+    asked = server.requests[before:]
+    assert asked and {b["response_format"]["type"] for b in asked} == {"json_object"}
+    assert _kinds(asked)["ExtractedEdges"] == len(history.sessions[0].turns) == 3
+    assert report.items_stored == 3
+    index = system.open(store, history)
+    got = index.retrieve(MemoryQuery("clay pot with blue glaze", k=1))
+    assert [item.source_ids for item in got] == [("D1:3",)]
+    index.close()
+    with pytest.raises(ValueError, match="structured_output='xml' is not one of json_schema"):
+        _system(server.url, structured_output="xml")
+
+
 def test_episodes_of_several_turns_cite_every_turn(tmp_path: Path) -> None:
     with LoopbackOpenAI(graphiti_facts) as srv:
         run = MemoryRun(
