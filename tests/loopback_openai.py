@@ -5,7 +5,8 @@
 answers with whatever `reply(body)` returns:
 
 - a `str`: the assistant message's content (usage counts words, 1 token each);
-- a `dict`: the assistant message itself (e.g. with `tool_calls`);
+- a `dict`: the assistant message itself (e.g. with `tool_calls`; a `finish_reason` key is the
+  choice's, not the message's);
 - an `HttpFailure`: that HTTP status and body (for 5xx / 4xx tests).
 
 The endpoint check a memory system makes before ingesting (memevals.memory_systems.endpoint)
@@ -175,7 +176,12 @@ class LoopbackOpenAI:
 
     def _completion(self, body: dict[str, Any], answer: str | dict[str, Any]) -> dict[str, Any]:
         prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
-        message = answer if isinstance(answer, dict) else {"role": "assistant", "content": answer}
+        message = (
+            dict(answer) if isinstance(answer, dict) else {"role": "assistant", "content": answer}
+        )
+        finish = message.pop("finish_reason", None) or (
+            "tool_calls" if message.get("tool_calls") else "stop"
+        )
         prompt_tokens = len(prompt.split())
         completion_tokens = len(str(message.get("content") or "").split())
         return {
@@ -187,7 +193,7 @@ class LoopbackOpenAI:
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                    "finish_reason": finish,
                 }
             ],
             "usage": {

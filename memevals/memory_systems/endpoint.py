@@ -10,7 +10,8 @@ is missing and the `memory_args` to change:
     preflight("http://127.0.0.1:8080/v1", key, "qwen", system="graphiti")
 
 A need that passed is remembered for the process by (endpoint, model, need): a run asks once,
-not once per sample or task. A failure is not remembered (the server may come up).
+not once per sample or task. A failure is not remembered (the server may come up). A system
+passes `hints` to name another setting that avoids a need (graphiti's JSON mode).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ __all__ = [
 #: `json_object`: response_format json_object (JSON mode);
 #: `tool_calls`: a tool call back for a request with one tool and tool_choice "required".
 NEEDS: tuple[str, ...] = ("json_schema", "json_object", "tool_calls")
-#: The schema / tool name of every probe request (test servers recognise probes by it).
+#: The schema and tool name of the probes; their question starts with it (`is_probe`).
 PROBE_NAME = "memevals_endpoint_check"
 #: Tokens a probe may generate: the expected reply is `{"ok": true}` or one short tool call.
 PROBE_MAX_TOKENS = 64
@@ -188,9 +189,14 @@ def _probe(url: str, api_key: str, model: str, need: str, timeout_s: float) -> s
     if status >= 400:
         return f"failed {_DOING[need]} with HTTP {status} ({_short(response.text)})"
     try:
-        message = response.json()["choices"][0]["message"]
+        choice = response.json()["choices"][0]
+        message = choice["message"]
     except (ValueError, KeyError, IndexError, TypeError):
         return f"answered with no chat completion ({_short(response.text)})"
+    if choice.get("finish_reason") == "length" and not message.get("tool_calls"):
+        # the server took the request; a model that thinks first spent the probe's few
+        # tokens before its answer, which says nothing about what the system will get
+        return None
     if need == "tool_calls":
         calls = message.get("tool_calls") or []
         if not calls:

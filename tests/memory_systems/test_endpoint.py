@@ -98,6 +98,12 @@ def test_what_a_server_answers_wrongly() -> None:
         with pytest.raises(MemorySystemError) as err:
             preflight(server.url, KEY, "m", system="mem0", needs=("json_object",))
         assert "with text that is not a JSON object ('Sure! Here it is.')" in str(err.value)
+    # a reply cut at the probe's token limit passes: the server took the request (a model
+    # that thinks first spends the few tokens before its answer)
+    thinking = {"role": "assistant", "content": "<think>The user", "finish_reason": "length"}
+    with LoopbackOpenAI(lambda body: thinking, answer_probes=False) as server:
+        preflight(server.url, KEY, "m", system="graphiti")
+        assert server.count == 1
     # a fenced JSON object passes, as graphiti and mem0 strip the fence themselves
     with LoopbackOpenAI(plain('```json\n{"ok": true}\n```'), answer_probes=False) as server:
         preflight(server.url, KEY, "m", system="mem0", needs=("json_object",))
