@@ -8,9 +8,10 @@ not commands). Each command is classified by the first rule of RULES whose patte
 - `run`: run offline, as written except for the substitutions of `offline()`: the model under
   test and every model role become `mockllm/model` (run through tests/inspect_offline.py, which
   makes mockllm's token count offline), `--limit 1`, logs and outputs in a temporary folder;
-- `options`: too long to run here or needing a key, but its task and `-T` options are built
-  in-process against an empty data folder, which must fail only for the missing data (an option
-  of the wrong protocol, a misspelt or unknown option fails here instead);
+- `options`: too long to run here or needing a key, but its task and `-T` options (an
+  `lm_eval` command: its `--tasks` documents function and `--metadata`) are built in-process
+  against an empty data folder, which must fail only for the missing data (an option of the
+  wrong protocol, a misspelt or unknown option fails here instead);
 - `skip`: not run, with the reason in the rule (an API key, a GPU, an install, logs of such
   runs, or the whole test suite).
 
@@ -22,6 +23,8 @@ provider model is `options`, `memevals-report`/`memevals-compare` on logs of key
 
 from __future__ import annotations
 
+import importlib
+import json
 import re
 import shlex
 import subprocess
@@ -31,8 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from cli_support import run_inspect_cli
-
-from memevals.core.files import DataError
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [
@@ -84,7 +85,11 @@ RULES = [
     Rule(r"^bash scripts/setup\.sh", "skip", "installs the venv, then a model run or the suite"),
     Rule(r"^pip install ", "skip", "installs from the network"),
     Rule(r"^export \w+=", "skip", "sets a key or an endpoint"),
-    Rule(r"^lm_eval ", "skip", "lm-eval with a hub model, a GPU server or an endpoint"),
+    Rule(
+        r"^lm_eval .*--tasks \w+",
+        "options",
+        "lm-eval with a hub model, a GPU server or an endpoint; its --metadata is checked",
+    ),
     Rule(r"^inspect score ", "skip", "re-judges a keyed run's log with a hosted grader"),
     Rule(r"^python -m memevals\.tools\.judge ", "skip", "judges lm-eval output, hosted grader"),
     Rule(
@@ -175,6 +180,51 @@ def _task_and_args(command: str) -> list[tuple[str, dict[str, Any]]]:
     return [(t, dict(args)) for t in tasks]
 
 
+LM_EVAL_TASKS = REPO / "memevals" / "lm_eval_tasks"
+
+
+def _lm_eval_yaml(task: str) -> tuple[str, dict[str, str]]:
+    """The documents function of an lm-eval task (a group: its first subtask) and the YAML's
+    dataset_kwargs, read from memevals' YAML files (and the base file they include)."""
+    for path in sorted(LM_EVAL_TASKS.glob("*/*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        if re.search(rf"^group: {task}$", text, re.M):
+            first = re.search(r"^task:\n\s+- (\w+)", text, re.M)
+            assert first is not None, path
+            return _lm_eval_yaml(first.group(1))
+        if re.search(rf"^task: {task}$", text, re.M):
+            base = re.search(r"^include: (\S+)", text, re.M)
+            if base is not None:
+                text += (path.parent / base.group(1)).read_text(encoding="utf-8")
+            function = re.search(r"^custom_dataset: !function (\S+)", text, re.M)
+            assert function is not None, path
+            kwargs = dict(re.findall(r"^  (\w+): (\S+)$", text.split("dataset_kwargs:")[1], re.M))
+            return function.group(1), kwargs
+    raise AssertionError(f"no lm-eval task or group {task!r}")
+
+
+def _lm_eval_error(command: str, empty: Path) -> str | None:
+    """None when an lm_eval command's --metadata passes its task's options (only the data is
+    missing); else the error."""
+    words = [w for w in shlex.split(command) if w != "..."]
+    task = words[words.index("--tasks") + 1]
+    metadata = json.loads(words[words.index("--metadata") + 1]) if "--metadata" in words else {}
+    function, kwargs = _lm_eval_yaml(task)
+    module, name = function.rsplit(".", 1)
+    try:
+        getattr(importlib.import_module(module), name)(**kwargs, **metadata, data_dir=str(empty))
+    except Exception as exc:  # lm-eval's tasks report a missing file as their OptionError
+        return _unless_missing_data(exc)
+    return None
+
+
+def _unless_missing_data(exc: Exception) -> str | None:
+    """None for the error of a file missing from the (empty) data dir; else the error."""
+    if "not found under the data dir" in str(exc):
+        return None
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _build_error(task: str, args: dict[str, Any], empty: Path) -> str | None:
     """None when the task's options pass and only the data is missing; else the error."""
     from memevals.tools.estimate import build_task
@@ -184,12 +234,8 @@ def _build_error(task: str, args: dict[str, Any], empty: Path) -> str | None:
         args.setdefault("bertscore", False)  # its model would be loaded from the hub
     try:
         build_task(task, args)
-    except DataError as exc:
-        if "not found under the data dir" in str(exc):
-            return None
-        return f"{type(exc).__name__}: {exc}"
-    except Exception as exc:  # an option error, whatever its class
-        return f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # an option error, whatever its class, or the missing data
+        return _unless_missing_data(exc)
     return None
 
 
@@ -202,11 +248,22 @@ def test_option_check_refuses_an_option_of_the_other_protocol(tmp_path: Path) ->
     error = _build_error(task, args, tmp_path)
     assert error is not None and "-T protocol=memevals" in error
     assert _build_error(task, {**args, "protocol": "memevals"}, tmp_path) is None
+    # lm-eval's --metadata likewise
+    command = 'lm_eval --tasks locomo_plus --metadata \'{"context": "rag"}\''
+    error = _lm_eval_error(command, tmp_path)
+    assert error is not None and 'lm-eval: --metadata \'{"protocol": "memevals"}\'' in error
+    fixed = 'lm_eval --tasks locomo_plus --metadata \'{"context": "rag", "protocol": "memevals"}\''
+    assert _lm_eval_error(fixed, tmp_path) is None
 
 
 def test_doc_commands_options_hold(tmp_path: Path) -> None:
     failures = []
     for c in OPTION_COMMANDS:
+        if c.text.startswith("lm_eval "):
+            error = _lm_eval_error(c.text, tmp_path)
+            if error is not None:
+                failures.append(f"{c.doc}: {c.text}\n    {error}")
+            continue
         for task, args in _task_and_args(c.text):
             error = _build_error(task, args, tmp_path)
             if error is not None:
