@@ -209,7 +209,7 @@ def test_table_values_labels_and_benchmarks(logs: tuple[Path, list[Sample]]) -> 
         "adversarial": 0.0,
     }
 
-    md = markdown_tables(rows)
+    md = markdown_tables(rows, wide=True)
     assert md.count("### ") == 2 and "### locomo\n" in md and "### longmemeval\n" in md
     locomo_part = md.split("### longmemeval")[0]
     header = next(line for line in locomo_part.splitlines() if line.startswith("| model"))
@@ -273,7 +273,7 @@ def test_cli_writes_csv_and_charts_that_open(
 def test_module_entry_point_and_errors(logs: tuple[Path, list[Sample]], tmp_path: Path) -> None:
     log_dir, _ = logs
     proc = subprocess.run(
-        [sys.executable, "-m", "memevals.tools.compare", str(log_dir), "--no-png"],
+        [sys.executable, "-m", "memevals.tools.compare", str(log_dir), "--no-png", "--wide"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -411,7 +411,7 @@ def test_clustered_figures_from_inspect_logs_and_lm_eval_samples(
     )
     assert f1_summary.interval == statistics.clustered_ci(f1, clusters)
     assert row.kinds["judge"].clustered[""].interval == statistics.wilson_interval(judged, clusters)
-    md = markdown_tables([row])
+    md = markdown_tables([row], wide=True)
     se = row.kinds["f1"].clustered[""].stderr_clustered
     assert f"| {row.kinds['f1'].overall:.3f} | " in md and f" ± {se:.3f} |" in md
 

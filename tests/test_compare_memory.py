@@ -64,6 +64,7 @@ def _expected(log: EvalLog) -> dict[str, Any]:
     return {
         **latency_percentiles([md["memory_latency_s"] for md in mds]),
         "mean_items": sum(md["memory_items"] for md in mds) / 10,
+        "empty_retrievals": sum(1 for md in mds if md["memory_items"] == 0),
         "items_cut": sum(md["memory_cut"] for md in mds),
         "mean_context_tokens": sum(md["memory_context_tokens"] for md in mds) / 10,
         **ingest_totals([md["memory_ingest"] for md in mds]),
@@ -104,13 +105,13 @@ def test_markdown_and_csv_carry_them_and_other_runs_stay_blank(
     assert [r.context for r in rows] == ["memory(bm25, k=5)", "rag(dialog, k=5, bm25)"]
     memory_row, rag_row = rows
     assert rag_row.memory == {}
-    lines = markdown_tables(rows).splitlines()
+    lines = markdown_tables(rows, wide=True).splitlines()
     header = [c.strip() for c in lines[2].strip("|").split("|")]
     titles = [
         "memory system", "k", "latency p50 ms", "latency p95 ms", "latency p99 ms",
-        "mean items", "items cut", "mean context tokens", "histories", "ingestions",
-        "cache hits", "build s", "build model calls", "build llm calls", "build input tokens",
-        "build output tokens",
+        "mean items", "empty retrievals", "items cut", "mean context tokens", "histories",
+        "ingestions", "cache hits", "build s", "build model calls", "build llm calls",
+        "build input tokens", "build output tokens",
     ]  # fmt: skip
     assert header[-len(titles) :] == titles
     assert header[: -len(titles)] == [
@@ -125,7 +126,7 @@ def test_markdown_and_csv_carry_them_and_other_runs_stay_blank(
     assert cells["memory"][-len(titles) :] == [
         "bm25 2 (unit=auto)", "5", f"{1000 * float(m['latency_p50_s']):.3f}",
         f"{1000 * float(m['latency_p95_s']):.3f}", f"{1000 * float(m['latency_p99_s']):.3f}",
-        "5.000", "0", f"{float(m['mean_context_tokens']):.3f}", "1", "1", "0",
+        "5.000", "0", "0", f"{float(m['mean_context_tokens']):.3f}", "1", "1", "0",
         f"{float(m['build_seconds']):.3f}", "0", "0", "0", "0",
     ]  # fmt: skip
     assert cells["rag"][-len(titles) :] == [""] * len(titles)
@@ -146,6 +147,31 @@ def test_markdown_and_csv_carry_them_and_other_runs_stay_blank(
     write_csv([rag_row], out)
     with out.open(encoding="utf-8") as fh:
         assert not any(k.startswith("memory_") for k in next(csv.reader(fh)))
+
+
+def test_empty_retrievals_are_counted_per_run(logs: dict[str, Path], tmp_path: Path) -> None:
+    """The bm25 log rewritten as if the system had found nothing for three questions (their
+    samples scored with `memory_items` 0): compare counts three empty retrievals, in the row,
+    the default table's context lines and the CSV; the original run has none."""
+    from inspect_ai.log import write_eval_log
+
+    log = _log(logs["bm25"])
+    assert _row(logs["bm25"]).memory["empty_retrievals"] == 0
+    copy = log.model_copy(deep=True)
+    for sample in (copy.samples or [])[:3]:
+        assert sample.metadata["memory_items"] == 5
+        sample.metadata["memory_items"] = 0
+    (tmp_path / "empty").mkdir()
+    write_eval_log(copy, str(tmp_path / "empty" / "empty.eval"))
+    rows = load_rows([str(logs["bm25"]), str(tmp_path / "empty")])
+    assert [r.memory["empty_retrievals"] for r in rows] == [0, 3]
+    assert rows[1].memory["mean_items"] == 3.5  # (7 x 5 + 3 x 0) / 10
+    lines = markdown_tables(rows).splitlines()
+    [line] = [ln for ln in lines if ln.startswith("| empty retrievals ")]
+    assert [c.strip() for c in line.strip("|").split("|")] == ["empty retrievals", "0", "3"]
+    write_csv(rows, tmp_path / "rows.csv")
+    with (tmp_path / "rows.csv").open(encoding="utf-8") as fh:
+        assert [r["memory_empty_retrievals"] for r in csv.DictReader(fh)] == ["0", "3"]
 
 
 def test_lm_eval_samples_with_memory_records(logs: dict[str, Path], tmp_path: Path) -> None:

@@ -298,7 +298,7 @@ def test_compare_shows_runs_and_agreement_beside_the_judge(tmp_path: Path) -> No
     assert rows[1].kinds["judge"].repeated == {}
     assert not [e for e in rows[0].kinds["judge"].extras if "agreement" in e or "kappa" in e]
 
-    table = markdown_tables([r for r in rows if r is not None])
+    table = markdown_tables([r for r in rows if r is not None], wide=True)
     header = next(line for line in table.splitlines() if line.startswith("| model"))
     titles = [t.strip() for t in header.strip("|").split("|")]
     at = titles.index("judge runs")

@@ -1,6 +1,6 @@
-"""Compare runs across providers: one table (Markdown + CSV) and one bar chart per benchmark.
+"""Compare runs across providers: Markdown tables, one CSV and one bar chart per benchmark.
 
-    python -m memevals.tools.compare LOG_OR_DIR ... [--csv out.csv] [--png-dir DIR]
+    python -m memevals.tools.compare LOG_OR_DIR ... [--csv out.csv] [--png-dir DIR] [--wide]
     memevals-compare logs/ lm-eval-out/ --csv compare.csv
 
 Each Inspect log becomes one row, and so does each lm-eval run (the `samples_<task>_*.jsonl`
@@ -28,6 +28,12 @@ system's columns: its name and version, k, the retrieval latency percentiles, th
 and cut, the context size, and the ingestion totals (each history counted once), all computed
 here from the per-sample memory record (memevals.core.memory_harness); other runs leave them
 blank, and a table without such a run has none of them.
+
+The default Markdown fits MAX_WIDTH (120) columns: per benchmark a run key (`run 1`, ...), then
+one table per score and one for the context, a figure per line and a run per column (split over
+several tables when the runs do not fit); `--wide` gives the one wide table per benchmark. A
+figure that cannot be estimated (a clustered error of one cluster, a mean of no scored sample)
+is UNDEFINED in the tables and an empty cell in the CSV, never nan.
 """
 
 from __future__ import annotations
@@ -37,10 +43,11 @@ import csv
 import math
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+import textwrap
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspect_ai.log import EvalLog
 
@@ -70,9 +77,17 @@ from memevals.tools.runs import (
     system_label,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
 __all__ = [
+    "MAX_WIDTH",
+    "NO_SCORED",
+    "UNDEFINED",
     "KindScores",
     "Row",
+    "chart_figure",
     "load_rows",
     "main",
     "markdown_tables",
@@ -80,6 +95,7 @@ __all__ = [
     "plot_benchmark",
     "row_from_log",
     "row_from_run",
+    "table_records",
     "write_csv",
 ]
 
@@ -94,6 +110,7 @@ MEMORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("latency_p95_s", "latency p95 ms"),
     ("latency_p99_s", "latency p99 ms"),
     ("mean_items", "mean items"),
+    ("empty_retrievals", "empty retrievals"),
     ("items_cut", "items cut"),
     ("mean_context_tokens", "mean context tokens"),
     ("histories", "histories"),
@@ -106,6 +123,11 @@ MEMORY_COLUMNS: tuple[tuple[str, str], ...] = (
     ("build_output_tokens", "build output tokens"),
 )
 NO_JUDGE = "-"
+#: What a table shows for a figure that cannot be estimated (a clustered error or interval of
+#: one cluster, a mean of no scored sample): the figure is left out, never shown as nan.
+UNDEFINED = "-"
+#: The widest line of the default Markdown (a terminal's width); --wide has no limit.
+MAX_WIDTH = 120
 #: Repeated-judging figures shown in the Markdown table (the rest, per category, go to the CSV).
 REPEATED_SHOWN = ("runs", "agreement", "kappa")
 
@@ -156,7 +178,14 @@ class Row:
 
     @property
     def label(self) -> str:
-        parts = [self.model, f"judge {self.judge}" if self.judge != NO_JUDGE else "", self.context]
+        """Model, judge, protocol, context and (when not the benchmark's) task: what tells two
+        rows apart, as the charts' legends and the notes under the tables name a run."""
+        parts = [
+            self.model,
+            f"judge {self.judge}" if self.judge != NO_JUDGE else "",
+            f"protocol {self.protocol}" if self.protocol else "",
+            self.context,
+        ]
         if self.task != self.benchmark:
             parts.append(self.task)
         return " | ".join(p for p in parts if p)
@@ -168,8 +197,9 @@ def memory_figures(
     """The memory columns of one run.
 
     The system and k come from its settings, the rest from the samples' memory records. Every
-    retrieval counts (each epoch's); the ingestion totals count each history once
-    (`ingest_totals`).
+    retrieval counts (each epoch's), `empty_retrievals` those that gave the model no item; the
+    ingestion totals count each history once (`ingest_totals`). A figure with nothing to
+    compute it from is NaN (shown as undefined).
 
     Args:
         settings: the run's memory settings (`memory`, `memory_version`, `memory_args`,
@@ -192,6 +222,11 @@ def memory_figures(
         return sum(values) / len(values) if values else math.nan
 
     out["mean_items"] = mean(ITEMS_KEY)
+    # a retrieval that returned nothing is the system's answer (it found nothing), counted so
+    # that a low score can be told apart from a system that gives the model no context
+    out["empty_retrievals"] = sum(
+        1 for md in records if ITEMS_KEY in md and int(md[ITEMS_KEY]) == 0
+    )
     out["items_cut"] = sum(int(md.get(CUT_KEY, 0)) for md in records)
     out["mean_context_tokens"] = mean(CONTEXT_TOKENS_KEY)
     out |= ingest_totals([md[INGEST_KEY] for md in records if INGEST_KEY in md])
@@ -475,7 +510,13 @@ def _layout(rows: Sequence[Row]) -> list[tuple[str, list[str], list[str]]]:
     return out
 
 
+def _undefined(value: object) -> bool:
+    """A figure that cannot be estimated (NaN: one cluster, one sample, nothing recorded)."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _cell(row: Row, key: str) -> float | int | str | None:
+    """A cell's value: None where the row lacks the column, NaN where the figure is undefined."""
     if key == "judge_model":
         return row.judge
     if key in ("benchmark", "task", "model", "protocol", "context", "samples", "status", "log"):
@@ -584,16 +625,54 @@ def _csv_name(key: str) -> str:
     return f"{kind}_{rest.removeprefix('extra:').removeprefix('repeated:').replace(':', '_')}"
 
 
+def table_records(rows: Sequence[Row]) -> list[dict[str, float | int | str | None]]:
+    """The numbers behind the CSV: one dict per row, keyed by the CSV's column names.
+
+    Every row has every key (the union over `rows`); None where a row lacks the column or its
+    figure is undefined (NaN is never handed on).
+
+    Args:
+        rows: the rows (`load_rows`), of any benchmarks.
+
+    Returns:
+        One record per row, in the rows' order, keys in the CSV's column order.
+    """
+    keys = _csv_keys(rows)
+    out: list[dict[str, float | int | str | None]] = []
+    for r in rows:
+        record: dict[str, float | int | str | None] = {}
+        for k in keys:
+            value = _cell(r, k)
+            if _undefined(value):
+                value = None
+            elif isinstance(value, float) and _is_count(k) and value.is_integer():
+                value = int(value)
+            record[_csv_name(k)] = value
+        out.append(record)
+    return out
+
+
+def _is_count(key: str) -> bool:
+    """A cell that counts samples or judge runs (a flag's count, judge runs, compared, ...)."""
+    counts = tuple(f":extra:{flag}" for flag in sorted(FLAGS))
+    return key.endswith((*counts, ":repeated:runs", ":compared", ":incomplete"))
+
+
 def write_csv(rows: Sequence[Row], path: Path) -> None:
-    """All rows of all benchmarks in one CSV (empty cells where a row lacks a column)."""
+    """All rows of all benchmarks in one CSV: every figure, an empty cell where a row lacks a
+    column or its figure is undefined (never the string nan).
+
+    Args:
+        rows: the rows.
+        path: the CSV file (its folder is created).
+    """
     keys = _csv_keys(rows)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow([_csv_name(k) for k in keys])
-        for r in rows:
-            cells = [_cell(r, k) for k in keys]
-            writer.writerow(["" if v is None else v for v in cells])
+        for record in table_records(rows):
+            writer.writerow(["" if v is None else v for v in record.values()])
 
 
 def _fmt(value: float | int | str | None, key: str) -> str:
@@ -601,33 +680,46 @@ def _fmt(value: float | int | str | None, key: str) -> str:
         return ""
     if isinstance(value, str):
         return value.replace("|", "\\|")
+    if _undefined(value):
+        return UNDEFINED
     if isinstance(value, int) or key == "samples" or key.startswith("tokens:"):
         return f"{value:.0f}" if not isinstance(value, int) else str(value)
-    counts = tuple(f":extra:{flag}" for flag in sorted(FLAGS))
-    if key.endswith((*counts, ":repeated:runs", ":compared", ":incomplete")):
+    if _is_count(key):
         return f"{value:.0f}"
-    if math.isnan(value):
-        return "nan"
     return f"{value:.3f}"
 
 
 def _shown_number(value: float | int | str | None) -> str:
-    return "" if not isinstance(value, float | int) else _fmt(float(value), "")
+    """A number as shown; empty when absent or undefined."""
+    if not isinstance(value, float | int) or _undefined(value):
+        return ""
+    return _fmt(float(value), "")
+
+
+def _interval_text(row: Row, kind: str, group: str = "") -> str:
+    """`[lower, upper]`; UNDEFINED when neither bound can be estimated, empty without a mean."""
+    prefix = f"{kind}:{group}:" if group else f"{kind}:"
+    summary = row.kinds[kind].clustered.get(group) if kind in row.kinds else None
+    if summary is None:
+        return ""
+    lower = _shown_number(_cell(row, f"{prefix}ci_lower"))
+    upper = _shown_number(_cell(row, f"{prefix}ci_upper"))
+    return f"[{lower}, {upper}]" if lower and upper else UNDEFINED
 
 
 def _markdown_cell(row: Row, key: str) -> str:
-    """The cell's text; a mean gets its clustered standard error (`0.512 ± 0.031`), the
-    interval column shows `[lower, upper]`; a memory latency is shown in milliseconds."""
+    """The cell's text; a mean gets its clustered standard error (`0.512 ± 0.031`) when it can be
+    estimated, the interval column shows `[lower, upper]`; a memory latency is shown in
+    milliseconds; an undefined figure is UNDEFINED."""
     value = _cell(row, key)
     if key.startswith("aux:") and row.score_kinds.get(key[4:]) == "tokens":
         return _fmt(value, f"tokens:{key}")
     if key.startswith("memory:latency_") and isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{1000 * value:.3f}"
+        return UNDEFINED if _undefined(value) else f"{1000 * value:.3f}"
     text = _fmt(value, key)
     kind, _, rest = key.partition(":")
     if rest == "ci_lower":
-        lower, upper = _shown_number(_cell(row, key)), _shown_number(_cell(row, f"{kind}:ci_upper"))
-        return f"[{lower}, {upper}]" if lower or upper else ""
+        return _interval_text(row, kind)
     ks = row.kinds.get(kind)
     name = rest.removeprefix("extra:")
     if text and ks is not None and name and (rest in ks.categories or name in ks.clustered):
@@ -652,39 +744,200 @@ def above_ceiling(row: Row) -> list[str]:
     return out
 
 
-def markdown_tables(rows: Sequence[Row]) -> str:
-    """One Markdown table per benchmark; each row states its model, judge and context mode.
-    Per-category means carry their clustered standard error; the per-category intervals are
-    in the CSV."""
+def _wide_table(sub: Sequence[Row]) -> list[str]:
+    """The one wide table of a benchmark: a row per run, a column per figure (--wide)."""
+    cols = [c for c in _columns(sub) if c.key != "benchmark" and c.markdown]
+    out = ["| " + " | ".join(c.title for c in cols) + " |"]
+    out.append("|" + "|".join("---" for _ in cols) + "|")
+    for r in sub:
+        cells: list[str] = []
+        for c in cols:
+            text = _markdown_cell(r, c.key)
+            if c.key == "samples" and r.status != "success":
+                text += f" ({r.status})"
+            cells.append(text)
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _aligned(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    """A Markdown table with its columns padded to one width (readable as plain text)."""
+    widths = [max(len(row[i]) for row in (header, *body)) for i in range(len(header))]
+    widths = [max(w, 3) for w in widths]
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, body)]
+
+
+def _run_key(sub: Sequence[Row], width: int) -> list[str]:
+    """Which run is which: a table of the runs' labels, or a numbered list when the table would
+    be wider than `width`."""
+    memory = any(r.memory.get("system") for r in sub)
+    titles = ["run", "model", "judge model", "protocol", "context", "task", "n"]
+    titles += ["memory system"] if memory else []
+    body = []
+    for i, r in enumerate(sub, 1):
+        n = str(r.samples) + ("" if r.status == "success" else f" ({r.status})")
+        cells = [str(i), r.model, r.judge, r.protocol, r.context, r.task, n]
+        cells += [str(r.memory.get("system", ""))] if memory else []
+        body.append([c.replace("|", "\\|") for c in cells])
+    table = _aligned(titles, body)
+    if max(len(line) for line in table) <= width:
+        return table
+    out: list[str] = []
+    for cells in body:
+        text = "; ".join(f"{t} {c}" for t, c in zip(titles[1:], cells[1:], strict=True) if c)
+        out += textwrap.wrap(f"{cells[0]}. {text}", width, subsequent_indent="   ")
+    return out
+
+
+def _chunks(label: Sequence[str], columns: Sequence[Sequence[str]], width: int) -> list[list[int]]:
+    """The run columns of a transposed table, packed into tables no wider than `width`."""
+    label_w = max(3, *(len(c) for c in label))
+    groups: list[list[int]] = [[]]
+    used = label_w + 4
+    for i, col in enumerate(columns):
+        w = max(3, *(len(c) for c in col)) + 3
+        if groups[-1] and used + w > width:
+            groups.append([])
+            used = label_w + 4
+        groups[-1].append(i)
+        used += w
+    return groups
+
+
+def _transposed(
+    title: str, figures: Sequence[tuple[str, Sequence[str]]], runs: Sequence[int], width: int
+) -> list[str]:
+    """One figure per line, one run per column (`run 1`, `run 2`, ...); split into several
+    tables when the runs do not fit in `width`. `figures` holds (name, one cell per run)."""
+    shown = [(name, cells) for name, cells in figures if any(cells)]
+    if not shown:
+        return []
+    label = [title, *(name for name, _ in shown)]
+    columns = [[f"run {n}", *(cells[i] for _, cells in shown)] for i, n in enumerate(runs)]
+    out: list[str] = []
+    for group in _chunks(label, columns, width):
+        if out:
+            out.append("")
+        header = [title, *(columns[i][0] for i in group)]
+        body = [[name, *(cells[i] for i in group)] for name, cells in shown]
+        out += _aligned(header, body)
+    return out
+
+
+def _score_figures(sub: Sequence[Row], kind: str) -> list[tuple[str, list[str]]]:
+    """The lines of one score's table: scored samples, mean ± clustered error, the interval,
+    each category, the repeated-judging figures, then the subgroups, macro average and flags."""
+    _, cats, extras = next(layout for layout in _layout(sub) if layout[0] == kind)
+    interval = "95% Wilson" if _wilson(sub, kind) else "95% CI"
+
+    def per_run(text: Callable[[Row, KindScores], str]) -> list[str]:
+        return [text(r, r.kinds[kind]) if kind in r.kinds else "" for r in sub]
+
+    def cells(key: str, undefined: str = "") -> list[str]:
+        """The cells of one key; `undefined` where a run with this score has no figure."""
+        return per_run(lambda r, ks: _markdown_cell(r, key) or undefined)
+
+    def scored(r: Row, ks: KindScores) -> str:
+        return str(ks.clustered[""].n) if "" in ks.clustered else "0"
+
+    def mean(r: Row, ks: KindScores) -> str:
+        summary = ks.clustered.get("")
+        if summary is None or _undefined(summary.mean):
+            return UNDEFINED
+        se = summary.stderr_clustered
+        return f"{summary.mean:.3f}" + ("" if _undefined(se) else f" ± {se:.3f}")
+
+    figures = [("scored", per_run(scored)), ("mean ± se", per_run(mean))]
+    figures.append((interval, per_run(lambda r, ks: _interval_text(r, kind) or UNDEFINED)))
+    repeated = _ordered_repeated(r.kinds[kind].repeated for r in sub if kind in r.kinds)
+    for name in (n for n in repeated if n in REPEATED_SHOWN):
+        figures.append((f"judge {name}", cells(f"{kind}:repeated:{name}")))
+    figures += [(c, cells(f"{kind}:{c}", UNDEFINED)) for c in cats]
+    figures += [(e, cells(f"{kind}:extra:{e}")) for e in extras]
+    return figures
+
+
+def _context_figures(sub: Sequence[Row]) -> list[tuple[str, list[str]]]:
+    """The lines of the context table: the prompt-size and retrieval means, then the memory
+    system's figures (its name is in the run key)."""
+    figures = [
+        (name, [_markdown_cell(r, f"aux:{name}") for r in sub])
+        for name in sorted({a for r in sub for a in r.aux})
+    ]
+    if any(r.memory for r in sub):
+        figures += [
+            (title, [_markdown_cell(r, f"memory:{name}") for r in sub])
+            for name, title in MEMORY_COLUMNS
+            if name != "system"
+        ]
+    return figures
+
+
+def _compact_tables(sub: Sequence[Row], width: int) -> list[str]:
+    """The default view of a benchmark: the run key, then one table per score and one for the
+    context, each a figure per line and a run per column."""
+    out = _run_key(sub, width)
+    runs = list(range(1, len(sub) + 1))
+    for kind, _, _ in _layout(sub):
+        out += ["", f"#### {_title(kind)}", ""]
+        out += _transposed(_title(kind), _score_figures(sub, kind), runs, width)
+    context = _transposed("context", _context_figures(sub), runs, width)
+    if context:
+        out += ["", "#### context", "", *context]
+    return out
+
+
+def _wrapped(text: str, width: int | None) -> list[str]:
+    """A note under a table, as one paragraph wrapped to `width` (None: one line)."""
+    return [text] if width is None else textwrap.wrap(text, width, break_on_hyphens=False)
+
+
+def markdown_tables(rows: Sequence[Row], *, wide: bool = False, width: int = MAX_WIDTH) -> str:
+    """The Markdown of every benchmark: by default a run key and one table per score (and one
+    for the context), a figure per line and a run per column, no line wider than `width`; with
+    `wide`, one table per benchmark with a row per run and a column per figure.
+
+    Means carry their clustered standard error (`0.512 ± 0.031`) when it can be estimated; an
+    undefined figure is UNDEFINED; per-category intervals and naive errors are in the CSV (and
+    the naive error in the wide table).
+
+    Args:
+        rows: the rows (`load_rows`).
+        wide: one wide table per benchmark instead.
+        width: the widest line of the default view.
+
+    Returns:
+        The Markdown text.
+    """
+    limit = None if wide else width
     out: list[str] = []
     for benchmark in sorted({r.benchmark for r in rows}):
         sub = [r for r in rows if r.benchmark == benchmark]
-        cols = [c for c in _columns(sub) if c.key != "benchmark" and c.markdown]
         out.append(f"### {benchmark}\n")
-        out.append("| " + " | ".join(c.title for c in cols) + " |")
-        out.append("|" + "|".join("---" for _ in cols) + "|")
-        for r in sub:
-            cells: list[str] = []
-            for c in cols:
-                text = _markdown_cell(r, c.key)
-                if c.key == "samples" and r.status != "success":
-                    text += f" ({r.status})"
-                cells.append(text)
-            out.append("| " + " | ".join(cells) + " |")
-        for r in sub:
+        out += _wide_table(sub) if wide else _compact_tables(sub, width)
+        for i, r in enumerate(sub, 1):
             flagged = above_ceiling(r)
             if flagged:
-                out.append(
-                    f"\nAbove the audited-gold ceiling ({r.label}): {'; '.join(flagged)}. "
+                name = r.label if wide else f"run {i}"
+                out.append("")
+                out += _wrapped(
+                    f"Above the audited-gold ceiling ({name}): {'; '.join(flagged)}. "
                     "The original gold is wrong on these shares of questions: see "
-                    f"{_readme(r.record)}#audited-gold."
+                    f"{_readme(r.record)}#audited-gold.",
+                    limit,
                 )
         judges = sorted({r.judge for r in sub if r.judge != NO_JUDGE})
         if len(judges) > 1:
-            out.append(
-                f"\nJudge scores come from {len(judges)} different judges "
-                f"({', '.join(judges)}): compare judge columns only between rows with the same "
-                "judge."
+            out.append("")
+            out += _wrapped(
+                f"Judge scores come from {len(judges)} different judges "
+                f"({', '.join(judges)}): compare judge scores only between runs with the same "
+                "judge.",
+                limit,
             )
         out.append("")
     return "\n".join(out)
@@ -699,9 +952,25 @@ def _readme(record: Benchmark | None) -> str:
     return str(readme.relative_to(root)) if readme.is_relative_to(root) else str(readme)
 
 
-def plot_benchmark(rows: Sequence[Row], benchmark: str, path: Path) -> Path:
-    """Grouped bar chart: one panel per score kind, groups = overall + categories, one bar per
-    row (stderr as error bars on overall)."""
+#: The note a chart panel carries where runs have no scored sample (nothing to draw).
+NO_SCORED = "no scored samples"
+
+
+def chart_figure(rows: Sequence[Row], benchmark: str) -> Figure:
+    """The chart of one benchmark as a matplotlib figure: one panel per score, groups = overall
+    + categories, one bar per run (clustered stderr as the error bar on overall).
+
+    The legend (below the panels, clear of every panel's x labels) names each run by
+    `Row.label` (model, judge, protocol, context). A panel where a run has no scored sample
+    says so ("no scored samples", with the unscored count) instead of drawing nothing.
+
+    Args:
+        rows: the rows (`load_rows`); those of other benchmarks are left out.
+        benchmark: the benchmark charted.
+
+    Returns:
+        The figure (the caller saves or closes it).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -709,28 +978,39 @@ def plot_benchmark(rows: Sequence[Row], benchmark: str, path: Path) -> Path:
 
     sub = [r for r in rows if r.benchmark == benchmark]
     layout = [(k, c) for k, c, _ in _layout(sub)]
-    if not layout:
-        raise ValueError(f"{benchmark}: no scores to plot")
-    width_groups = max(len(c) + 1 for _, c in layout)
+    if not sub:
+        raise ValueError(f"{benchmark}: no run of this benchmark")
+    width_groups = max((len(c) + 1 for _, c in layout), default=1)
     fig, axes = plt.subplots(
-        len(layout),
+        max(1, len(layout)),
         1,
-        figsize=(max(6.0, 1.1 * width_groups + 2), 3.2 * len(layout) + 0.6 * len(sub)),
+        figsize=(max(6.0, 1.2 * width_groups + 2), 3.6 * max(1, len(layout))),
         squeeze=False,
+        layout="constrained",
     )
+    if not layout:  # every sample errored: no score at all
+        _note(axes[0, 0], NO_SCORED)
+        axes[0, 0].set_title(benchmark)
+        return fig
     bar_w = 0.8 / max(1, len(sub))
     for ax, (kind, cats) in zip(axes[:, 0], layout, strict=True):
         groups = ["overall", *cats]
+        missing: list[str] = []
         for i, r in enumerate(sub):
             ks = r.kinds.get(kind, KindScores())
+            xs = [g + (i - (len(sub) - 1) / 2) * bar_w for g in range(len(groups))]
             values = [ks.overall, *(ks.categories.get(c) for c in cats)]
             heights = [v if v is not None and not math.isnan(v) else 0.0 for v in values]
-            xs = [g + (i - (len(sub) - 1) / 2) * bar_w for g in range(len(groups))]
-            ax.bar(xs, heights, bar_w, label=r.label)
-            if ks.stderr and heights[0]:
+            ax.bar(xs, heights, bar_w, label=f"run {i + 1}: {r.label}")
+            if ks.overall is None and kind in r.kinds:
+                unscored = int(ks.extras.get("unscored", 0))
+                missing.append(f"run {i + 1}" + (f" ({unscored} unscored)" if unscored else ""))
+            if ks.stderr and heights[0] and math.isfinite(ks.stderr):
                 ax.errorbar([xs[0]], [heights[0]], yerr=[ks.stderr], fmt="none", ecolor="black")
+        if missing:
+            _note(ax, f"{NO_SCORED}: {', '.join(missing)}")
         ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels(groups, rotation=20, ha="right")
+        ax.set_xticklabels(groups, rotation=35, ha="right", rotation_mode="anchor")
         ax.set_ylabel(_title(kind))
         shown = [r.kinds[kind] for r in sub if kind in r.kinds]
         unit = all(
@@ -739,8 +1019,33 @@ def plot_benchmark(rows: Sequence[Row], benchmark: str, path: Path) -> Path:
         ax.set_ylim(0, 1.05 if unit else None)
         ax.set_title(f"{benchmark}: {_title(kind)}")
         ax.grid(axis="y", alpha=0.3)
-    axes[-1, 0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.35), fontsize=8, ncol=1)
-    fig.tight_layout()
+    # "outside": the layout engine puts the legend below every panel and its x labels (placed
+    # by hand under the last panel, it ran over long rotated labels)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", fontsize=8, ncols=1)
+    return fig
+
+
+def _note(ax: Axes, text: str) -> None:
+    ax.text(
+        0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=10, wrap=True
+    )
+
+
+def plot_benchmark(rows: Sequence[Row], benchmark: str, path: Path) -> Path:
+    """Draw `chart_figure(rows, benchmark)` to a PNG file.
+
+    Args:
+        rows: the rows.
+        benchmark: the benchmark charted.
+        path: the PNG file (its folder is created).
+
+    Returns:
+        The path.
+    """
+    import matplotlib.pyplot as plt
+
+    fig = chart_figure(rows, benchmark)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
@@ -776,6 +1081,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="folder for the charts (<benchmark>.png); default: the CSV's folder, else '.'",
     )
     parser.add_argument("--no-png", action="store_true", help="do not draw charts")
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="one wide table per benchmark (a row per run, a column per figure) instead of the "
+        f"default tables that fit {MAX_WIDTH} columns",
+    )
     ns = parser.parse_args(args)
     try:
         rows = load_rows(ns.logs)
@@ -784,7 +1095,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not rows:
         print("memevals-compare: no log with results", file=sys.stderr)
         return 1
-    print(markdown_tables(rows))
+    print(markdown_tables(rows, wide=ns.wide))
     if ns.csv:
         write_csv(rows, ns.csv)
         print(f"CSV: {ns.csv}", file=sys.stderr)

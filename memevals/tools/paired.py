@@ -17,8 +17,10 @@ the Holm-adjusted p across the categories, the minimum detectable difference and
 that flipped. The statistics are memevals.core.paired_statistics; a sample's cluster is the
 one rule of `memevals.tools.runs`.
 
-A comparison is only fair when both runs asked the same questions of the same data and were
-judged by the same judge with the same criteria. Two runs may differ in exactly one declared
+Runs of different benchmarks share no question and are never compared, with or without
+`--allow-mismatch` (one line naming both, exit status 1). A comparison is only fair when both
+runs asked the same questions of the same data and were judged by the same judge with the same
+criteria. Two runs may differ in exactly one declared
 factor: the model, the context settings, the memory system under test, or (with
 `--allow-mismatch`) the protocol. Such a comparison is that factor's comparison, and its runs
 are named by the factor's values (`context=none` vs `context=rag`). Any other difference, or a
@@ -27,7 +29,8 @@ given; then each difference is printed under the table. Runs of different protoc
 different prompts and are judged by different judges, so their difference measures the
 protocol: the command compares them only with `--allow-mismatch`, and says so. A sample that
 errored or was left unscored in either run is left out of that score's pair and counted,
-never treated as wrong.
+never treated as wrong. A figure that cannot be estimated is UNDEFINED in the tables, empty in
+the CSV and null in the JSON, never nan or inf.
 """
 
 from __future__ import annotations
@@ -58,13 +61,16 @@ from memevals.tools.runs import (
 
 __all__ = [
     "FACTORS",
+    "BenchmarkMismatch",
     "Comparison",
     "Factor",
     "Mismatch",
     "Run",
     "RunSample",
     "ScoreTable",
+    "check_same_benchmark",
     "compare_runs",
+    "comparison_records",
     "factors_of",
     "find_mismatches",
     "flipped_rows",
@@ -377,7 +383,11 @@ def compare_runs(a: Run, b: Run, *, resamples: int = 10_000, seed: int = 0) -> C
 
     Returns:
         The comparison, with every difference between the runs and the factor it varies.
+
+    Raises:
+        BenchmarkMismatch: the runs are of different benchmarks.
     """
+    check_same_benchmark(a, b)
     names_a, names_b = a.score_names, b.score_names
     shared = [n for n in names_a if n in names_b]
     not_shared = tuple(sorted(set(names_a) ^ set(names_b)))
@@ -427,19 +437,26 @@ def flipped_rows(comparison: Comparison) -> list[dict[str, Any]]:
 # Output
 
 
-def _f(value: float | None, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf"
-    return f"{value:.{digits}f}"
+#: What a table shows for a figure that cannot be estimated (an interval of one cluster, the
+#: minimum detectable difference of one cluster): left out, as memevals-compare does.
+UNDEFINED = "-"
+
+
+def _f(value: float | None, digits: int = 3, sign: str = "") -> str:
+    if value is None or not math.isfinite(value):
+        return UNDEFINED
+    return f"{value:{sign}.{digits}f}"
+
+
+def _interval(low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return UNDEFINED
+    return f"[{low:+.3f}, {high:+.3f}]"
 
 
 def _p(value: float | None) -> str:
-    if value is None:
-        return "-"
+    if value is None or not math.isfinite(value):
+        return UNDEFINED
     return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
 
 
@@ -514,7 +531,8 @@ def markdown(comparisons: Sequence[Comparison], allow_mismatch: bool = False) ->
                 r = row.result
                 out.append(
                     f"| {_md(row.category)} | {r.n} | {r.clusters} | {_f(r.mean_a)} | "
-                    f"{_f(r.mean_b)} | {r.difference:+.3f} | [{r.ci_low:+.3f}, {r.ci_high:+.3f}] | "
+                    f"{_f(r.mean_b)} | {_f(r.difference, sign='+')} | "
+                    f"{_interval(r.ci_low, r.ci_high)} | "
                     f"{_p(r.p_value)} | {_p(row.holm_p)} | {r.test} | {_f(r.mde)} | "
                     f"{r.a_better} | {r.b_better} |"
                 )
@@ -560,10 +578,25 @@ def _result_record(c: Comparison, t: ScoreTable, row: TableRow) -> dict[str, Any
     return record
 
 
+def comparison_records(comparisons: Sequence[Comparison]) -> list[dict[str, Any]]:
+    """The numbers behind the CSV: one record per comparison, score and category (overall
+    first): the runs' names, benchmark, factor, protocols, n, clusters, both means, the
+    difference B - A, its interval, p, Holm p, test, MDE, flips and the samples left out. An
+    undefined figure is None (never NaN).
+
+    Args:
+        comparisons: `compare_runs` results.
+
+    Returns:
+        The records, in table order.
+    """
+    return [_result_record(c, t, r) for c in comparisons for t in c.tables for r in t.rows]
+
+
 def write_csv(comparisons: Sequence[Comparison], path: Path) -> None:
-    """One line per comparison, score and category (overall first)."""
-    records = [_result_record(c, t, r) for c in comparisons for t in c.tables for r in t.rows]
-    _write_records(records, path)
+    """One line per comparison, score and category (overall first); an undefined figure is an
+    empty cell."""
+    _write_records(comparison_records(comparisons), path)
 
 
 def _write_records(records: list[dict[str, Any]], path: Path) -> None:
@@ -703,6 +736,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class BenchmarkMismatch(ValueError):
+    """Runs of different benchmarks: they share no question, so nothing can be compared."""
+
+
+def check_same_benchmark(a: Run, b: Run) -> None:
+    """Refuse runs of different benchmarks (with or without --allow-mismatch).
+
+    Args:
+        a: run A.
+        b: run B.
+
+    Raises:
+        BenchmarkMismatch: naming both benchmarks and both runs.
+    """
+    if a.benchmark != b.benchmark:
+        raise BenchmarkMismatch(
+            f"runs of different benchmarks are never compared: A = {a.path} is "
+            f"{a.benchmark}, B = {b.path} is {b.benchmark} (compare runs of one benchmark; "
+            "memevals-compare tabulates several benchmarks side by side)"
+        )
+
+
 def _why(c: Comparison) -> str:
     """Why a comparison is refused, in one line."""
     reasons = sorted({m.setting for m in c.mismatches if m.factor is None})
@@ -726,6 +781,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     if len(runs) < 2:
         parser.error(f"need at least two runs to compare, found {len(runs)} in {ns.runs}")
+    try:
+        for other in runs[1:]:
+            check_same_benchmark(runs[0], other)
+    except BenchmarkMismatch as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
     comparisons = [
         compare_runs(runs[0], other, resamples=ns.resamples, seed=ns.seed) for other in runs[1:]
     ]

@@ -145,7 +145,7 @@ def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
     # the lookup model answers the seven recall questions from the facts, never the sums
     assert means == pytest.approx({"full": 7 / 10, "none": 0.0, "rag": 7 / 10})
 
-    table = run(["--no-png", str(logs)], copy, BIN / "memevals-compare")
+    table = run(["--no-png", "--wide", str(logs)], copy, BIN / "memevals-compare")
     section = table[table.index("### toy") :]
     header = next(line for line in section.splitlines() if line.startswith("| model"))
     # its declared score, and its categories in its declared order (recall before arithmetic,

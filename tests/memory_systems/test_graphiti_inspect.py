@@ -306,7 +306,7 @@ def _compare(
     assert locomo_runs["mem0_calls"] > 0
     out = tmp_path / "rows.csv"
     folders = [str(locomo_runs["root"] / "first"), str(locomo_runs["root"] / "systems")]
-    assert compare(["--no-png", "--csv", str(out), *folders]) == 0  # memevals-compare
+    assert compare(["--no-png", "--wide", "--csv", str(out), *folders]) == 0  # memevals-compare
     table = capsys.readouterr().out
     with out.open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))

@@ -181,7 +181,7 @@ def test_protocol_recorded_else_the_documented_default(data_dir: Path, tmp_path:
     assert read_inspect_run(official).protocol == "x"
     [row_old, row_x] = sorted(load_rows([old, official]), key=lambda r: r.protocol)
     assert (row_old.protocol, row_x.protocol) == ("memevals", "x")
-    table = markdown_tables([row_old, row_x])
+    table = markdown_tables([row_old, row_x], wide=True)
     header = next(line for line in table.splitlines() if line.startswith("| model"))
     assert header.split("|")[3].strip() == "protocol"
     assert "| memevals |" in table and "| x |" in table
