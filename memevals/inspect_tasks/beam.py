@@ -33,7 +33,14 @@ from memevals.benchmarks.beam.prompts import (
     memevals_equivalent,
 )
 from memevals.benchmarks.beam.record import RECORD
-from memevals.benchmarks.beam.samples import BeamOptions, build, upstream_dir
+from memevals.benchmarks.beam.samples import (
+    MEMEVALS_JUDGE_MAX_TOKENS,
+    BeamOptions,
+    Decoding,
+    build,
+    decoding,
+    upstream_dir,
+)
 from memevals.benchmarks.beam.scoring import (
     EVENT_ORDERING,
     BeamRow,
@@ -62,9 +69,6 @@ from memevals.inspect_tasks.memory_system import memory_system, solver_chain
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
 __all__ = ["beam", "beam_judge", "posthoc_scorers", "to_beam_sample"]
-
-#: The grader's token limit per equivalence call (upstream asks for one word).
-EQUIVALENCE_MAX_TOKENS = 32
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,10 +214,10 @@ async def _memevals_item(
 
 
 async def _event_order(
-    grader: Model, texts: OfficialTexts | None, rubric: list[str], reply: str
+    grader: Model, texts: OfficialTexts | None, rubric: list[str], reply: str, sent: Decoding
 ) -> tuple[EventOrderScore, int]:
     """Upstream's alignment then `beam_event_order`; returns the score and the calls made."""
-    config = GenerateConfig(temperature=0.0, max_tokens=EQUIVALENCE_MAX_TOKENS)
+    config = GenerateConfig(temperature=sent.temperature, max_tokens=sent.equivalence_max_tokens)
     calls = 0
 
     async def same(reference_item: str, response_item: str) -> bool:
@@ -239,16 +243,21 @@ async def _event_order(
 
 
 @scorer(metrics={"beam": BEAM_METRICS, "unscored": [count()]})
-def beam_judge(max_tokens: int = 1024, retries: int = 1, data_dir: str | None = None) -> Scorer:
+def beam_judge(
+    max_tokens: int | None = None, retries: int = 1, data_dir: str | None = None
+) -> Scorer:
     """Each rubric item judged by the grader (`--model-role grader=...`) as 1, 0.5 or 0, the
     question's score the mean over its items; event ordering's reported score is upstream's
     tau_norm after aligning the answer's lines to the rubric. Under `protocol=official`
     upstream's prompts and reading (an item's 0.5 counts as 0 outside event ordering); under
     `memevals` our prompt with the question, strict JSON, one retry. A question with an
-    unreadable item is unscored (value NaN under `beam`, counted by `unscored`).
+    unreadable item is unscored (value NaN under `beam`, counted by `unscored`). Each call's
+    temperature and token limit are the sample's protocol's (memevals.benchmarks.beam.samples
+    .decoding): under official no limit is sent, as upstream sends none.
 
     Args:
-        max_tokens: the grader's token limit per rubric item.
+        max_tokens: the grader's token limit per rubric item (None: the protocol's; memevals
+            only).
         retries: memevals protocol: asks again after an unreadable reply.
         data_dir: where upstream's copies are (default MEMEVALS_DATA_DIR, else the cache).
     """
@@ -261,7 +270,8 @@ def beam_judge(max_tokens: int = 1024, retries: int = 1, data_dir: str | None = 
         rubric = [str(r) for r in md["rubric"]]
         grader, fallback = grader_model()
         texts = official_texts(data_dir) if protocol == "official" else None
-        config = GenerateConfig(temperature=0.0, max_tokens=max_tokens)
+        sent = decoding(protocol, judge_max_tokens=max_tokens)
+        config = GenerateConfig(temperature=sent.temperature, max_tokens=sent.judge_max_tokens)
         if texts is not None:
             judged = await asyncio.gather(
                 *(_official_item(grader, texts, ability, r, reply, config) for r in rubric)
@@ -283,7 +293,7 @@ def beam_judge(max_tokens: int = 1024, retries: int = 1, data_dir: str | None = 
         }
         reported = rubric_score
         if ability == EVENT_ORDERING and rubric_score is not None:
-            order, calls = await _event_order(grader, texts, rubric, reply)
+            order, calls = await _event_order(grader, texts, rubric, reply, sent)
             metadata["event_order"] = {**order.as_dict(), "rubric_score": rubric_score}
             metadata["equivalence_calls"] = calls
             reported = order.tau_norm
@@ -317,8 +327,8 @@ def beam(
     protocol: str = "official",
     context: str = "full",
     context_window: int | None = None,
-    max_tokens: int = 2048,
-    judge_max_tokens: int = 1024,
+    max_tokens: int | None = None,
+    judge_max_tokens: int = MEMEVALS_JUDGE_MAX_TOKENS,
     max_context_tokens: int | None = None,
     retrieval_unit: str | None = None,
     top_k: int | None = None,
@@ -343,15 +353,13 @@ def beam(
             default all ten.
         context_window: context=full only: the reader's window upstream's pruning is computed
             for (default 1000000, upstream's default).
-        max_tokens: answer length limit (upstream sets none).
+        max_tokens: answer length limit (default: none under protocol=official, as upstream
+            sends none; 2048 under memevals).
         data_dir: folder holding beam/chats/... (and optionally upstream/BEAM/...); overrides
             MEMEVALS_DATA_DIR.
         verify_checksum: check every file's git blob id (false: read a same-schema copy under
             data_dir as found, e.g. a synthetic fixture).
     """
-    for name, value in (("max_tokens", max_tokens), ("judge_max_tokens", judge_max_tokens)):
-        if value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}")
     built = build(
         BeamOptions(
             size=size,
@@ -361,9 +369,12 @@ def beam(
             context_window=context_window,
             data_dir=data_dir,
             verify_checksum=verify_checksum,
+            max_tokens=max_tokens,
+            judge_max_tokens=judge_max_tokens,
         )
     )
-    judge = beam_judge(max_tokens=judge_max_tokens, data_dir=upstream_dir(data_dir))
+    sent = built.decoding
+    judge = beam_judge(max_tokens=sent.judge_max_tokens, data_dir=upstream_dir(data_dir))
     scorers = [judge, prompt_tokens()]
     if built.subject is not None:
         scorers.append(memory_system())
@@ -371,7 +382,7 @@ def beam(
         dataset=_dataset(built.items, f"beam_{built.log['size']}"),
         solver=solver_chain(built.subject),
         scorer=scorers,
-        config=GenerateConfig(temperature=0.0, max_tokens=max_tokens),
+        config=GenerateConfig(temperature=sent.temperature, max_tokens=sent.max_tokens),
         metadata=built.log,
         version=RECORD.version,
     )
@@ -385,7 +396,8 @@ def posthoc_scorers(
 
     Args:
         metadata: the logged samples' metadata.
-        max_tokens: the grader's token limit per rubric item (None: the scorer's default).
+        max_tokens: the grader's token limit per rubric item (None: each sample's protocol's;
+            refused for protocol=official samples, whose grader sends none).
         judge_runs: how many times each reply is judged (BEAM judges once).
 
     Returns:
@@ -395,7 +407,13 @@ def posthoc_scorers(
         raise ValueError(
             f"judge_runs={judge_runs}: BEAM judges each rubric item once, as upstream does"
         )
-    return [beam_judge() if max_tokens is None else beam_judge(max_tokens=max_tokens)]
+    protocols = {str(md.get("protocol")) for md in metadata}
+    if max_tokens is not None and "official" in protocols:
+        raise ValueError(
+            f"judge max_tokens {max_tokens}: these samples were built under protocol=official, "
+            "whose grader sends no token limit (as upstream's does); leave the limit out"
+        )
+    return [beam_judge(max_tokens=max_tokens)]
 
 
 def _ability_doc(name: str) -> str:

@@ -31,8 +31,10 @@ Accounting rules (stated because a bill depends on them):
   connections the first questions on a history can arrive before its first answer has filled
   the cache, so real savings are somewhat lower.
 * Output tokens are not known in advance: `--output-tokens` per sample, default the task's
-  `max_tokens` (an upper bound). Multi-call solvers (a chain-of-note that reads each session
-  first) are not included; the printout says when a task has them.
+  `max_tokens` (an upper bound). A task that sends no token limit (a protocol whose upstream
+  sends none) has no bound: the figure is then an assumption, `UNCAPPED_OUTPUT_TOKENS` per
+  sample, and the printout says so. Multi-call solvers (a chain-of-note that reads each
+  session first) are not included; the printout says when a task has them.
 * Grader calls: a task whose scorers judge with a grader model (its record's judge scores)
   gets a count of the grader calls, per sample from what its record declares
   (`JudgeSpec.calls`: one per sample, or BEAM's one per rubric item) with the record's words on
@@ -60,6 +62,7 @@ from memevals.inspect_tasks.inspect_internals import InspectInternalsError, pars
 __all__ = [
     "MESSAGE_OVERHEAD",
     "REQUEST_OVERHEAD",
+    "UNCAPPED_OUTPUT_TOKENS",
     "CacheRule",
     "Costs",
     "Estimate",
@@ -81,6 +84,11 @@ REQUEST_OVERHEAD = 3
 DEFAULT_CACHED_PRICE_RATIO = 0.5
 DEFAULT_CACHE_MIN_TOKENS = 1024
 DEFAULT_CACHE_BLOCK = 128
+
+#: Output tokens per sample assumed for a task that sends no token limit: its replies are as
+#: long as the model makes them, so no figure is known; this one is a cautious guess for an
+#: answer (pass --output-tokens for your own).
+UNCAPPED_OUTPUT_TOKENS = 2048
 
 
 @dataclass(frozen=True)
@@ -357,12 +365,21 @@ def estimate(
     samples = list(task.dataset)
     if limit is not None:
         samples = samples[:limit]
+    notes = _notes(task)
     if output_tokens is None:
         max_tokens = task.config.max_tokens
         if max_tokens is None:
-            raise ValueError(f"{task_name} sets no max_tokens: pass --output-tokens")
-        per_sample, source = max_tokens, "max_tokens of the task, an upper bound"
+            per_sample, source = UNCAPPED_OUTPUT_TOKENS, "assumed: the task sends no limit"
+            notes.append(
+                "the task sends no token limit (its protocol sends none), so the output figure "
+                f"is an assumption ({UNCAPPED_OUTPUT_TOKENS:,} per sample), not a bound: pass "
+                "--output-tokens N for your own"
+            )
+        else:
+            per_sample, source = max_tokens, "max_tokens of the task, an upper bound"
     else:
+        if output_tokens < 0:
+            raise ValueError(f"--output-tokens {output_tokens}: must not be negative")
         per_sample, source = output_tokens, "--output-tokens"
     return Estimate(
         task=task_name,
@@ -371,7 +388,7 @@ def estimate(
         samples=estimate_samples(samples, counter),
         output_tokens_per_sample=per_sample,
         output_tokens_source=source,
-        notes=_notes(task),
+        notes=notes,
         grader_calls=grader_calls(task, samples),
     )
 
@@ -472,7 +489,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache-min-tokens", type=int, default=DEFAULT_CACHE_MIN_TOKENS)
     parser.add_argument("--cache-block", type=int, default=DEFAULT_CACHE_BLOCK)
     parser.add_argument(
-        "--output-tokens", type=int, help="output tokens per sample (default: max_tokens)"
+        "--output-tokens",
+        type=int,
+        help="output tokens per sample (default: the task's max_tokens; "
+        f"{UNCAPPED_OUTPUT_TOKENS:,}, an assumption, for a task that sends no limit)",
     )
     parser.add_argument(
         "--token-counter", default="auto", choices=TOKEN_COUNTERS, help="default cl100k_base"

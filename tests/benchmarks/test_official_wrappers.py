@@ -5,8 +5,7 @@ what upstream's code does between a filled template and the request (role, decod
 limit, strips). The texts themselves are checked against upstream elsewhere (the tests beside
 this file); here each call site's settings are read from the copies' syntax trees (the literal
 keyword arguments, message dicts and command-line defaults; nothing is executed) and compared
-with what memevals' tasks send. Where memevals differs on purpose (BEAM's token limits), the
-test states the difference the docs give.
+with what memevals' tasks send, down to the generate config Inspect logs for each call.
 """
 
 from __future__ import annotations
@@ -17,8 +16,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.event import ModelEvent
+from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "locomo"))
@@ -216,7 +217,10 @@ def test_longmemeval_calls_are_upstreams(data_dir: Path) -> None:
 
 
 def test_beam_models_are_upstreams_settings(data_dir: Path) -> None:
-    """Upstream's reader and grader are `ChatOpenAI` at temperature 0 with no token limit."""
+    """Upstream's reader and grader are `ChatOpenAI` at temperature 0 with no token limit, and
+    no call site adds one: every `invoke` passes its messages alone."""
+    from memevals.benchmarks.beam.samples import Decoding, decoding
+
     llm = tree(data_dir, "BEAM/src/llm.py")
     [chat] = calls(function(llm, "build_llm"), "ChatOpenAI")
     assert (
@@ -230,7 +234,29 @@ def test_beam_models_are_upstreams_settings(data_dir: Path) -> None:
     generation = tree(data_dir, "BEAM/src/answer_probing_questions/answer_generation.py")
     readers = [keywords(c) for c in calls(generation, "BuildLLm")]
     assert readers and all(k["temperature"] == 0 for k in readers)
+    assert all("max_tokens" not in k for k in readers)
+    # the reader's call site: `model.invoke(messages)` / `model.invoke(prompt)`, nothing else;
+    # the script's `max_tokens` is the window `prune_from_tail` keeps, never a reply limit
+    methods = tree(data_dir, "BEAM/src/answer_probing_questions/long_term_memory_methods.py")
+    reader = function(methods, "probing_question_evaluation")
+    invokes = calls(reader, "invoke")
+    assert [(ast.unparse(c.args[0]), c.keywords) for c in invokes] == [
+        ("messages", []),
+        ("prompt", []),
+    ]
+    assert all("max_tokens" not in keywords(c) for c in calls(reader, "init_chat_model"))
+    passed = [
+        ast.unparse(c.func)
+        for c in calls(reader, "prune_from_tail") + calls(reader, "init_chat_model")
+        if any(ast.unparse(k.value) == "max_tokens" for k in c.keywords)
+    ]
+    assert passed == ["prune_from_tail"]
     metrics = tree(data_dir, "BEAM/src/evaluation/compute_metrics.py")
+    # every grader call (the judge per rubric item, extract_facts, the equivalence calls): one
+    # argument, no keywords
+    graded = calls(metrics, "invoke")
+    assert len(graded) == 12
+    assert all(len(c.args) == 1 and not c.keywords for c in graded)
     equivalence = function(metrics, "llm_equivalence")
     roles = [
         message_role(n.value)
@@ -243,15 +269,24 @@ def test_beam_models_are_upstreams_settings(data_dir: Path) -> None:
         function(metrics, "evaluate_abstention")
     )
     assert "llm.invoke(messages).content.lower()" in ast.unparse(equivalence)
+    # so the official protocol sends upstream's temperature and no limit anywhere
+    assert decoding("official") == Decoding(0.0, None, None, None)
+    assert decoding("official").temperature == built[0]["temperature"]
 
 
-def test_beam_grader_calls_are_upstreams(tmp_path: Path) -> None:
+#: What each BEAM call sends under each protocol: (reader, rubric item, equivalence) limits.
+BEAM_LIMITS = {"official": (None, None, None), "memevals": (2048, 1024, 32)}
+
+
+@pytest.mark.parametrize("protocol", ["official", "memevals"])
+def test_beam_calls_through_inspect(protocol: str, tmp_path: Path) -> None:
     """An event-ordering question through Inspect: each rubric item's judge call is one user
-    message (upstream's prompt around the unstripped reply), each equivalence call a system
-    and a user message, all at temperature 0; the token limits are memevals' (upstream sends
-    none: docs/judges.md)."""
+    message (under official upstream's prompt around the unstripped reply), each equivalence
+    call a system and a user message; the generate config Inspect logs for the reader, every
+    rubric item and every equivalence call is temperature 0 with no token limit under
+    official (upstream sends none) and with memevals' limits under memevals."""
     from memevals.benchmarks.beam.official import official_texts
-    from memevals.inspect_tasks.beam import EQUIVALENCE_MAX_TOKENS, beam
+    from memevals.inspect_tasks.beam import beam
 
     texts = official_texts()
     reply = "  first event\nsecond event \n"
@@ -259,11 +294,12 @@ def test_beam_grader_calls_are_upstreams(tmp_path: Path) -> None:
 
     def grade(messages: list[ChatMessage], *args: Any) -> ModelOutput:
         seen.append(([(m.role, m.text) for m in messages], args[2]))
-        answer = "YES" if messages[0].role == "system" else '{"score": 1, "reason": "r"}'
+        answer = "yes" if messages[0].role == "system" else '{"score": 1, "reason": "r"}'
         return ModelOutput.from_content("mockllm/model", answer)
 
-    task = beam(categories="event_ordering", context="none")
-    assert (task.config.temperature, task.config.max_tokens) == (0.0, 2048)
+    reader_limit, judge_limit, same_limit = BEAM_LIMITS[protocol]
+    task = beam(categories="event_ordering", context="none", protocol=protocol)
+    assert (task.config.temperature, task.config.max_tokens) == (0.0, reader_limit)
     [log] = inspect_eval(
         task,
         model=get_model(
@@ -275,22 +311,68 @@ def test_beam_grader_calls_are_upstreams(tmp_path: Path) -> None:
         log_dir=str(tmp_path),
     )
     assert log.status == "success", log.error
-    assert log.samples is not None
+    # what the log on disk says each call sent
+    log = read_eval_log(log.location)
+    assert log.samples is not None and log.eval.metadata is not None
+    assert (
+        log.eval.metadata["judge_max_tokens"],
+        log.eval.metadata["equivalence_max_tokens"],
+    ) == (judge_limit, same_limit)
     [sample] = log.samples
+    events = [e for e in sample.events if isinstance(e, ModelEvent)]
+    readers = [e for e in events if e.role != "grader"]
+    graders = [e for e in events if e.role == "grader"]
+    assert len(readers) == 1 and len(graders) == len(seen)
+    assert (readers[0].config.temperature, readers[0].config.max_tokens) == (0.0, reader_limit)
+    judge_events = [e for e in graders if [m.role for m in e.input] == ["user"]]
+    same_events = [e for e in graders if [m.role for m in e.input] == ["system", "user"]]
     rubric = [str(r) for r in sample.metadata["rubric"]]
-    judge_calls = [(m, c) for m, c in seen if [r for r, _ in m] == ["user"]]
-    same_calls = [(m, c) for m, c in seen if [r for r, _ in m] == ["system", "user"]]
-    assert len(judge_calls) + len(same_calls) == len(seen)
-    assert sorted(m[0][1] for m, _ in judge_calls) == sorted(
+    assert (
+        len(judge_events) == len(rubric)
+        and len(same_events)
+        == (
+            sample.scores["beam_judge"].metadata["equivalence_calls"]  # type: ignore[index]
+        )
+    )
+    assert same_events and len(judge_events) + len(same_events) == len(graders)
+    assert {(e.config.temperature, e.config.max_tokens) for e in judge_events} == {
+        (0.0, judge_limit)
+    }
+    assert {(e.config.temperature, e.config.max_tokens) for e in same_events} == {(0.0, same_limit)}
+    # the model received the same settings the log shows
+    assert {(c.temperature, c.max_tokens) for _, c in seen} == {(0.0, judge_limit)} | {
+        (0.0, same_limit)
+    }
+    if protocol == "memevals":
+        return
+    judge_calls = [m for m, _ in seen if [r for r, _ in m] == ["user"]]
+    same_calls = [m for m, _ in seen if [r for r, _ in m] == ["system", "user"]]
+    assert sorted(m[0][1] for m in judge_calls) == sorted(
         texts.judge_prompt(item, reply) for item in rubric
     )
-    assert {(c.temperature, c.max_tokens) for _, c in judge_calls} == {(0.0, 1024)}
     # upstream splits the unstripped reply: three lines, the last one empty
     lines = reply.split("\n")
-    assert same_calls[0][0] == [
+    assert same_calls[0] == [
         ("system", texts.equivalence_messages(rubric[0], lines[0])[0]),
         ("user", texts.equivalence_messages(rubric[0], lines[0])[1]),
     ]
-    assert {(c.temperature, c.max_tokens) for _, c in same_calls} == {(0.0, EQUIVALENCE_MAX_TOKENS)}
-    events = [e for e in sample.events if isinstance(e, ModelEvent) and e.role == "grader"]
-    assert len(events) == len(seen)
+
+
+def test_beam_judge_limit_is_memevals_only() -> None:
+    """An explicit judge limit under official is refused with its fix, in the task and for
+    post-hoc judging of official samples; the reader's limit may be set under either."""
+    from memevals.inspect_tasks.beam import beam, posthoc_scorers
+
+    fix = "judge_max_tokens applies to protocol=memevals: add -T protocol=memevals"
+    with pytest.raises(ValueError, match=fix):
+        beam(categories="abstention", context="none", judge_max_tokens=300)
+    with pytest.raises(ValueError, match="under protocol=official, whose grader sends no token"):
+        posthoc_scorers([{"protocol": "memevals"}, {"protocol": "official"}], 300, 1)
+    assert len(posthoc_scorers([{"protocol": "memevals"}], 300, 1)) == 1
+    assert len(posthoc_scorers([{"protocol": "official"}], None, 1)) == 1
+    task = beam(categories="abstention", context="none", max_tokens=700)
+    assert (task.config.max_tokens, (task.metadata or {})["judge_max_tokens"]) == (700, None)
+    task = beam(categories="abstention", context="none", protocol="memevals", judge_max_tokens=300)
+    assert (task.config.max_tokens, (task.metadata or {})["judge_max_tokens"]) == (2048, 300)
+    with pytest.raises(ValueError, match="max_tokens must be at least 1, got 0"):
+        beam(categories="abstention", context="none", max_tokens=0)

@@ -57,3 +57,36 @@ def test_a_criterion_judge_is_called_once_per_sample(
     # a task without a judge prints no grader line
     assert main(["locomo", "-T", "context=none", "--limit", "2", "--token-counter", "approx"]) == 0
     assert "grader calls" not in capsys.readouterr().out
+
+
+def test_an_uncapped_task_is_estimated_from_a_stated_assumption(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """BEAM's official calls send no token limit, as upstream's: the output figure is the
+    estimator's stated assumption (or --output-tokens), never a refusal; under memevals it is
+    the task's limit, an upper bound."""
+    from memevals.tools.estimate import UNCAPPED_OUTPUT_TOKENS
+
+    args = ["beam", "-T", "context=none", "-T", "categories=abstention"]
+    args += ["--token-counter", "approx"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "samples: 40\n" in out
+    assert UNCAPPED_OUTPUT_TOKENS == 2048
+    assert "output tokens: 2,048 per sample (assumed: the task sends no limit) = 81,920\n" in out
+    assert (
+        "note: the task sends no token limit (its protocol sends none), so the output figure is "
+        "an assumption (2,048 per sample), not a bound: pass --output-tokens N for your own"
+    ) in out
+    # abstention's rubrics have one item each
+    assert "grader calls (beam_judge): 40 = 1.00 per sample (min 1, max 1)" in out
+
+    assert main([*args, "--output-tokens", "300"]) == 0
+    out = capsys.readouterr().out
+    assert "output tokens: 300 per sample (--output-tokens) = 12,000\n" in out
+    assert "assumption" not in out
+
+    assert main([*args, "-T", "protocol=memevals"]) == 0
+    out = capsys.readouterr().out
+    assert "output tokens: 2,048 per sample (max_tokens of the task, an upper bound)" in out
+    assert "assumption" not in out

@@ -14,6 +14,11 @@ removing one. So the first and second questions (file order, all abilities) are 
 history alone, and the j-th (j >= 3) after the history and questions 2 to j - 1, with no answers
 between them; when the pruned history is empty, the kept list is empty too and upstream builds
 it again for every question, so each is asked alone.
+
+What each call sends besides its messages is decided here too (`decoding`): under the official
+protocol what upstream's `ChatOpenAI(temperature=0)` sends (temperature 0 and no token limit, for
+the reader, every rubric item and every equivalence call), under memevals temperature 0 and our
+limits.
 """
 
 from __future__ import annotations
@@ -53,10 +58,93 @@ from memevals.benchmarks.beam.prompts import FULL_SYSTEM, MEMORY_INTRO, RAG_INTR
 from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MEMORY_CONTEXT, MemoryOptions
 from memevals.core.memory_system import MemoryQuery
+from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem, parse_category_list
 from memevals.core.statistics import CLUSTER_KEY
 
-__all__ = ["BeamOptions", "BeamSamples", "build", "parse_abilities", "upstream_dir"]
+__all__ = [
+    "MEMEVALS_EQUIVALENCE_MAX_TOKENS",
+    "MEMEVALS_JUDGE_MAX_TOKENS",
+    "MEMEVALS_MAX_TOKENS",
+    "TEMPERATURE",
+    "BeamOptions",
+    "BeamSamples",
+    "Decoding",
+    "build",
+    "decoding",
+    "parse_abilities",
+    "upstream_dir",
+]
+
+#: Every call's temperature under both protocols (upstream builds each model with
+#: `ChatOpenAI(temperature=0)`, src/llm.py).
+TEMPERATURE = 0.0
+#: protocol=memevals' token limits: the reader's answer, each rubric item's verdict and each
+#: event-ordering equivalence call (which asks for one word). Upstream sends none.
+MEMEVALS_MAX_TOKENS = 2048
+MEMEVALS_JUDGE_MAX_TOKENS = 1024
+MEMEVALS_EQUIVALENCE_MAX_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """What each model call of a BEAM run sends besides its messages. A limit of None sends
+    none and the provider's default applies, as with upstream's `ChatOpenAI` built without
+    `max_tokens`."""
+
+    temperature: float
+    #: the reader's answer
+    max_tokens: int | None
+    #: each rubric item's grader call
+    judge_max_tokens: int | None
+    #: each event-ordering equivalence call
+    equivalence_max_tokens: int | None
+
+    def grader_settings(self) -> dict[str, Any]:
+        """The grader's limits, for the task log (the reader's is Inspect's own config)."""
+        return {
+            "judge_max_tokens": self.judge_max_tokens,
+            "equivalence_max_tokens": self.equivalence_max_tokens,
+        }
+
+
+def decoding(
+    protocol: str, max_tokens: int | None = None, judge_max_tokens: int | None = None
+) -> Decoding:
+    """The calls' settings under `protocol`: official, temperature 0 and no token limit
+    anywhere (upstream's reader and grader); memevals, temperature 0 and our limits.
+
+    Args:
+        protocol: official or memevals.
+        max_tokens: the reader's limit (None: the protocol's; under official an explicit
+            value caps the answer where upstream does not).
+        judge_max_tokens: each rubric item's limit (None or memevals' default, the task's
+            default: the protocol's); another value is memevals only, since upstream's grader
+            sends none.
+
+    Returns:
+        The settings.
+    """
+    protocol = check_protocol(protocol)
+    for name, value in (("max_tokens", max_tokens), ("judge_max_tokens", judge_max_tokens)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, got {value}")
+    if judge_max_tokens == MEMEVALS_JUDGE_MAX_TOKENS:
+        judge_max_tokens = None  # the task's default: the protocol's limit
+    if protocol == "official":
+        if judge_max_tokens is not None:
+            raise ValueError(
+                f"judge_max_tokens={judge_max_tokens}: protocol=official judges with "
+                "upstream's grader, which sends no token limit; judge_max_tokens applies to "
+                f"protocol=memevals: {protocol_fix('memevals', lm_eval=False)}"
+            )
+        return Decoding(TEMPERATURE, max_tokens, None, None)
+    return Decoding(
+        TEMPERATURE,
+        MEMEVALS_MAX_TOKENS if max_tokens is None else max_tokens,
+        MEMEVALS_JUDGE_MAX_TOKENS if judge_max_tokens is None else judge_max_tokens,
+        MEMEVALS_EQUIVALENCE_MAX_TOKENS,
+    )
 
 
 @dataclass(frozen=True)
@@ -70,6 +158,10 @@ class BeamOptions:
     context_window: int | None = None
     data_dir: str | None = None
     verify_checksum: bool = True
+    #: the reader's and each rubric item's token limits (None: the protocol's, `decoding`; a
+    #: judge limit equal to memevals' default is its default too)
+    max_tokens: int | None = None
+    judge_max_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +172,8 @@ class BeamSamples:
     items: list[PromptItem]
     log: dict[str, Any]
     subject: MemorySubject | None = None
+    #: what each call sends besides its messages
+    decoding: Decoding = field(default_factory=lambda: decoding("official"))
 
 
 def parse_abilities(categories: Iterable[str] | str | None) -> list[str]:
@@ -229,11 +323,12 @@ def build(options: BeamOptions) -> BeamSamples:
         options: the task's options.
 
     Returns:
-        The items (conversation by conversation, questions in file order), the log and the
-        memory subject (None without a memory system).
+        The items (conversation by conversation, questions in file order), the log, the
+        memory subject (None without a memory system) and the calls' settings.
     """
     size = check_size(options.size)
     protocol = check_protocol(options.protocol)
+    calls = decoding(protocol, options.max_tokens, options.judge_max_tokens)
     wanted = parse_abilities(options.categories)
     memory = beam_memory(options.memory, protocol=protocol, context_window=options.context_window)
     texts = official_texts(upstream_dir(options.data_dir)) if protocol == "official" else None
@@ -264,12 +359,13 @@ def build(options: BeamOptions) -> BeamSamples:
         "data_repository": REPOSITORY,
         "data_revision": COMMIT,
         "checksum_verified": options.verify_checksum,
+        **calls.grader_settings(),
         **memory.settings(),
     }
     subject = _subject(convs, items, memory, blobs, _memory_wrap(texts))
     if subject is not None:
         log |= subject.settings()
-    return BeamSamples(items, log, subject)
+    return BeamSamples(items, log, subject, calls)
 
 
 def _memory_wrap(texts: OfficialTexts | None) -> Wrap:

@@ -9,6 +9,10 @@ rule on words:
   half do, else 0.0 (official replies alternate between a bare and a fenced JSON object);
 * equivalence: yes when the two items are equal after normalising case and punctuation.
 
+It also checks what each call sends besides its messages: temperature 0, and the token limit
+of the call's protocol (none under official, as upstream sends none; memevals' limits under
+memevals), so a run through the CLI fails on a call that sends another.
+
 From the command line (the provider is `beamgrader/rule`):
 
     python tests/benchmarks/beam/beam_grader.py eval beam --model mockllm/model \
@@ -28,6 +32,7 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 from memevals.benchmarks.beam.official import official_texts
 from memevals.benchmarks.beam.prompts import EQUIVALENCE_SYSTEM
+from memevals.benchmarks.beam.samples import decoding
 
 
 def words(text: str) -> list[str]:
@@ -82,6 +87,21 @@ def split_equivalence(system: str, user: str) -> tuple[str, str, bool]:
     return lines[0].removeprefix("First: "), lines[1].removeprefix("Second: "), False
 
 
+def protocol_of(messages: list[ChatMessage]) -> str:
+    """The protocol a grader call was built under (official: upstream's texts)."""
+    if len(messages) == 2 and messages[0].role == "system":
+        return "official" if messages[0].text == official_texts().equivalence_system else "memevals"
+    return "memevals" if "<<<ANSWER " in messages[0].text else "official"
+
+
+def expected_limit(messages: list[ChatMessage]) -> int | None:
+    """The token limit a grader call must send: its protocol's for its kind of call."""
+    sent = decoding(protocol_of(messages))
+    if len(messages) == 2 and messages[0].role == "system":
+        return sent.equivalence_max_tokens
+    return sent.judge_max_tokens
+
+
 def grade(messages: list[ChatMessage]) -> str:
     """The grader's reply to one call."""
     if len(messages) == 2 and messages[0].role == "system":
@@ -117,6 +137,7 @@ class RuleGrader(ModelAPI):
         config: GenerateConfig,
     ) -> ModelOutput:
         assert config.temperature == 0.0, config.temperature
+        assert config.max_tokens == expected_limit(input), (config.max_tokens, input[0].text)
         return ModelOutput.from_content(model="beamgrader/rule", content=grade(input))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from beam_grader import grade, item_score
 from cli_support import TESTS
 from inspect_ai import eval as inspect_eval
+from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
 
@@ -84,8 +85,15 @@ def test_beam_through_the_real_cli(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     [path] = log_dir.glob("*.eval")
     log = read_eval_log(str(path))
-    assert log.status == "success" and log.eval.task_version == "1.0"  # eval.yaml's version
+    assert log.status == "success" and log.eval.task_version == "1.1"  # eval.yaml's version
     assert log.eval.metadata is not None and log.eval.metadata["protocol"] == "official"
+    # official: every call at temperature 0 with no token limit, as upstream's ChatOpenAI (the
+    # rule grader also refuses any other limit); the reader's is also the task's config
+    assert log.plan.config.max_tokens is None and log.plan.config.temperature == 0.0
+    for sample in log.samples or []:
+        sent = [e for e in sample.events if isinstance(e, ModelEvent)]
+        assert {e.role == "grader" for e in sent} == {True, False}
+        assert {(e.config.temperature, e.config.max_tokens) for e in sent} == {(0.0, None)}
     rows = []
     for sample, score in judged(log):
         md = sample.metadata

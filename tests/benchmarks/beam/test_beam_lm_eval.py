@@ -23,6 +23,7 @@ from lm_eval.loggers import EvaluationTracker
 from lm_eval.tasks import TaskManager
 
 from memevals.benchmarks.beam.record import RECORD
+from memevals.benchmarks.beam.samples import MEMEVALS_MAX_TOKENS
 from memevals.inspect_tasks.beam import beam
 from memevals.lm_eval_tasks import include_path
 from memevals.lm_eval_tasks.generate import ROOT, record_files
@@ -52,6 +53,7 @@ class ChatTableLM(LM):  # type: ignore[misc]
     def __init__(self) -> None:
         super().__init__()
         self.seen: dict[str, str] = {}
+        self.gen_kwargs: list[dict[str, Any]] = []
 
     @property
     def tokenizer_name(self) -> str:
@@ -66,6 +68,7 @@ class ChatTableLM(LM):  # type: ignore[misc]
         out = []
         for req in requests:
             prompt = req.args[0]
+            self.gen_kwargs.append(dict(req.args[1]))
             self.seen[prompt] = reply_for(json.loads(prompt))
             out.append(self.seen[prompt])
         return out
@@ -143,6 +146,12 @@ def beam_metrics(log: EvalLog) -> dict[str, float]:
 def test_inspect_and_lm_eval_send_the_same_messages_and_score_the_same(tmp_path: Path) -> None:
     run_dir, lm = run_lm_eval(tmp_path / "lm")
     assert len(lm.seen) == 12
+    # lm-eval always sends a limit: 2048 (the memevals protocol's) even under official, where
+    # upstream and the Inspect task send none (README, docs/judges.md)
+    assert {(k["max_gen_toks"], k["temperature"]) for k in lm.gen_kwargs} == {
+        (MEMEVALS_MAX_TOKENS, 0.0)
+    }
+    assert MEMEVALS_MAX_TOKENS == 2048
     ids = []
     for task in TASKS:
         [path] = run_dir.glob(f"samples_beam_{task}_*.jsonl")
