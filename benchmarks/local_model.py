@@ -122,7 +122,7 @@ def main() -> None:
     print(f"{'  stderr':<16}" + "".join(f"{f1[n]['stderr']:>{width}.3f}" for n in names))
     for cat in ORDER:
         print(f"{cat:<16}" + "".join(f"{f1[n].get(cat, float('nan')):>{width}.3f}" for n in names))
-    tokens = {n: f1[n]["mean_prompt_tokens"] for n in names}
+    tokens = {n: results[n]["prompt_tokens"]["mean"] for n in names}
     print(f"{'prompt tokens':<16}" + "".join(f"{tokens[n]:>{width}.0f}" for n in names))
     recall = {n: results[n].get("evidence_recall", {}).get("mean") for n in names}
     print(

@@ -19,13 +19,14 @@ from memevals.inspect_tasks.locomo import locomo, locomo_adversarial, locomo_tem
 from memevals.scorers import locomo_f1
 
 
-def _metrics(log: EvalLog) -> dict[str, float]:
-    """The F1 scorer's metrics (names without the package prefix Inspect may add)."""
+def _metrics(log: EvalLog, score: str = "locomo_f1_scorer") -> dict[str, float]:
+    """One score's metrics, the F1 scorer's by default (names without the package prefix
+    Inspect may add)."""
     assert log.results is not None
     return {
         name.rsplit("/", 1)[-1]: float(m.value)
         for s in log.results.scores
-        if s.name.rsplit("/", 1)[-1] == "locomo_f1_scorer"
+        if s.name.rsplit("/", 1)[-1] == score
         for name, m in s.metrics.items()
     }
 
@@ -184,8 +185,6 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
         "ci_lower",
         "ci_upper",
         *cats,
-        "mean_prompt_tokens",
-        "total_prompt_tokens",
     }
     # the clustered error over the 10 conversations is the core's, from the logged samples
     from memevals.core.statistics import clustered_stderr
@@ -195,10 +194,11 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
     clusters = [str(s.metadata["cluster"]) for s in samples]
     assert len(set(clusters)) == 10
     assert metrics["stderr"] == pytest.approx(clustered_stderr(f1, clusters), abs=1e-12)
-    # the prompt size the F1 scorer reports is the offline count of the prompts we built
+    # the prompt size (a score of its own) is the offline count of the prompts we built
     tokens = [int(s.metadata["prompt_tokens"]) for s in locomo().dataset]  # type: ignore[index]
-    assert metrics["total_prompt_tokens"] == sum(tokens)
-    assert metrics["mean_prompt_tokens"] == pytest.approx(sum(tokens) / len(tokens))
+    sizes = _metrics(read_eval_log(str(log_path), header_only=True), "prompt_tokens")
+    assert sizes["total"] == sum(tokens)
+    assert sizes["mean"] == pytest.approx(sum(tokens) / len(tokens))
     # the sample inputs in the log are the one user message we built (protocol=official)
     with zipfile.ZipFile(log_path) as z:
         first = json.loads(z.read("samples/conv-26-q0_epoch_1.json"))
@@ -227,8 +227,6 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
     assert completed == 3 and set(metrics) == {
         "mean",
         "adversarial",
-        "mean_prompt_tokens",
-        "total_prompt_tokens",
     }
     note = read_eval_log(str(bare_log), header_only=True).eval.metadata["uncertainty"]
     assert "fewer than two clusters" in note["left_out"]

@@ -43,20 +43,20 @@ def _scores(log: EvalLog) -> dict[str, dict[str, float]]:
 @pytest.mark.parametrize(
     ("params", "scorers"),
     [
-        ({"context": "full"}, {"locomo_f1_scorer"}),
-        ({"context": "none"}, {"locomo_f1_scorer"}),
+        ({"context": "full"}, {"locomo_f1_scorer", "prompt_tokens"}),
+        ({"context": "none"}, {"locomo_f1_scorer", "prompt_tokens"}),
         (
             {"context": "truncated", "max_context_tokens": 1500},
-            {"locomo_f1_scorer"},
+            {"locomo_f1_scorer", "prompt_tokens"},
         ),
         (
             {"context": "rag", "top_k": 3},
-            {"locomo_f1_scorer", "evidence_recall"}
+            {"locomo_f1_scorer", "evidence_recall", "prompt_tokens"}
             | {"turn_precision", "turn_recall", "selected_k"},
         ),
         (
             {"context": "oracle"},
-            {"locomo_f1_scorer", "evidence_recall"}
+            {"locomo_f1_scorer", "evidence_recall", "prompt_tokens"}
             | {"turn_precision", "turn_recall", "selected_k"},
         ),
     ],
@@ -91,9 +91,9 @@ def test_every_mode_runs_end_to_end(
         else:
             assert context
     counts = [s.scores["locomo_f1_scorer"].metadata["prompt_tokens"] for s in log.samples]  # type: ignore[index]
-    metrics = _scores(log)["locomo_f1_scorer"]
-    assert metrics["mean_prompt_tokens"] == pytest.approx(sum(counts) / len(counts))
-    assert metrics["total_prompt_tokens"] == sum(counts)
+    metrics = _scores(log)["prompt_tokens"]
+    assert metrics["mean"] == pytest.approx(sum(counts) / len(counts))
+    assert metrics["total"] == sum(counts)
 
 
 def test_prompt_tokens_scorer_counts_plain_samples(tmp_path: Path) -> None:
@@ -201,7 +201,7 @@ def test_summary_rag_has_no_turn_metrics(tmp_path: Path, data_dir: Path) -> None
         ),
         tmp_path,
     )
-    assert set(_scores(log)) == {"locomo_f1_scorer", "evidence_recall"}
+    assert set(_scores(log)) == {"locomo_f1_scorer", "evidence_recall", "prompt_tokens"}
     assert log.samples is not None
     for sample in log.samples:
         assert sample.scores is not None
@@ -321,6 +321,6 @@ def test_smollm2_rag_and_oracle(params: dict[str, Any], smollm2_dir: Path, tmp_p
         assert 0 < sample.scores["locomo_f1_scorer"].metadata["prompt_tokens"] < 8000  # type: ignore[index]
     scores = _scores(log)
     assert set(scores) >= {"evidence_recall", "turn_recall", "locomo_f1_scorer"}
-    assert 0 < scores["locomo_f1_scorer"]["mean_prompt_tokens"] < 8000
+    assert 0 < scores["prompt_tokens"]["mean"] < 8000
     if params["context"] == "oracle":
         assert scores["evidence_recall"]["mean"] == 1.0

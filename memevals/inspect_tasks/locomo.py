@@ -34,28 +34,17 @@ from memevals.inspect_tasks.common import (
 from memevals.inspect_tasks.judge import judge_runs_args, llm_judge
 from memevals.inspect_tasks.memory_system import memory_system, solver_chain
 from memevals.inspect_tasks.official_judge import judge_officially, official_request
-from memevals.inspect_tasks.retrieval import (
-    mean_prompt_tokens,
-    retrieval_scorers,
-    sample_prompt_tokens,
-    total_prompt_tokens,
-)
+from memevals.inspect_tasks.retrieval import prompt_tokens, retrieval_scorers, sample_prompt_tokens
 
 __all__ = ["locomo", "locomo_f1_scorer", "locomo_official_judge", "posthoc_scorers"]
 
 
-@scorer(
-    metrics=[
-        *uncertainty_metrics(),
-        mean_prompt_tokens(),
-        total_prompt_tokens(),
-    ]
-)
+@scorer(metrics=uncertainty_metrics())
 def locomo_f1_scorer() -> Scorer:
     """Official LoCoMo QA F1 per sample; letter replies to two-option questions are mapped to
     their option text first, as the official pipeline does. The sample's prompt size is
-    recorded beside it (Score.metadata and the `*_prompt_tokens` metrics). Uncertainty: the
-    conversation-clustered `stderr` with its 95 % interval (`ci_lower`, `ci_upper`) and, with
+    recorded beside it (Score.metadata; the task's `prompt_tokens` score sums it). Uncertainty:
+    the conversation-clustered `stderr` with its 95 % interval (`ci_lower`, `ci_upper`) and, with
     `-T uncertainty=full`, the naive `stderr_naive` and per category `<category>_stderr`,
     `<category>_ci_lower`, `<category>_ci_upper` (benchmarks/locomo/README.md#standard-errors)."""
 
@@ -177,6 +166,8 @@ def locomo(
     scorers = [locomo_f1_scorer(), *_retrieval_scorers_for(items, subject is not None)]
     if judge_scorer is not None:
         scorers.append(judge_scorer)
+    # the prompt size is a score of its own, as in the other benchmarks (not rows under F1)
+    scorers.append(prompt_tokens())
     # upstream answers at temperature 0; memevals leaves the temperature to the run
     temperature = 0.0 if protocol == "official" else None
     return Task(
