@@ -239,13 +239,20 @@ def test_langmem_on_locomo_then_a_rerun_and_compare(
     from memevals.tools.compare import main as compare
 
     out = tmp_path / "rows.csv"
-    assert compare(["--no-png", "--csv", str(out), str(tmp_path / "systems")]) == 0
+    folders = [str(tmp_path / "first"), str(tmp_path / "systems")]
+    assert compare(["--no-png", "--csv", str(out), *folders]) == 0
     table = capsys.readouterr().out
     with out.open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert sorted(r["memory_system"].split(" ")[0] for r in rows) == sorted(SYSTEMS)
+    names = sorted(r["memory_system"].split(" ")[0] for r in rows)
+    assert names == sorted([*SYSTEMS, "langmem"])  # langmem built, then read again
     for name in SYSTEMS:
-        assert f"| {name} " in table, name
+        assert name in table, name
+    langmem = [r for r in rows if r["memory_system"].startswith("langmem")]
+    assert sorted(r["memory_ingestions"] for r in langmem) == ["0", "1"]
+    built = next(r for r in langmem if r["memory_ingestions"] == "1")
+    assert int(built["memory_build_llm_calls"]) == first_calls
+    assert float(built["memory_build_seconds"]) > 0
     assert SECRET not in table
 
 
