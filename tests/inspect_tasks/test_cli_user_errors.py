@@ -4,8 +4,9 @@ Through the real `inspect eval` CLI, with its default display and with `--displa
 Inspect silences its console): a misspelt option, an unknown memory system, a missing data
 file, an option of the other protocol and an unpinned LongMemEval copy each print their message,
 naming the fix (issue 28: the option that gave the data dir, `-T protocol=memevals`,
-`verify_checksum=false`), in at most 15 lines, and no traceback; nothing runs. In-process the error keeps its class (a ValueError), so callers catching it see no
-change; a bug (an error that is not a user's mistake) keeps its traceback.
+`verify_checksum=false`), in at most 15 lines, and no traceback; nothing runs. In-process the
+error keeps its class (a ValueError), so callers catching it see no change; a bug (an error
+that is not a user's mistake) keeps its traceback.
 """
 
 from __future__ import annotations
