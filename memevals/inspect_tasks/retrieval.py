@@ -1,9 +1,10 @@
 """Inspect scorers for the cost and the retrieval quality of a memory strategy.
 
 - `prompt_tokens`: the prompt size of each sample (the same offline counter as the token
-  budgets), with its mean, total and per-category mean: what a strategy costs. Answer scorers
-  record the same count in their Score.metadata and report it with the `mean_prompt_tokens` /
-  `total_prompt_tokens` metrics instead (LoCoMo's F1 does), which saves a second scorer.
+  budgets), with its mean, total and per-category mean: what a strategy costs (every
+  benchmark's tasks report it as this score of its own; an answer scorer may also record the
+  count in its Score.metadata, as LoCoMo's F1 does). `mean_prompt_tokens` / `total_prompt_tokens`
+  are the same figures as metrics, for a scorer of one's own.
 - `evidence_recall`: LoCoMo evidence recall with the official denominators (per category: sum
   over questions with evidence / all questions of the category).
 - `turn_precision`, `turn_recall`, `selected_k`: HiGMem's question-level metrics (questions

@@ -98,6 +98,8 @@ def test_first_screen(logs: dict[str, EvalLog], name: str) -> None:
         assert next(iter(scores[0].metrics)) == headline
     for score in scores:
         assert len(score.metrics) <= 12, (score.name, list(score.metrics))
+        if score.name != "prompt_tokens":  # the prompt size is a score of its own
+            assert not [k for k in score.metrics if "prompt_tokens" in k], score.name
         for key, m in score.metrics.items():
             assert not math.isnan(m.value), (score.name, key)
             if "count" in key or "unscored" in key:
