@@ -359,6 +359,8 @@ def estimate(
     limit: int | None = None,
 ) -> Estimate:
     """Build the task (no model is called) and count its samples' input tokens."""
+    if output_tokens is not None and output_tokens < 0:
+        raise ValueError(f"--output-tokens {output_tokens}: must not be negative")
     args = dict(task_args or {})
     task = build_task(task_name, args)
     counter = get_token_counter(token_counter)
@@ -378,8 +380,6 @@ def estimate(
         else:
             per_sample, source = max_tokens, "max_tokens of the task, an upper bound"
     else:
-        if output_tokens < 0:
-            raise ValueError(f"--output-tokens {output_tokens}: must not be negative")
         per_sample, source = output_tokens, "--output-tokens"
     return Estimate(
         task=task_name,

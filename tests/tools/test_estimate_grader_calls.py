@@ -90,3 +90,10 @@ def test_an_uncapped_task_is_estimated_from_a_stated_assumption(
     out = capsys.readouterr().out
     assert "output tokens: 2,048 per sample (max_tokens of the task, an upper bound)" in out
     assert "assumption" not in out
+
+
+def test_a_negative_output_figure_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["beam", "--output-tokens", "-5"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.endswith("error: --output-tokens -5: must not be negative\n")
