@@ -119,7 +119,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--keep", type=Path, help="write the logs and the page here")
     ns = parser.parse_args()
-    MockLLM.count_text_tokens = _word_count  # type: ignore[method-assign]
+    MockLLM.count_text_tokens = _word_count  # type: ignore[method-assign,assignment]
     # the judge's scores are synthesised below: the template run needs no grader
     task = locomo(context="none", protocol="memevals")
     dataset = list(task.dataset)
