@@ -57,13 +57,7 @@ from memevals.benchmarks.beam.scoring import (
 )
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.prompt_item import PromptItem
-from memevals.inspect_tasks.common import (
-    ci_clustered,
-    count,
-    fixed_param_task,
-    memevals_task,
-    stderr_clustered,
-)
+from memevals.inspect_tasks.common import count, fixed_param_task, memevals_task, stderr_clustered
 from memevals.inspect_tasks.judge import grader_model
 from memevals.inspect_tasks.memory_system import memory_system, solver_chain
 from memevals.inspect_tasks.retrieval import prompt_tokens
@@ -163,14 +157,15 @@ def event_ordering_figures() -> Metric:
     return compute
 
 
-#: Upstream's report (overall, per ability) with the conversation-clustered error and interval
-#: of the question scores; Inspect leaves unscored (NaN) questions out of every metric.
+#: Upstream's report (overall, per ability) with the conversation-clustered error of the
+#: question scores: twelve rows, one screen. Inspect leaves unscored (NaN) questions out of
+#: every metric. The interval (`ci_clustered`) and event ordering's other figures
+#: (`event_ordering_figures`, from each score's `event_order` metadata) are metrics a scorer of
+#: one's own may add; memevals-compare computes the interval from the samples.
 BEAM_METRICS: list[Metric] = [
     overall(),
     stderr_clustered(),
-    ci_clustered(),
     ability_means(),
-    event_ordering_figures(),
 ]
 
 
