@@ -447,3 +447,30 @@ def test_docs_screenshots_come_from_this_code_path(opened: dict[str, Any]) -> No
                 small.save(docs / f"report-{anchor}.png", optimize=True)
     for anchor, _ in SECTIONS:
         assert (docs / f"report-{anchor}.png").is_file(), anchor
+
+
+def test_questions_link_into_an_inspect_view_bundle_beside_the_page(
+    browser: Any, run_dirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """With `view/index.html` beside the page (an `inspect view bundle`), each Inspect run of an
+    opened question links to its sample there; without one, no link."""
+    log = _log_of(run_dirs["none"])
+    site = tmp_path / "site"
+    (site / "view").mkdir(parents=True)
+    (site / "view" / "index.html").write_text("<!DOCTYPE html><title>view</title>")
+    for with_view, page_path in ((True, site / "report.html"), (False, tmp_path / "plain.html")):
+        assert main([log, "-o", str(page_path), "--resamples", "10"]) == 0
+        page = browser.new_page()
+        page.goto(page_path.as_uri())
+        row = page.locator("#questions-table tbody tr").first
+        sid = row.get_attribute("data-id")
+        row.click()
+        links = page.locator("#q-detail a").evaluate_all("as => as.map(a => a.href)")
+        page.close()
+        if with_view:
+            name = Path(log).name
+            assert links == [
+                f"{(site / 'view').as_uri()}/index.html#/logs/{name}/samples/sample/{sid}/1"
+            ]
+        else:
+            assert links == []
