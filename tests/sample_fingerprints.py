@@ -183,6 +183,11 @@ def lm_eval_fingerprint(name: str, options: Mapping[str, Any]) -> dict[str, Any]
             # depends on it.
             md.pop("sessions_after_evidence", None)
             md.pop("turns_after_evidence", None)
+            # Issue 29: LongMemEval's sessions after the answer session and, outside truncated
+            # mode (which always logged it), its history tokens; no prompt depends on them.
+            md.pop("sessions_after_answer", None)
+            if md.get("benchmark") == "longmemeval" and md.get("context") != "truncated":
+                md.pop("history_tokens", None)
             rows.append([task_name, doc["id"], task.doc_to_text(doc), task.doc_to_target(doc)])
             metadata.append([task_name, doc["id"], md])
     return {

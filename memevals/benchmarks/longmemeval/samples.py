@@ -37,10 +37,12 @@ from memevals.benchmarks.longmemeval.memory import (
     LmeContext,
     LongMemEvalMemory,
     SessionBlock,
+    history_text,
     longmemeval_history,
     longmemeval_memory,
     memory_depth,
     memory_renderer,
+    session_blocks,
     warn_if_oversized,
 )
 from memevals.benchmarks.longmemeval.prompts import (
@@ -64,6 +66,7 @@ __all__ = [
     "NotePlan",
     "Reader",
     "Shown",
+    "answer_distance",
     "build",
     "build_item",
     "check_protocol_options",
@@ -74,6 +77,7 @@ __all__ = [
     "of_categories",
     "parse_categories",
     "question_context",
+    "whole_history_tokens",
 ]
 
 
@@ -163,6 +167,41 @@ def item_metadata(inst: Instance, *, variant: str) -> dict[str, object]:
         "answer_session_ids": list(inst.answer_session_ids),
         "judge": judge_inputs(inst),
     }
+
+
+def answer_distance(inst: Instance) -> dict[str, int]:
+    """How far back a question's evidence lies: the haystack sessions after its latest answer
+    session in date order (ties in file order, as the history shows them), up to the question,
+    which comes after the whole haystack (a record analysis axis, read by memevals-report).
+
+    Args:
+        inst: the question with its haystack.
+
+    Returns:
+        `{"sessions_after_answer": n}`, or empty when no answer session is in the haystack.
+    """
+    wanted = set(inst.answer_session_ids)
+    ordered = inst.sessions_by_date()
+    last = max((i for i, s in enumerate(ordered) if s.session_id in wanted), default=None)
+    if last is None:
+        return {}
+    return {"sessions_after_answer": len(ordered) - 1 - last}
+
+
+def whole_history_tokens(inst: Instance, memory: LongMemEvalMemory) -> int:
+    """The token count of the question's whole haystack laid out as our dated history (what
+    context=full shows and context=truncated cuts), with the task's counter: how long the
+    history is, whatever the context mode shows of it (a record analysis axis).
+
+    Args:
+        inst: the question with its haystack.
+        memory: the strategy, for its history format and token counter.
+
+    Returns:
+        The count (0 for an empty haystack).
+    """
+    blocks = session_blocks(inst.sessions, memory.history_format)
+    return memory.token_counter(history_text(blocks))
 
 
 @dataclass(frozen=True)
@@ -335,6 +374,11 @@ def build_item(
         total = shown.history_tokens if shown.history_tokens is not None else ctx.history_tokens
         assert total is not None
         md |= {"history_tokens": total, "history_truncated": total > memory.max_context_tokens}
+    else:
+        # truncated mode logs the figure it cuts by (under official: upstream's layout); every
+        # other mode the whole history's count, so reports can bucket scores by history length
+        md["history_tokens"] = whole_history_tokens(inst, memory)
+    md |= answer_distance(inst)
     if not chain_of_note:
         # as chat APIs count a message (chat-template tokens not included); both frameworks
         # report this one figure
