@@ -14,6 +14,7 @@ from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
 from memevals.benchmarks.locomo_plus.scoring import LOCOMO_PLUS_CRITERIA
 from memevals.core.benchmark import (
+    AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
     LmEvalSpec,
@@ -54,6 +55,14 @@ RECORD = declare(
         "gold": "original",
     },
     subgroups={"relation_type": "relation"},
+    # the cue's time gap (cognitive samples: the days the official rule places the cue before
+    # the trigger), and how far back the evidence lies: a LoCoMo question's from the end of its
+    # conversation, as LoCoMo logs it, a cognitive sample's cue from its trigger
+    analysis_axes=(
+        AnalysisAxis("gap_days", "the cue's time gap (days)", (0, 7, 30, 60, 90, 180)),
+        AnalysisAxis("sessions_after_evidence", "sessions after the evidence", (0, 2, 5, 10, 20)),
+        AnalysisAxis("turns_after_evidence", "turns after the evidence", (0, 100, 200, 400)),
+    ),
     scores=(
         ScoreSpec("locomo_plus_f1", "answer", "f1"),
         ScoreSpec("locomo_plus_judge", "judge", "judge"),

@@ -62,6 +62,7 @@ __all__ = [
     "build",
     "check_official",
     "check_sample_order",
+    "cue_distance",
     "memory_subject",
     "order_samples",
 ]
@@ -226,11 +227,31 @@ def memory_subject(
     )
 
 
+def cue_distance(st: StitchedInstance) -> dict[str, int]:
+    """How far back a cognitive sample's evidence, its cue, lies from the trigger, under the
+    keys LoCoMo's questions log theirs (`locomo.samples.evidence_distance`), so one analysis
+    axis covers both kinds of sample: the host sessions and the turns between the cue's last
+    turn and the trigger. (The cue's time gap is logged as `gap_days`.)
+
+    Args:
+        st: the instance stitched into its host.
+
+    Returns:
+        `sessions_after_evidence` and `turns_after_evidence`.
+    """
+    cue_end = st.cue_position + len(st.cue_turns)
+    return {
+        "sessions_after_evidence": st.sessions_between,
+        "turns_after_evidence": len(st.dialogue) - len(st.trigger_turns) - cue_end,
+    }
+
+
 def annotate_cognitive_items(
     items: Sequence[PromptItem], stitched: Sequence[StitchedInstance], memory: LocomoMemory
 ) -> tuple[list[PromptItem], dict[str, Any]]:
-    """Add the strategy fields (prompt size, counter; see `locomo.samples.strategy_fields`)
-    and, for retrieving modes, cue recall to each cognitive item's metadata.
+    """Add the strategy fields (prompt size, counter; see `locomo.samples.strategy_fields`),
+    how far back the cue lies (`cue_distance`) and, for retrieving modes, cue recall to each
+    cognitive item's metadata.
 
     Returns the items and a summary for the task log (total prompt tokens, mean cue recall).
     """
@@ -244,6 +265,7 @@ def annotate_cognitive_items(
         # clustered with the host conversation's own questions: the history is that
         # conversation's (README.md#standard-errors)
         md[CLUSTER_KEY] = str(md["host"])
+        md |= cue_distance(by_id[item.id])
         total_tokens += md["prompt_tokens"]
         retrieved = md.get("retrieved_ids")
         if retrieved is not None:
