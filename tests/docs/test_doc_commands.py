@@ -107,6 +107,11 @@ RULES = [
     Rule(r"^flow run ", "skip", "Inspect Flow (another package) running hosted models"),
     Rule(r"^for spec in ", "skip", "twelve full RAG runs of gpt-3.5-turbo"),
     Rule(r"(^|/)python -m pytest ", "skip", "the test suite itself"),
+    Rule(
+        r"^(MEMEVALS_DATA_DIR=\S+ )?python benchmarks/\w+\.py",
+        "skip",
+        "a measurement script of benchmarks/ (minutes on the full data; it prints ratios)",
+    ),
 ]
 
 

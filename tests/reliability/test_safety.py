@@ -48,6 +48,8 @@ NETWORK_ALLOWED = {
     "memevals/core/files.py": "the pinned, checksum-verified dataset downloads",
     "memevals/inspect_tasks/locomo_dialogue.py": "locomo_dialogue -T images=true fetches the "
     "photos named by the (checksum-pinned) LoCoMo file",
+    "memevals/memory_systems/endpoint.py": "the memory system's own LLM endpoint (the user's "
+    "llm_base_url), checked with one small request per need before ingesting",
 }
 
 

@@ -112,7 +112,9 @@ def built(run_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
     }
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running in this thread while it is
+# open, and in-process Inspect runs of later modules on the same worker refuse to start beside it.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Debian's chromium through Playwright; a browser that cannot start is a failure."""
     try:
@@ -130,7 +132,7 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def opened(browser: Any, built: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The page opened from file://, every request intercepted (only file: ones allowed)."""
     page = browser.new_page(viewport={"width": 1300, "height": 900})

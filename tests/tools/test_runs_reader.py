@@ -159,7 +159,8 @@ def test_score_names_and_kinds_come_from_the_record(data_dir: Path, tmp_path: Pa
     loose = read_inspect_run(other)
     assert loose.record is None and loose.benchmark == "not_declared"
     assert loose.score_names == [
-        "evidence_recall", "locomo_f1_scorer", "selected_k", "turn_precision", "turn_recall"
+        "evidence_recall", "locomo_f1_scorer", "prompt_tokens", "selected_k", "turn_precision",
+        "turn_recall",
     ]  # fmt: skip
 
 
