@@ -26,7 +26,9 @@ from memevals.core.memory_system import MemorySystemError
 
 __all__ = [
     "NEEDS",
+    "PREFLIGHT_TIMEOUT_S",
     "PROBE_NAME",
+    "EndpointClient",
     "forget_probes",
     "is_probe",
     "preflight",
@@ -39,6 +41,9 @@ __all__ = [
 NEEDS: tuple[str, ...] = ("json_schema", "json_object", "tool_calls")
 #: The schema and tool name of the probes; their question starts with it (`is_probe`).
 PROBE_NAME = "memevals_endpoint_check"
+#: The longest a system's endpoint check waits for its one reply (a model still loading answers
+#: late); a shorter `llm_timeout_s` bounds it instead.
+PREFLIGHT_TIMEOUT_S = 60.0
 #: Tokens a probe may generate: the expected reply is `{"ok": true}` or one short tool call.
 PROBE_MAX_TOKENS = 64
 
@@ -212,3 +217,48 @@ def _probe(url: str, api_key: str, model: str, need: str, timeout_s: float) -> s
     if not isinstance(parsed, dict):
         return f"answered {_DOING[need]} with text that is not a JSON object ({_short(content)!r})"
     return None
+
+
+class EndpointClient:
+    """What a memory system calling an OpenAI-compatible LLM shares: its call settings logged
+    as `runtime_args` (never keyed: no stored memory depends on them) and its endpoint check.
+
+    The system sets the attributes below in its constructor.
+    """
+
+    name: str
+    llm_base_url: str
+    llm_model: str
+    llm_timeout_s: float
+    llm_max_retries: int
+    llm_preflight: bool
+    _api_key: str
+
+    @property
+    def runtime_args(self) -> Mapping[str, Any]:
+        """How the LLM is called, logged with the run's settings but not keyed."""
+        return {
+            "llm_timeout_s": self.llm_timeout_s,
+            "llm_max_retries": self.llm_max_retries,
+            "llm_preflight": self.llm_preflight,
+        }
+
+    def check_endpoint(self, needs: Sequence[str], hints: Mapping[str, str] | None = None) -> None:
+        """`preflight` of this system's endpoint for `needs`, unless `llm_preflight` is off (a
+        rerun that reads only stored memories needs no endpoint).
+
+        Args:
+            needs: what the system sends (names from NEEDS).
+            hints: need -> a memory_args setting that serves a server without it.
+        """
+        if not self.llm_preflight:
+            return
+        preflight(
+            self.llm_base_url,
+            self._api_key,
+            self.llm_model,
+            system=self.name,
+            needs=needs,
+            timeout_s=min(self.llm_timeout_s, PREFLIGHT_TIMEOUT_S),
+            hints=hints,
+        )

@@ -71,6 +71,7 @@ from memevals.core.memory_system import (
     TextModel,
     Turn,
 )
+from memevals.memory_systems.endpoint import EndpointClient
 
 __all__ = [
     "BACKENDS",
@@ -116,8 +117,6 @@ UNDATED_START = datetime(2000, 1, 1, tzinfo=timezone.utc)
 DEFAULT_MIN_SIMILARITY = 0.0
 #: Neo4j / FalkorDB passwords come from here (never an argument: arguments are logged).
 PASSWORD_ENV = "GRAPHITI_DB_PASSWORD"
-#: The longest the endpoint check waits for its one reply (a model still loading answers late).
-PREFLIGHT_TIMEOUT_S = 60.0
 
 _LONGMEMEVAL_DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2}) \(\w+\) (\d{1,2}):(\d{2})")
 _DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%d %B %Y", "%d %B, %Y", "%B %d, %Y")
@@ -584,7 +583,7 @@ def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
-class GraphitiSystem:
+class GraphitiSystem(EndpointClient):
     """graphiti with a local embedder and reranker, Kuzu (or a graph server) and an
     OpenAI-compatible LLM."""
 
@@ -701,32 +700,13 @@ class GraphitiSystem:
             out["structured_output"] = self.structured_output
         return out
 
-    @property
-    def runtime_args(self) -> Mapping[str, Any]:
-        """How the LLM is called, logged with the run's settings but not keyed (no stored
-        fact depends on them)."""
-        return {
-            "llm_timeout_s": self.llm_timeout_s,
-            "llm_max_retries": self.llm_max_retries,
-            "llm_preflight": self.llm_preflight,
-        }
-
     def preflight(self) -> None:
         """Check, once per process, that `llm_base_url` answers graphiti's structured-output
         requests (`structured_output`; MemorySystemError in one line otherwise);
         `llm_preflight=false` skips it (a rerun that reads only stored graphs needs no
         endpoint)."""
-        if not self.llm_preflight:
-            return
-        from memevals.memory_systems.endpoint import preflight
-
-        preflight(
-            self.llm_base_url,
-            self._api_key,
-            self.llm_model,
-            system=self.name,
-            needs=(self.structured_output,),
-            timeout_s=min(self.llm_timeout_s, PREFLIGHT_TIMEOUT_S),
+        self.check_endpoint(
+            (self.structured_output,),
             hints={"json_schema": "structured_output=json_object (a server with JSON mode only)"},
         )
 

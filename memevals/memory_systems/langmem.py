@@ -50,6 +50,7 @@ from memevals.core.memory_system import (
     TextModel,
     Turn,
 )
+from memevals.memory_systems.endpoint import EndpointClient
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -74,8 +75,6 @@ INSTALL_HINT = "pip install 'memevals[langmem]'"
 STORE_FILE = "langmem-store.json"
 #: The layout of STORE_FILE; a store of another layout is refused, never half-read.
 STORE_FORMAT = 1
-#: The most seconds the endpoint check waits (llm_timeout_s when shorter).
-PREFLIGHT_TIMEOUT_S = 60.0
 #: One store holds one history, so one fixed namespace (LangGraph forbids dots in labels).
 NAMESPACE: tuple[str, ...] = ("memevals", "memories")
 #: What LangSmith reads to decide on tracing: forced off (its env lookups are cached, so the
@@ -274,7 +273,7 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return value
 
 
-class LangMemSystem:
+class LangMemSystem(EndpointClient):
     """LangMem's memory store manager over an in-process LangGraph store, a local embedder
     and an OpenAI-compatible tool-calling LLM."""
 
@@ -360,32 +359,11 @@ class LangMemSystem:
             out["llm_max_tokens"] = self.llm_max_tokens
         return out
 
-    @property
-    def runtime_args(self) -> Mapping[str, Any]:
-        """How the LLM is called, logged with the run's settings but not keyed (no stored
-        memory depends on them)."""
-        return {
-            "llm_timeout_s": self.llm_timeout_s,
-            "llm_max_retries": self.llm_max_retries,
-            "llm_preflight": self.llm_preflight,
-        }
-
     def preflight(self) -> None:
         """Check, once per process, that `llm_base_url` answers a tool-calling request
         (MemorySystemError in one line otherwise); `llm_preflight=false` skips it (a rerun
         that reads only stored memories needs no endpoint)."""
-        if not self.llm_preflight:
-            return
-        from memevals.memory_systems.endpoint import preflight
-
-        preflight(
-            self.llm_base_url,
-            self._api_key,
-            self.llm_model,
-            system=self.name,
-            needs=("tool_calls",),
-            timeout_s=min(self.llm_timeout_s, PREFLIGHT_TIMEOUT_S),
-        )
+        self.check_endpoint(("tool_calls",))
 
     def __repr__(self) -> str:
         return f"LangMemSystem({dict(self.args)!r})"

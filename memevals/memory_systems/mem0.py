@@ -44,6 +44,7 @@ from memevals.core.memory_system import (
     TextModel,
     Turn,
 )
+from memevals.memory_systems.endpoint import PREFLIGHT_TIMEOUT_S, EndpointClient
 
 __all__ = [
     "COLLECTION",
@@ -72,8 +73,6 @@ QDRANT_DIR = "qdrant"
 HISTORY_DB = "mem0-history.db"
 COLLECTION = "memevals"
 INSTALL_HINT = "pip install 'memevals[mem0]'"
-#: The longest the endpoint check waits for its one reply (a model still loading answers late).
-PREFLIGHT_TIMEOUT_S = 60.0
 
 _import_lock = threading.Lock()
 #: mem0 builds a SentenceTransformer per Memory; this lock guards the swap that makes it reuse
@@ -273,7 +272,7 @@ def _release(store: _OpenStore) -> None:
             _close_memory(store.memory)
 
 
-class Mem0System:
+class Mem0System(EndpointClient):
     """mem0 with a local embedder, embedded qdrant and an OpenAI-compatible LLM."""
 
     name = "mem0"
@@ -366,32 +365,11 @@ class Mem0System:
             out["llm_max_tokens"] = self.llm_max_tokens
         return out
 
-    @property
-    def runtime_args(self) -> Mapping[str, Any]:
-        """How the LLM is called, logged with the run's settings but not keyed (no stored
-        memory depends on them)."""
-        return {
-            "llm_timeout_s": self.llm_timeout_s,
-            "llm_max_retries": self.llm_max_retries,
-            "llm_preflight": self.llm_preflight,
-        }
-
     def preflight(self) -> None:
         """Check, once per process, that `llm_base_url` answers mem0's JSON-mode extraction
         request (MemorySystemError in one line otherwise); `llm_preflight=false` skips it (a
         rerun that reads only stored memories needs no endpoint)."""
-        if not self.llm_preflight:
-            return
-        from memevals.memory_systems.endpoint import preflight
-
-        preflight(
-            self.llm_base_url,
-            self._api_key,
-            self.llm_model,
-            system=self.name,
-            needs=("json_object",),
-            timeout_s=min(self.llm_timeout_s, PREFLIGHT_TIMEOUT_S),
-        )
+        self.check_endpoint(("json_object",))
 
     def __repr__(self) -> str:
         return f"Mem0System({dict(self.args)!r})"
