@@ -320,10 +320,10 @@ def locomo_plus(
             protocol=protocol,
         )
     )
-    scorers: list[Scorer] = []
+    # The judge is the headline, so it is the first score on Inspect's screen and in the log.
+    scorers: list[Scorer] = [locomo_plus_judge(max_tokens=judge_max_tokens, **runs_args)]
     if wanted != [COGNITIVE]:  # LoCoMo questions get their official F1
         scorers.append(locomo_plus_f1())
-    scorers.append(locomo_plus_judge(max_tokens=judge_max_tokens, **runs_args))
     if subject is not None:
         scorers += _memory_scorers(wanted)
     return Task(
@@ -375,9 +375,9 @@ def posthoc_scorers(
     Returns:
         The scorers.
     """
-    scorers: list[Scorer] = []
+    limit = {} if max_tokens is None else {"max_tokens": max_tokens}
+    # The judge first, as the task orders them.
+    scorers: list[Scorer] = [locomo_plus_judge(**limit, **judge_runs_args(judge_runs))]
     if any(md.get("category") != COGNITIVE for md in metadata):
         scorers.append(locomo_plus_f1())
-    limit = {} if max_tokens is None else {"max_tokens": max_tokens}
-    scorers.append(locomo_plus_judge(**limit, **judge_runs_args(judge_runs)))
     return scorers
