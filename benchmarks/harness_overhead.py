@@ -14,7 +14,7 @@ separating what memevals' scorers cost from what Inspect spends on 22K-token pro
 each sample's input in the log).
 
 mockllm counts every prompt's tokens itself with tiktoken, which would download its vocabulary.
-The tests replace that with a word count (tests/inspect_offline.py); here it is replaced by
+The tests replace that with a word count (tests/support/inspect_offline.py); here it is replaced by
 len(text) // 4, because splitting 186 M characters into words is a cost of the mock alone (an
 API provider returns its usage; nothing is counted on our side) and would otherwise be ~4 % of
 the LoCoMo run. A short warm-up run comes first so that neither timed run pays for imports.

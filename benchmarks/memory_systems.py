@@ -23,16 +23,17 @@ table:
 The memory model of `observations` is scripted: a deterministic function that answers each
 session prompt with one fact per turn citing that turn (the format `parse_facts` reads), so
 the figures are the system's own cost, not a provider's. mem0's LLM is the loopback
-OpenAI-compatible server of tests/loopback_openai.py (one fact per message); its embedder is
+OpenAI-compatible server of tests/support/loopback_openai.py (one fact per message); its embedder is
 the real local all-MiniLM-L6-v2 (about 0.1 s per `add` of one turn), so mem0 runs on one
 conversation by default (conv-26: 419 turns, 199 questions; mem0's default of one turn per
 `add`); `--mem0-conversations all` takes about 10 minutes more. graphiti's LLM is the same
-server answering graphiti's structured-output calls (tests/loopback_graphiti.py: one fact per
+server answering graphiti's structured-output calls (tests/support/loopback_graphiti.py: one fact
+per
 speaker of an episode), over Kuzu and the same embedder, on conv-26 with graphiti's default
 of one turn per episode (`--graphiti-turns-per-episode`, `--graphiti-conversations`). bm25,
 embedding and observations run on all ten conversations (1,986 questions);
 `--embedding-conversations` narrows embedding. langmem's LLM is the same server answering
-LangMem's memory-manager tool calls (tests/loopback_langmem.py: one memory per speaker of a
+LangMem's memory-manager tool calls (tests/support/loopback_langmem.py: one memory per speaker of a
 call), on conv-26 with langmem's default of one manager call per session
 (`--langmem-turns-per-call`, `--langmem-conversations`). Each system's scope is printed
 with it. torch gets one thread (`--torch-threads`): on a shared 2-core machine its default of
@@ -69,7 +70,7 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import ModelReply, TextModel
 from memevals.core.prompt_item import PromptItem
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
+TESTS = Path(__file__).resolve().parents[1] / "tests" / "support"
 SYSTEMS = ("bm25", "embedding", "observations", "mem0", "graphiti", "langmem")
 
 #: A turn line of the observations prompt: `[D1:3] Caroline: text` (a LoCoMo dia id; a turn's

@@ -5,7 +5,7 @@ succeed or fail together, so the naive standard error (independent questions) is
 These functions give the figures the Inspect tasks report with Inspect's own
 `stderr(cluster=)`, `ci(cluster=)` and `ci_wilson(cluster=)`, for the places that only have the
 values: lm-eval aggregations and `memevals-compare`. The arithmetic is Inspect's, so both
-frameworks print the same number; tests/test_clustered_metrics.py checks it against Inspect,
+frameworks print the same number; tests/core/test_clustered_metrics.py checks it against Inspect,
 statsmodels and a hand computation.
 
 One difference from Inspect, on purpose: with fewer than two clusters the clustered variance

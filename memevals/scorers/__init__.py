@@ -6,7 +6,7 @@ its `scoring_module` (memevals.core.benchmark), beside a few generic ones of mem
 on first use (a module `__getattr__`), so `import memevals.scorers` loads no benchmark, and a
 core name loads no benchmark either. A new benchmark's names appear here with no edit of this
 file; the imports under TYPE_CHECKING give type checkers the built-in benchmarks' names
-(tests/test_layering.py checks each is what the records declare).
+(tests/package/test_layering.py checks each is what the records declare).
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ def copy(tmp_path: Path) -> Iterator[Path]:
 
 def env(root: Path) -> dict[str, str]:
     """The copy first on the path (before the installed checkout), the test helpers after."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(TESTS)])}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(TESTS / "support")])}
 
 
 def run(args: list[str], root: Path, exe: str | Path = sys.executable) -> str:
@@ -127,7 +127,8 @@ def test_the_toy_touches_one_folder_and_one_module(copy: Path) -> None:
 def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
     logs = copy / "logs"
     for context in ("full", "none", "rag"):
-        # the real Inspect CLI (tests/inspect_offline.py), the lookup provider registered first
+        # the real Inspect CLI (tests/support/inspect_offline.py), the lookup provider registered
+        # first
         run(
             [str(copy / "lookup_model.py"), "eval", "toy", "--model", "lookup/facts",
              "-T", f"context={context}", "--log-dir", str(logs / context), "--display", "none"],

@@ -6,7 +6,8 @@ block is one command; comments are dropped; unlabelled blocks are layouts or pri
 not commands). Each command is classified by the first rule of RULES whose pattern matches it:
 
 - `run`: run offline, as written except for the substitutions of `offline()`: the model under
-  test and every model role become `mockllm/model` (run through tests/inspect_offline.py, which
+  test and every model role become `mockllm/model` (run through tests/support/inspect_offline.py,
+  which
   makes mockllm's token count offline), `--limit 1`, logs and outputs in a temporary folder;
 - `options`: too long to run here or needing a key, but its task and `-T` options (an
   `lm_eval` command: its `--tasks` documents function and `--metadata`) are built in-process
@@ -60,7 +61,7 @@ class Rule:
         return re.search(self.pattern, command) is not None
 
 
-SMOKE = r"^python tests/inspect_offline\.py eval "
+SMOKE = r"^python tests/support/inspect_offline\.py eval "
 RAG = r"^inspect eval locomo_temporal -T context=rag "
 COMPARE = r"^memevals-compare logs/locomo --csv "
 _KEY = "calls a hosted model (an API key and network)"
@@ -95,12 +96,12 @@ RULES = [
     Rule(
         r"^python -m memevals\.tools\.(judge_agreement|paired) ",
         "skip",
-        "reads logs of keyed runs (tests/test_judge.py, tests/test_paired.py run them)",
+        "reads logs of keyed runs (tests/core/test_judge.py, tests/tools/test_paired.py run them)",
     ),
     Rule(
         r"^memevals-(compare|diff|report) ",
         "skip",
-        "reads logs of keyed runs (tests/test_compare.py, tests/test_paired.py and "
+        "reads logs of keyed runs (tests/tools/test_compare.py, tests/tools/test_paired.py and "
         "tests/tools run them on real logs)",
     ),
     Rule(r"^inspect view ", "skip", "bundles Inspect's viewer for logs of keyed runs"),
@@ -281,10 +282,10 @@ def test_doc_commands_options_hold(tmp_path: Path) -> None:
 
 
 def _offline(command: str, logs: Path) -> list[str]:
-    """The command's arguments for tests/inspect_offline.py or the tool's module: every model
-    mockllm/model, --limit 1, logs under `logs`."""
+    """The command's arguments for tests/support/inspect_offline.py or the tool's module: every
+    model mockllm/model, --limit 1, logs under `logs`."""
     words = shlex.split(command)
-    if words[0] == "python" and words[1] == "tests/inspect_offline.py":
+    if words[0] == "python" and words[1] == "tests/support/inspect_offline.py":
         words = words[2:]
     elif words[0] == "inspect":
         words = words[1:]

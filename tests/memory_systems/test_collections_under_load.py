@@ -11,7 +11,7 @@ pattern), then while both systems' opens, retrievals and closes run from several
 another thread collects in a loop; it fails — hang detected — unless each part ends within a
 bound. Afterwards every store is given back exactly: none is left open.
 
-Both systems run against loopback LLM servers (tests/loopback_openai.py); nothing else is
+Both systems run against loopback LLM servers (tests/support/loopback_openai.py); nothing else is
 reached.
 """
 

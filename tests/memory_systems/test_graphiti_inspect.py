@@ -1,7 +1,7 @@
 """graphiti end to end through the real `inspect eval` CLI: graphiti-core over Kuzu with the
 local MiniLM embedder and reranker, its LLM a loopback OpenAI-compatible server on 127.0.0.1
 started and stopped here, answering graphiti's structured-output calls deterministically
-(tests/loopback_graphiti.py).
+(tests/support/loopback_graphiti.py).
 
 - LoCoMo `--limit 20`: conv-26 ingested once, every LLM call counted, evidence recall from the
   turn ids the facts cite, latency in the log; then one `inspect eval` of a task file running
@@ -91,7 +91,8 @@ def _inspect(script: str, args: list[str], cwd: Path) -> None:
     sockets may reach loopback only (nothing is refused: `refused.txt` stays absent)."""
     env = {**os.environ, **_env(cwd)}
     (cwd / "guard.py").write_text(GUARD, encoding="utf-8")
-    cmd = [sys.executable, "guard.py", str(TESTS / script), "eval", *args, "--display", "none"]
+    script_path = str(TESTS / "support" / script)
+    cmd = [sys.executable, "guard.py", script_path, "eval", *args, "--display", "none"]
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     refused = cwd / "refused.txt"

@@ -1,7 +1,7 @@
 """`memory=graphiti` for real: graphiti-core 0.31.2 over Kuzu in the store folder, the local
 MiniLM embedder and reranker, its LLM a deterministic chat-completions server on 127.0.0.1
-(tests/loopback_openai.py answering graphiti's structured-output calls with
-tests/loopback_graphiti.py).
+(tests/support/loopback_openai.py answering graphiti's structured-output calls with
+tests/support/loopback_graphiti.py).
 
 The scripted LLM extracts one fact per speaker of an episode, so with one turn per episode the
 counts are exact: eight episodes, eight facts, each citing its turn and dated by its session.

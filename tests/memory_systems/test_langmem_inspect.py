@@ -1,7 +1,7 @@
 """LangMem end to end through the real `inspect eval` CLI: langmem's memory store manager over
 LangGraph's InMemoryStore with the local MiniLM embedder, its LLM a loopback
 OpenAI-compatible server on 127.0.0.1 started and stopped here, answering the manager's
-tool calls deterministically (tests/loopback_langmem.py).
+tool calls deterministically (tests/support/loopback_langmem.py).
 
 - LoCoMo `--limit 20`: conv-26 ingested once (one manager call per session), every LLM call
   counted, evidence recall from the turns the memories cite, latency in the log, LangSmith
@@ -97,7 +97,7 @@ def _inspect(args: list[str], cwd: Path) -> None:
     reach loopback only (nothing is refused: `refused.txt` stays absent)."""
     env = {**os.environ, **_env(cwd)}
     (cwd / "guard.py").write_text(GUARD, encoding="utf-8")
-    script = str(TESTS / "inspect_offline.py")
+    script = str(TESTS / "support" / "inspect_offline.py")
     cmd = [sys.executable, "guard.py", script, "eval", *args, "--display", "none"]
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

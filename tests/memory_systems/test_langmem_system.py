@@ -1,6 +1,6 @@
 """`memory=langmem` for real: langmem 0.0.30's memory store manager, LangGraph's
 InMemoryStore indexed by the local MiniLM embedder, its LLM a deterministic chat-completions
-server on 127.0.0.1 answering with tool calls (tests/loopback_langmem.py).
+server on 127.0.0.1 answering with tool calls (tests/support/loopback_langmem.py).
 
 The scripted LLM writes one memory per speaker of a manager call (one call per session), and
 patches an existing memory when a session says MARK, so the counts are exact: three calls,

@@ -3,7 +3,7 @@
 Registered as an Inspect model API, so it runs in-process (``get_model("faulty/answerer",
 fault_rate=0.3)``) and from the real CLI (``python tests/reliability/faulty_model.py eval ...
 --model faulty/answerer -M fault_rate=0.3``; this file then hands over to Inspect's own
-command-line entry point, exactly like tests/inspect_offline.py).
+command-line entry point, exactly like tests/support/inspect_offline.py).
 
 Why deterministic: a reliability test must fail on a regression, never by chance. Whether a call
 faults depends only on (seed, the call's input, how many times this input was already tried), so
@@ -21,7 +21,8 @@ Model args (``-M`` on the CLI):
         a test for long).
     fault_log: file that gets one JSON line per injected fault (counts across processes).
     call_log: file that gets one JSON line per successful call.
-    judge: answer judge prompts with a verdict JSON by tests/scripted_judge.py's lenient rule
+    judge: answer judge prompts with a verdict JSON by tests/support/scripted_judge.py's lenient
+    rule
         (a grader that is flaky at the transport level but never unreadable).
 
 The answer is a fixed function of the last user message (never of the attempt), so a retried
@@ -169,7 +170,7 @@ def faulty() -> type[ModelAPI]:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
     from inspect_offline import main
 
     main()

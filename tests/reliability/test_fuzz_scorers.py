@@ -4,7 +4,8 @@ Inputs: arbitrary unicode, empty strings, long and 1 MB strings, integer golds, 
 allows it, id lists with duplicates. Invariants: no exception other than the documented
 ValueErrors, results in [0, 1], F1 of an answer with itself is 1 when it has a token, the order
 of ids does not change set metrics, and the fast paths equal the plain official rules
-(tests/reference_locomo.py). Every test uses a fixed number of derandomized cases, counted into
+(tests/support/reference_locomo.py). Every test uses a fixed number of derandomized cases, counted
+into
 the README figures.
 """
 

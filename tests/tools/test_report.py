@@ -66,7 +66,7 @@ def run_dirs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
         out[name] = root / name
     judged = [
         sys.executable,
-        str(TESTS / "scripted_judge.py"),
+        str(TESTS / "support" / "scripted_judge.py"),
         *base,
         "-T",
         "judge=true",

@@ -11,7 +11,8 @@ Rules (Porter 1980 plus NLTK's extensions): irregular forms; words of at most tw
 kept; step 1a (`ies` of a 4-letter word → `ie`); step 1b (`ied` → `ie`/`i`); step 1c (`y` → `i`
 after a consonant that is not the first letter); step 2 (`alli` repeated, `bli`, `fulli`,
 `logi`); steps 3, 4, 5a, 5b. Within a step the first rule whose suffix matches decides, even when
-its condition fails. Parity with NLTK is tested word for word (tests/test_porter.py).
+its condition fails. Parity with NLTK is tested word for word
+(tests/benchmarks/locomo/test_porter.py).
 """
 
 from __future__ import annotations

@@ -147,7 +147,7 @@ def beamgrader() -> type[ModelAPI]:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
     from inspect_offline import main
 
     main()

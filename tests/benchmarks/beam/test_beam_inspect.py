@@ -80,7 +80,7 @@ def test_beam_through_the_real_cli(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=600,
-        env={**__import__("os").environ, "PYTHONPATH": str(TESTS)},
+        env={**__import__("os").environ, "PYTHONPATH": str(TESTS / "support")},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     [path] = log_dir.glob("*.eval")

@@ -3,7 +3,7 @@
 mockllm counts tokens with tiktoken, which downloads its vocabulary on first use; these machines
 have no network. We replace only that count (with a whitespace estimate), then hand over to
 Inspect's own command-line entry point, unchanged.
-Usage: python tests/inspect_offline.py eval memevals/locomo --model mockllm/model ...
+Usage: python tests/support/inspect_offline.py eval memevals/locomo --model mockllm/model ...
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def patch_mockllm_token_count() -> None:
 
 def main() -> None:
     """Inspect's own CLI on sys.argv, with the offline token count. Scripts that register a
-    provider first (tests/scripted_judge.py, tests/longmemeval_grader.py,
+    provider first (tests/support/scripted_judge.py, tests/support/longmemeval_grader.py,
     tests/reliability/faulty_model.py) end by calling this."""
     patch_mockllm_token_count()
     from inspect_ai._cli.main import main as inspect_main

@@ -1,5 +1,5 @@
 """Deterministic answers to graphiti-core 0.31.2's structured-output calls, for the loopback
-OpenAI-compatible server of tests/loopback_openai.py.
+OpenAI-compatible server of tests/support/loopback_openai.py.
 
 graphiti's generic OpenAI client asks for `json_schema` structured output and names the schema
 (the pydantic model it parses the reply into); in JSON mode (`structured_output=json_object`)

@@ -2,8 +2,8 @@
 
 Each case builds one task (Inspect) or one lm-eval task with one set of options and hashes,
 per sample, its id, its messages (role and text) and its target. The digests were written
-from the code before the one-folder-per-benchmark move (`python tests/sample_fingerprints.py
---write`) and `tests/test_sample_fingerprints.py` checks the code against them.
+from the code before the one-folder-per-benchmark move (`python tests/support/sample_fingerprints.py
+--write`) and `tests/package/test_sample_fingerprints.py` checks the code against them.
 
 Tasks are found by name (Inspect's registry, lm-eval's TaskManager), never by module path, so
 the check does not depend on where the code lives.
@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 DIGESTS = FIXTURES / "sample_fingerprints.json"
 # LongMemEval's recorded cases are of our own prompts: protocol=memevals (issue 23 made official

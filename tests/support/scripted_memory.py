@@ -3,7 +3,7 @@
 It reads the prompts of the built-in `observations` and `summaries` systems the way a model
 would: every turn line `[<turn id>] <speaker>: <text>` of the session becomes one fact citing
 that turn; a summary request is answered with the session's turn texts joined. Usage from the
-command line: `python tests/scripted_memory.py eval memevals/locomo -T memory=observations
+command line: `python tests/support/scripted_memory.py eval memevals/locomo -T memory=observations
 --model-role memory=scripted_memory/facts ...`.
 """
 

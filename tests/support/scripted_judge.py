@@ -10,7 +10,7 @@ and answers with a verdict JSON by a fixed rule:
 Every verdict's reason quotes the candidate (JSON-escaped) so the parser is exercised on hostile
 text. Usage from the command line (the real Inspect CLI, with this provider registered):
 
-    python tests/scripted_judge.py score LOG --scorer memevals/llm_judge \
+    python tests/support/scripted_judge.py score LOG --scorer memevals/llm_judge \
         --model-role grader=scripted/strict
 """
 

@@ -6,7 +6,7 @@ The verdict depends only on which fixture question the judge prompt is about: qu
 
 From the command line it is the real Inspect CLI with this grader registered as `lmetable/...`:
 
-    python tests/longmemeval_grader.py eval memevals/longmemeval -T variant=oracle \
+    python tests/support/longmemeval_grader.py eval memevals/longmemeval -T variant=oracle \
         -T data_dir=tests/fixtures -T verify_checksum=false \
         --model mockllm/model --model-role grader=lmetable/fixture
 """
@@ -21,7 +21,7 @@ from typing import Any
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-FIXTURE_DIR = Path(__file__).resolve().parent / "fixtures"
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 
 #: fixture question_id -> question text (the judge prompt quotes the question)
 QUESTIONS: dict[str, str] = {

@@ -1,5 +1,5 @@
 """Deterministic tool-call answers to langmem 0.0.30's memory manager, served by a loopback
-OpenAI-compatible server on 127.0.0.1 (tests/loopback_openai.py), answering with tool
+OpenAI-compatible server on 127.0.0.1 (tests/support/loopback_openai.py), answering with tool
 calls.
 
 LangMem's manager sends one chat completion per batch of messages: the conversation in a
@@ -14,7 +14,7 @@ would:
   that text also patches the first existing memory: `PatchDoc` replacing its content with
   `PATCHED_PREFIX` + the old content, so a test sees an update;
 - the endpoint check of memevals.memory_systems.endpoint is answered by the server itself
-  (tests/loopback_openai.py), not counted in its `requests`.
+  (tests/support/loopback_openai.py), not counted in its `requests`.
 
 Any other request (no `Memory` tool) is an error (the server answers 500 with the message),
 so a LangMem call this script does not know shows up instead of being answered wrongly.
