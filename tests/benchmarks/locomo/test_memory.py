@@ -62,7 +62,7 @@ def _tiktoken_from_embedded(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
         (importlib.resources.files("bpe_openai.data") / f"{name}.tiktoken.gz").read_bytes()
     )
     assert hashlib.sha256(raw).hexdigest() == TIKTOKEN_SHA256[name]
-    path = Path(__file__).parent / ".." / ".pytest_cache" / f"{name}.tiktoken"
+    path = Path(__file__).resolve().parents[3] / ".pytest_cache" / f"{name}.tiktoken"
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(raw)
 
