@@ -46,6 +46,9 @@ RECORD = declare(
     analysis_axes=(
         AnalysisAxis("sessions_after_evidence", "sessions after the evidence", (0, 2, 5, 10, 20)),
         AnalysisAxis("turns_after_evidence", "turns after the evidence", (0, 100, 200, 400)),
+        AnalysisAxis(
+            "tokens_after_evidence", "tokens after the evidence", (0, 1000, 2000, 4000, 8000, 16000)
+        ),
     ),
     scores=(
         ScoreSpec("locomo_f1_scorer", "answer", "f1"),

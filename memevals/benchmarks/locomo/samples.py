@@ -24,6 +24,8 @@ from memevals.benchmarks.locomo.memory import (
     locomo_history,
     locomo_memory,
     memory_renderer,
+    session_header,
+    turn_line,
 )
 from memevals.benchmarks.locomo.official import (
     DEFAULT_PROTOCOL,
@@ -58,6 +60,7 @@ __all__ = [
     "protocol_log",
     "question_query",
     "strategy_fields",
+    "tokens_after_turns",
 ]
 
 logger = logging.getLogger(__name__)
@@ -275,10 +278,58 @@ def strategy_fields(
     }
 
 
-def evidence_distance(conv: Conversation, qa_index: int) -> dict[str, int]:
+def tokens_after_turns(conv: Conversation, counter: TokenCounter) -> dict[str, int]:
+    """Per turn (dia id): the tokens of the conversation text that follows its line, as the
+    full-context prompt renders the conversation (`render_sessions`: dated session blocks, one
+    line per turn), counted with `counter`.
+
+    Every line starts with a letter (a speaker's name, `DATE:`, `CONVERSATION`), so the text
+    after a line is cut where no pre-tokenizer piece spans (see `message_tokens`): its count
+    is the sum of its lines' counts (each with the newlines that follow it), and each line is
+    counted once per conversation.
+
+    Args:
+        conv: the conversation.
+        counter: the task's token counter (`token_counter`).
+
+    Returns:
+        dia id -> tokens after that turn's line (0 for the conversation's last turn).
+    """
+    pieces: list[tuple[str | None, str]] = []
+    blocks = [s for s in conv.sessions if s.turns]
+    for b, session in enumerate(blocks):
+        lines = [
+            (None, session_header(session)),
+            *((t.dia_id, turn_line(t)) for t in session.turns),
+        ]
+        for i, (dia_id, text) in enumerate(lines):
+            end = "\n" if i < len(lines) - 1 else "\n\n" if b < len(blocks) - 1 else ""
+            pieces.append((dia_id, text + end))
+    out: dict[str, int] = {}
+    after = 0
+    for dia_id, text in reversed(pieces):
+        if dia_id is not None:
+            out.setdefault(dia_id, after)
+        after += counter(text)
+    return out
+
+
+def evidence_distance(
+    conv: Conversation, qa_index: int, tokens_after: Mapping[str, int] | None = None
+) -> dict[str, int]:
     """How far back a question's evidence lies from the end of its conversation, where the
-    question is asked: the sessions and the turns after its latest evidence turn (the record's
-    analysis axes, read by memevals-report). Empty for a question without matched evidence.
+    question is asked: the sessions, the turns and the tokens after its latest evidence turn
+    (the record's analysis axes, read by memevals-report). Empty for a question without
+    matched evidence.
+
+    Args:
+        conv: the conversation.
+        qa_index: the question's index in it.
+        tokens_after: `tokens_after_turns(conv, counter)` with the task's counter; None leaves
+            `tokens_after_evidence` out.
+
+    Returns:
+        `sessions_after_evidence`, `turns_after_evidence` and `tokens_after_evidence`.
     """
     found, _ = evidence_turns(conv, conv.qa[qa_index])
     if not found:
@@ -286,10 +337,13 @@ def evidence_distance(conv: Conversation, qa_index: int) -> dict[str, int]:
     last = found[-1].dia_id
     turns = [t.dia_id for t in conv.turns]
     session = next(i for i, s in enumerate(conv.sessions) if any(t.dia_id == last for t in s.turns))
-    return {
+    out = {
         "sessions_after_evidence": len(conv.sessions) - 1 - session,
         "turns_after_evidence": len(turns) - 1 - turns.index(last),
     }
+    if tokens_after is not None:
+        out["tokens_after_evidence"] = tokens_after[last]
+    return out
 
 
 def annotate_items(
@@ -305,6 +359,8 @@ def annotate_items(
     """
     by_id = {c.sample_id: c for c in conversations}
     context_tokens: dict[str, int] = {}
+    # per conversation: the tokens after each turn (counted once, shared by its questions)
+    tokens_after: dict[str, dict[str, int]] = {}
     out: list[PromptItem] = []
     total_tokens = 0
     unmatched_total = 0
@@ -316,7 +372,10 @@ def annotate_items(
         md[CLUSTER_KEY] = str(md["conversation_id"])
         conversation = by_id.get(str(md.get("conversation_id")))
         if conversation is not None and "qa_index" in md:
-            md |= evidence_distance(conversation, int(md["qa_index"]))
+            cid = conversation.sample_id
+            if cid not in tokens_after:
+                tokens_after[cid] = tokens_after_turns(conversation, memory.token_counter)
+            md |= evidence_distance(conversation, int(md["qa_index"]), tokens_after[cid])
         total_tokens += md["prompt_tokens"]
         if memory.retrieves:
             conv = by_id[str(md["conversation_id"])]

@@ -62,6 +62,9 @@ RECORD = declare(
         AnalysisAxis("gap_days", "the cue's time gap (days)", (0, 7, 30, 60, 90, 180)),
         AnalysisAxis("sessions_after_evidence", "sessions after the evidence", (0, 2, 5, 10, 20)),
         AnalysisAxis("turns_after_evidence", "turns after the evidence", (0, 100, 200, 400)),
+        AnalysisAxis(
+            "tokens_after_evidence", "tokens after the evidence", (0, 1000, 2000, 4000, 8000, 16000)
+        ),
     ),
     scores=(
         ScoreSpec("locomo_plus_f1", "answer", "f1"),

@@ -34,6 +34,8 @@ from memevals.benchmarks.locomo_plus.memory import (
     cognitive_context,
     cognitive_full,
     cue_turn_recall,
+    dialogue_line,
+    history,
     plus_memory_renderer,
     stitched_data_sha256,
     stitched_history,
@@ -53,6 +55,7 @@ from memevals.core.memory_system import History, MemoryQuery
 from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
+from memevals.core.tokens import TokenCounter
 
 __all__ = [
     "SAMPLE_ORDERS",
@@ -227,22 +230,40 @@ def memory_subject(
     )
 
 
-def cue_distance(st: StitchedInstance) -> dict[str, int]:
+def cue_distance(
+    st: StitchedInstance, counter: TokenCounter, line_tokens: dict[str, int] | None = None
+) -> dict[str, int]:
     """How far back a cognitive sample's evidence, its cue, lies from the trigger, under the
     keys LoCoMo's questions log theirs (`locomo.samples.evidence_distance`), so one analysis
-    axis covers both kinds of sample: the host sessions and the turns between the cue's last
-    turn and the trigger. (The cue's time gap is logged as `gap_days`.)
+    axis covers both kinds of sample: the host sessions, the turns and the tokens between the
+    cue's last turn and the trigger. (The cue's time gap is logged as `gap_days`.)
+
+    The tokens are those of the history lines between them as the full-context prompt renders
+    them (`render_history`: one line per turn), counted with the task's counter. Each line
+    starts with a speaker's name, a cut no pre-tokenizer piece spans, so the count is the sum
+    of the lines' counts (each with its newline).
 
     Args:
         st: the instance stitched into its host.
+        counter: the task's token counter (`token_counter`).
+        line_tokens: a cache of line -> count shared across samples (hosts repeat lines).
 
     Returns:
-        `sessions_after_evidence` and `turns_after_evidence`.
+        `sessions_after_evidence`, `turns_after_evidence` and `tokens_after_evidence`.
     """
     cue_end = st.cue_position + len(st.cue_turns)
+    between = [dialogue_line(t) for t in history(st)[cue_end:]]
+    cache = {} if line_tokens is None else line_tokens
+    tokens = 0
+    for i, line in enumerate(between):
+        piece = line + "\n" if i < len(between) - 1 else line
+        if piece not in cache:
+            cache[piece] = counter(piece)
+        tokens += cache[piece]
     return {
         "sessions_after_evidence": st.sessions_between,
-        "turns_after_evidence": len(st.dialogue) - len(st.trigger_turns) - cue_end,
+        "turns_after_evidence": len(between),
+        "tokens_after_evidence": tokens,
     }
 
 
@@ -257,6 +278,7 @@ def annotate_cognitive_items(
     """
     by_id = {st.instance.sample_id: st for st in stitched}
     context_tokens: dict[str, int] = {}
+    line_tokens: dict[str, int] = {}
     out: list[PromptItem] = []
     total_tokens = 0
     recalls: list[float] = []
@@ -265,7 +287,7 @@ def annotate_cognitive_items(
         # clustered with the host conversation's own questions: the history is that
         # conversation's (README.md#standard-errors)
         md[CLUSTER_KEY] = str(md["host"])
-        md |= cue_distance(by_id[item.id])
+        md |= cue_distance(by_id[item.id], memory.token_counter, line_tokens)
         total_tokens += md["prompt_tokens"]
         retrieved = md.get("retrieved_ids")
         if retrieved is not None:

@@ -17,11 +17,20 @@ from typing import Any
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.samples import LocomoOptions
 from memevals.benchmarks.locomo.samples import build as build_locomo
+from memevals.benchmarks.locomo_plus.data import load_locomo_plus
+from memevals.benchmarks.locomo_plus.memory import render_history
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
 from memevals.benchmarks.locomo_plus.record import RECORD
 from memevals.benchmarks.locomo_plus.samples import LocomoPlusOptions, build
+from memevals.benchmarks.locomo_plus.stitch import StitchedInstance, stitch_all
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.tokens import get_token_counter
 from memevals.tools.report import bucket
+
+
+def stitched(data_dir: Path) -> dict[str, StitchedInstance]:
+    plus = load_locomo_plus(data_dir)
+    return {st.instance.sample_id: st for st in stitch_all(plus, load_locomo(data_dir))}
 
 
 def _samples(data_dir: Path, **options: Any) -> dict[str, dict[str, Any]]:
@@ -37,6 +46,12 @@ def test_worked_example_cue_distance(data_dir: Path) -> None:
     later = [s for s in conv.sessions if s.when > cue_time]
     assert md["sessions_after_evidence"] == len(later) == 2
     assert md["turns_after_evidence"] == sum(len(s.turns) for s in later) == 39
+    # the tokens of those 39 lines as the full-context prompt shows them, with the task's
+    # counter: the whole text between the cue and the trigger counted at once
+    full = render_history(stitched(data_dir)["plus-0"])
+    between = "\n".join(full.splitlines()[-39:])
+    assert between.startswith(f'{later[0].turns[0].speaker} said, "')
+    assert md["tokens_after_evidence"] == get_token_counter("auto")(between) == 1345
 
 
 def test_every_cognitive_sample_and_the_report_buckets(data_dir: Path) -> None:
@@ -55,7 +70,12 @@ def test_every_cognitive_sample_and_the_report_buckets(data_dir: Path) -> None:
     # the cue follows the last session in 33 items (the 15 zero gaps, 18 ties at 7 days)
     assert sum(md["sessions_after_evidence"] == 0 for md in cognitive.values()) == 33
     axes = {a.key: a for a in RECORD.analysis_axes}
-    assert list(axes) == ["gap_days", "sessions_after_evidence", "turns_after_evidence"]
+    assert list(axes) == [
+        "gap_days",
+        "sessions_after_evidence",
+        "turns_after_evidence",
+        "tokens_after_evidence",
+    ]
     by_bucket = Counter(bucket(axes["gap_days"], md["gap_days"]) for md in cognitive.values())
     assert by_bucket == {
         "0–6": 15,
