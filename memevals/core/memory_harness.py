@@ -69,6 +69,12 @@ RETURNED_KEY = "memory_returned"  # items the system returned (before the cut)
 CUT_KEY = "memory_cut"
 INGEST_KEY = "memory_ingest"
 CONTEXT_TOKENS_KEY = "memory_context_tokens"
+#: The retrieved items with their text, for reading a sample (memevals-report's question view):
+#: the first RESULTS_LOGGED, each {"text", "ids", "score"}, the text cut to RESULT_CHARS
+#: characters ("chars" then gives its whole length). Bounded so a log stays small.
+RESULTS_KEY = "memory_results"
+RESULTS_LOGGED = 10
+RESULT_CHARS = 500
 #: The percentiles of retrieval latency every report gives.
 LATENCY_PERCENTILES: tuple[int, ...] = (50, 95, 99)
 
@@ -79,6 +85,9 @@ __all__ = [
     "ITEMS_KEY",
     "LATENCY_KEY",
     "LATENCY_PERCENTILES",
+    "RESULTS_KEY",
+    "RESULTS_LOGGED",
+    "RESULT_CHARS",
     "RETURNED_KEY",
     "IngestRecord",
     "MemoryRun",
@@ -89,6 +98,7 @@ __all__ = [
     "empty_retrievals",
     "ingest_totals",
     "latency_percentiles",
+    "logged_results",
 ]
 
 
@@ -124,6 +134,31 @@ class Retrieval:
     cut: int
     latency_s: float
     ingest: IngestRecord
+
+
+def logged_results(items: Sequence[MemoryItem]) -> list[dict[str, Any]]:
+    """The retrieved items as a sample logs them (`RESULTS_KEY`): the first `RESULTS_LOGGED`,
+    each its text (cut to `RESULT_CHARS` characters, `chars` then giving the whole length),
+    the ids it cites and its score.
+
+    Args:
+        items: the retrieval's items, best first.
+
+    Returns:
+        One dict per logged item.
+    """
+    out: list[dict[str, Any]] = []
+    for item in items[:RESULTS_LOGGED]:
+        entry: dict[str, Any] = {
+            "text": item.text[:RESULT_CHARS],
+            "ids": list(item.source_ids),
+            # a system may score with numpy floats, which JSON cannot write
+            "score": None if item.score is None else float(item.score),
+        }
+        if len(item.text) > RESULT_CHARS:
+            entry["chars"] = len(item.text)
+        out.append(entry)
+    return out
 
 
 def latency_percentiles(latencies: Sequence[float]) -> dict[str, float]:
@@ -534,6 +569,7 @@ class MemorySubject:
             CUT_KEY: retrieval.cut,
             INGEST_KEY: retrieval.ingest.as_dict(),
             CONTEXT_TOKENS_KEY: context_tokens,
+            RESULTS_KEY: logged_results(retrieval.items),
             "prompt_tokens": prompt_tokens,
         }
         return dataclasses.replace(item, system=system, user=user, metadata=metadata)

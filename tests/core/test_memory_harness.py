@@ -369,3 +369,28 @@ def test_system_choice_builds_the_system_with_its_k() -> None:
     assert not system_choice(MemoryOptions(memory="bm25", memory_cache=False), 5).cache
     with pytest.raises(ValueError, match="top_k must be an integer >= 1"):
         system_choice(MemoryOptions(memory="bm25", top_k=0), 5)
+
+
+def test_logged_results_keep_the_first_items_with_their_text_cut() -> None:
+    """A sample logs the text of what its system returned (memevals-report's question view),
+    bounded: the first RESULTS_LOGGED items, each cut to RESULT_CHARS characters with its whole
+    length beside it, the cited ids and the score (a numpy score as a plain float)."""
+    import numpy as np
+
+    from memevals.core.memory_harness import RESULT_CHARS, RESULTS_LOGGED, logged_results
+
+    long_text = "x" * (RESULT_CHARS + 100)
+    items = [
+        MemoryItem(long_text, ("D1:1", "D1:2"), score=np.float32(0.5)),
+        *(MemoryItem(f"fact {i}", (f"D2:{i}",)) for i in range(12)),
+    ]
+    logged = logged_results(items)
+    assert (RESULTS_LOGGED, RESULT_CHARS) == (10, 500)
+    assert len(logged) == RESULTS_LOGGED
+    assert logged[0] == {"text": "x" * RESULT_CHARS, "ids": ["D1:1", "D1:2"], "score": 0.5,
+                         "chars": RESULT_CHARS + 100}  # fmt: skip
+    assert type(logged[0]["score"]) is float
+    assert logged[1] == {"text": "fact 0", "ids": ["D2:0"], "score": None}
+    assert logged[-1]["text"] == "fact 8"
+    json.dumps(logged)  # what lm-eval writes into its documents
+    assert logged_results([]) == []
