@@ -26,7 +26,7 @@ from memevals.core.judge import (
 
 JUDGE_CRITERIA = judge_criteria()
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 INJECTIONS = json.loads((FIXTURES / "judge_injections.json").read_text(encoding="utf-8"))
 
 #: A complete input for each criterion (every field the criterion can show).

@@ -27,7 +27,7 @@ from memevals.benchmarks.locomo.scoring import criterion_for_locomo
 from memevals.core.judge import COMPARISON_CRITERIA, criterion_spec, criterion_under
 from memevals.inspect_tasks.judge_check import judge_check, judge_check_metrics
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).resolve().parents[1]
 CATEGORY_SIZES = {"single_hop": 841, "multi_hop": 282, "temporal": 321, "open_domain": 96}
 LIMIT = 45  # 15 questions x 3 candidates
 
@@ -280,7 +280,7 @@ def test_cli_with_the_scripted_exact_grader(
     res = subprocess.run(
         [
             sys.executable,
-            str(TESTS / "scripted_judge.py"),
+            str(TESTS / "support" / "scripted_judge.py"),
             "eval",
             "memevals/judge_check",
             "-T",

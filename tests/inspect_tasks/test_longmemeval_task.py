@@ -25,7 +25,7 @@ from memevals.inspect_tasks.longmemeval import (
     longmemeval_temporal_reasoning,
 )
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "fixtures"
 # these tests check our own prompts and judge (protocol=memevals; tests/benchmarks/longmemeval
 # checks the official protocol)
@@ -283,7 +283,7 @@ def test_real_cli_all_variants(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     cmd = [
         sys.executable,
-        str(TESTS / "longmemeval_grader.py"),
+        str(TESTS / "support" / "longmemeval_grader.py"),
         "eval",
         "memevals/longmemeval",
         "memevals/longmemeval_oracle",

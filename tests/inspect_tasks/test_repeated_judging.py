@@ -25,7 +25,7 @@ from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 from memevals.core.agreement import fleiss_kappa, repeated_agreement
 from memevals.inspect_tasks.judge import llm_judge, majority_label
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).resolve().parents[1]
 GARBLED = "I would say it is mostly right."  # no JSON object: an unreadable verdict
 
 FACTUAL = {"criterion": "factual", "question": "Q?", "reference": "gold"}
@@ -263,7 +263,7 @@ def test_locomo_task_option_and_rejudging_with_inspect_score(
 
     cli = subprocess.run(
         [
-            sys.executable, str(TESTS / "scripted_judge.py"), "score", logs[0].location,
+            sys.executable, str(TESTS / "support" / "scripted_judge.py"), "score", logs[0].location,
             "--scorer", "memevals/llm_judge", "-S", "judge_runs=3",
             "--model-role", "grader=scripted/strict", "--action", "overwrite",
             "--output-file", str(tmp_path / "rejudged.eval"), "--display", "none",

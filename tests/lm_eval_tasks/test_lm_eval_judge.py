@@ -1,7 +1,8 @@
 """`python -m memevals.tools.judge`: lm-eval --log_samples output judged by the memevals LLM judge.
 
 The samples files are written by lm-eval's own EvaluationTracker (the code its CLI uses), the
-grader is scripted (tests/scripted_judge.py rules), and the verdicts and aggregate tables must
+grader is scripted (tests/support/scripted_judge.py rules), and the verdicts and aggregate tables
+must
 equal those of the Inspect task judging the same replies with the same grader.
 """
 
@@ -32,7 +33,7 @@ from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
 from memevals.tools.judge import SamplesError, judge_samples
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 UNREADABLE = "zzz"  # a reply containing this gets an unreadable verdict (-> unscored)
 
@@ -271,7 +272,7 @@ def test_cli_with_a_scripted_grader(data_dir: Path, tmp_path: Path) -> None:
         "from memevals.tools.judge import main; sys.exit(main(sys.argv[2:]))"
     )
     cmd = [
-        sys.executable, "-c", code, str(REPO / "tests"), str(run_dir),
+        sys.executable, "-c", code, str(REPO / "tests" / "support"), str(run_dir),
         "--grader", "scripted/strict", "--log-dir", str(tmp_path / "logs"), "--no-cache",
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), timeout=600)

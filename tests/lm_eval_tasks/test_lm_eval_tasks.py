@@ -25,7 +25,7 @@ from memevals.lm_eval_tasks.locomo_event_summary.utils import event_summary_docs
 from memevals.lm_eval_tasks.longmemeval.utils import longmemeval_docs
 from memevals.scorers import locomo_f1
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 
 LOCOMO_CATEGORIES = ["single_hop", "multi_hop", "temporal", "open_domain", "adversarial"]

@@ -79,7 +79,7 @@ def test_mem0_on_locomo_limit_20(tmp_path: Path) -> None:
     assert "test-key" not in json.dumps(log.eval.metadata)
 
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_mem0_on_the_longmemeval_fixture(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """`memory=mem0` for real: mem0ai 2.2.1 with the local MiniLM embedder and embedded qdrant,
-its LLM a deterministic chat-completions server on 127.0.0.1 (tests/loopback_openai.py).
+its LLM a deterministic chat-completions server on 127.0.0.1 (tests/support/loopback_openai.py).
 
 The server extracts one fact per turn, so the counts are exact: one LLM call per `add`, one
 memory per turn, each citing its turn. Nothing may leave the machine: every test runs with a

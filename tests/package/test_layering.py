@@ -46,7 +46,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "memevals"
 
 FRAMEWORKS = ("inspect_ai", "lm_eval", "datasets")

@@ -27,7 +27,7 @@ from memevals.inspect_tasks.longmemeval import longmemeval
 from memevals.scorers import locomo_f1
 from memevals.tools.compare import load_rows, main, markdown_tables
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CATS = ["single_hop", "multi_hop", "temporal", "open_domain", "adversarial"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -95,7 +95,8 @@ def _expected_f1(samples: list[Sample], answer: Answerer) -> dict[str, list[floa
 
 
 def _expected_judge(samples: list[Sample], answer: Answerer, mode: str) -> dict[str, list[float]]:
-    """The scripted judge's rule (tests/scripted_judge.py), applied to the mapped prediction."""
+    """The scripted judge's rule (tests/support/scripted_judge.py), applied to the mapped
+    prediction."""
     out: dict[str, list[float]] = {c: [] for c in CATS}
     for s in samples:
         md = s.metadata or {}

@@ -39,7 +39,7 @@ from memevals.tools.paired import (
     main,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 WRONG = "xyzzy plugh"
@@ -332,7 +332,8 @@ def test_real_inspect_cli_logs(data_dir: Path, tmp_path: Path) -> None:
     replies = {str(s.metadata["question"]): str(s.target) for s in first}  # type: ignore[index]
     (tmp_path / "replies.json").write_text(json.dumps(replies), encoding="utf-8")
     script = tmp_path / "table_provider.py"
-    script.write_text(_INSPECT_TABLE_PROVIDER.format(tests=str(TESTS)), encoding="utf-8")
+    provider = _INSPECT_TABLE_PROVIDER.format(tests=str(TESTS / "support"))
+    script.write_text(provider, encoding="utf-8")
     env = {"PAIRED_REPLIES": str(tmp_path / "replies.json")}
     for model, folder in (("mockllm/model", "a"), ("table/model", "b")):
         args = ["eval", "memevals/locomo", "-T", "context=none", "--model", model]

@@ -15,8 +15,8 @@ from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.core.memory_options import MemoryOptions
 
-TESTS = Path(__file__).resolve().parent
-sys.path.insert(0, str(TESTS))
+TESTS = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TESTS / "support"))
 
 pytest.importorskip("bm25s", reason="needs the [rag] extra")
 

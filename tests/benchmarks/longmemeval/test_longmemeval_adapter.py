@@ -26,7 +26,7 @@ from memevals.benchmarks.longmemeval.data import (
 )
 from memevals.core.files import DataError
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 LME = FIXTURES / "longmemeval"
 
 

@@ -32,7 +32,7 @@ from memevals.core.prompt_item import PromptItem
 from memevals.inspect_tasks.longmemeval import longmemeval
 from memevals.memory_systems.units import UnitIndex
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 S = {i.question_id: i for i in load_longmemeval("s", FIXTURES, verify_checksum=False)}
 #: The fields context=rag and memory=bm25 must agree on, sample by sample.
 SAME = (

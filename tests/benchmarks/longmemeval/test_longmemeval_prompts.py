@@ -27,7 +27,7 @@ from memevals.benchmarks.longmemeval.prompts import (
 from memevals.benchmarks.longmemeval.samples import build_item, in_categories, parse_categories
 from memevals.core.tokens import get_token_counter
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def instances(variant: str) -> dict[str, Instance]:

@@ -26,7 +26,7 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import MemoryUnit
 from memevals.inspect_tasks.longmemeval import longmemeval
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 S = {i.question_id: i for i in load_longmemeval("s", FIXTURES, verify_checksum=False)}
 
 

@@ -14,7 +14,7 @@ from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, build, o
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.tokens import get_token_counter
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FX: dict[str, Any] = {"data_dir": str(FIXTURES), "verify_checksum": False}
 
 

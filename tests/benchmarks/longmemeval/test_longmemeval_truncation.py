@@ -29,7 +29,7 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.longmemeval import longmemeval
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[2]
 FIXTURES = TESTS / "fixtures"
 # these tests check our own prompts and judge (protocol=memevals; tests/benchmarks/longmemeval
 # checks the official protocol)
@@ -244,7 +244,7 @@ def test_real_cli_truncated_m(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     cmd = [
         sys.executable,
-        str(TESTS / "longmemeval_grader.py"),
+        str(TESTS / "support" / "longmemeval_grader.py"),
         "eval",
         "memevals/longmemeval_m",
         "-T",
