@@ -76,6 +76,32 @@ INSPECT_CASES: list[tuple[str, dict[str, Any]]] = [
     ("locomo_dialogue", {"context": "rag", "turns_per_conversation": 5, "bertscore": False}),
 ]
 
+# Issue 30 pins the official protocol (the default) and BEAM too, before the redesign moves
+# anything: the protocol shows in these cases' keys.
+OFFICIAL = {"protocol": "official"}
+BEAM = {"protocol": "official", "size": "100K"}
+INSPECT_CASES += [
+    ("locomo", OFFICIAL),
+    ("locomo", {**OFFICIAL, "judge": True}),
+    ("locomo", {**OFFICIAL, "context": "rag"}),
+    ("locomo", {**OFFICIAL, "context": "none", "adversarial": "open"}),
+    ("locomo", {**OFFICIAL, "gold": "audited", "context": "oracle"}),
+    ("locomo_temporal", OFFICIAL),
+    ("locomo_plus", OFFICIAL),
+    ("locomo_plus_cognitive", OFFICIAL),
+    ("longmemeval", {**LME, **OFFICIAL, "variant": "s"}),
+    ("longmemeval", {**LME, **OFFICIAL, "variant": "oracle", "chain_of_note": True}),
+    ("longmemeval", {**LME, **OFFICIAL, "variant": "s", "context": "rag"}),
+    ("longmemeval_abstention", {**LME, **OFFICIAL}),
+    ("beam", BEAM),
+    ("beam", {**BEAM, "context": "rag"}),
+    ("beam", {**BEAM, "context": "none"}),
+    ("beam", {**BEAM, "protocol": "memevals"}),
+    ("beam", {**BEAM, "protocol": "memevals", "context": "truncated", "max_context_tokens": 4000}),
+    ("beam_event_ordering", BEAM),
+    ("beam_summarization", {**BEAM, "protocol": "memevals"}),
+]
+
 #: (lm-eval task or group, --metadata). Each row is one lm-eval task build.
 LM_EVAL_CASES: list[tuple[str, dict[str, Any]]] = [
     ("locomo", MEMEVALS),
@@ -91,6 +117,15 @@ LM_EVAL_CASES: list[tuple[str, dict[str, Any]]] = [
     ("longmemeval_s_abstention", LME),
     ("locomo_event_summary", {}),
     ("locomo_dialogue", {"context": "session"}),
+    ("locomo", OFFICIAL),
+    ("locomo", {**OFFICIAL, "context": "rag"}),
+    ("locomo_temporal", OFFICIAL),
+    ("locomo_plus", OFFICIAL),
+    ("longmemeval_s", {**LME, **OFFICIAL}),
+    ("longmemeval_oracle", {**LME, **OFFICIAL}),
+    ("beam", BEAM),
+    ("beam", {**BEAM, "protocol": "memevals"}),
+    ("beam_knowledge_update", {**BEAM, "context": "none"}),
 ]
 
 
@@ -103,7 +138,10 @@ def _digest(rows: Iterator[Any]) -> str:
 
 
 def case_key(name: str, options: Mapping[str, Any]) -> str:
-    shown = {k: v for k, v in options.items() if k not in LME}
+    # the official protocol shows in the key (the first cases were all of protocol=memevals)
+    shown = {
+        k: v for k, v in options.items() if k not in LME or (k == "protocol" and v != "memevals")
+    }
     return f"{name} {json.dumps(shown, sort_keys=True)}"
 
 
@@ -183,6 +221,7 @@ def lm_eval_fingerprint(name: str, options: Mapping[str, Any]) -> dict[str, Any]
             # depends on it.
             md.pop("sessions_after_evidence", None)
             md.pop("turns_after_evidence", None)
+            md.pop("tokens_after_evidence", None)
             # Issue 29: LongMemEval's sessions after the answer session and, outside truncated
             # mode (which always logged it), its history tokens; no prompt depends on them.
             md.pop("sessions_after_answer", None)
