@@ -15,7 +15,9 @@ import inspect
 import json
 import logging
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import TracebackType
 from typing import Any, TypeVar
 
 from datasets import Dataset, DatasetDict
@@ -37,6 +39,7 @@ from memevals.core.tokens import get_token_counter
 __all__ = [
     "CLUSTERED",
     "LM_EVAL_KEYS",
+    "USER_ERRORS",
     "OptionError",
     "as_bool",
     "as_int",
@@ -50,6 +53,7 @@ __all__ = [
     "prompt_tokens_of",
     "shared_defaults",
     "to_docs",
+    "user_errors_in_one_line",
     "with_clusters",
     "with_memory",
 ]
@@ -64,6 +68,46 @@ LM_EVAL_KEYS = frozenset({"version", "config_source", "_metadata"})
 
 class OptionError(ValueError):
     """A `--metadata` option is misspelt or has a bad value."""
+
+
+#: The errors of a user's options, data or memory endpoint that stop lm-eval while it builds a
+#: task's documents (as Inspect's tasks refuse them before any sample): each message names the
+#: option and its fix.
+USER_ERRORS: tuple[type[Exception], ...] = (OptionError, MemorySystemError)
+_ONE_LINE_MARK = "_memevals_user_errors_in_one_line"
+
+
+def user_errors_in_one_line() -> None:
+    """Make lm-eval's command line end on a user error with its message alone, not a traceback.
+
+    lm-eval builds the documents (`custom_dataset`) inside its own task loading, which lets any
+    error through to the interpreter: a bad option or an unreachable memory endpoint would end
+    in lm-eval's traceback above our message. A USER_ERRORS error that reaches the top of the
+    process is printed as `Error: <message>` on stderr instead (exit status 1, as for any
+    uncaught error); with `--verbosity DEBUG` the traceback is printed as before. Every other
+    error, and every caller that catches these (the tests, the tools), sees Python's behaviour
+    unchanged. Idempotent.
+    """
+    previous = sys.excepthook
+    if getattr(previous, _ONE_LINE_MARK, False):
+        return
+
+    def excepthook(
+        kind: type[BaseException], exc: BaseException, tb: TracebackType | None
+    ) -> None:
+        if not issubclass(kind, USER_ERRORS) or logging.getLogger("lm_eval").isEnabledFor(
+            logging.DEBUG
+        ):
+            previous(kind, exc, tb)
+            return
+        print(f"Error: {exc}", file=sys.stderr)
+
+    setattr(excepthook, _ONE_LINE_MARK, True)
+    sys.excepthook = excepthook
+
+
+# Installed when lm-eval loads any memevals task (every task's utils.py imports this module).
+user_errors_in_one_line()
 
 
 def shared_defaults(*names: str) -> dict[str, Any]:

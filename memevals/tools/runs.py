@@ -361,6 +361,18 @@ def _spec(record: Benchmark | None, scorer: str) -> ScoreSpec | None:
     return record.score(scorer) if record is not None else None
 
 
+def _appended(record: Benchmark | None, scorer: str) -> tuple[ScoreSpec | None, str]:
+    """(the declared score, the suffix) of a scorer Inspect renamed to keep it unique: a second
+    `llm_judge` (`inspect score --action append`) is logged as `llm_judge1`, and its results
+    as `judge1`. (None, "") for any other name."""
+    bare = scorer.rsplit("/", 1)[-1]
+    base = bare.rstrip("0123456789")
+    if base == bare or _spec(record, bare) is not None:
+        return None, ""
+    spec = _spec(record, base)
+    return (spec, bare[len(base) :]) if spec is not None else (None, "")
+
+
 def _spec_by_label(record: Benchmark | None, label: str) -> ScoreSpec | None:
     if record is None:
         return None
@@ -577,10 +589,16 @@ class _ScoreReader:
     def named(self, scorer: str, value: Any) -> tuple[dict[str, float], dict[str, int]]:
         """(name -> number, flag -> 0/1) of one scorer's value."""
         bare = scorer.rsplit("/", 1)[-1]
-        spec = _spec(self.record, bare)
+        spec, suffix = _appended(self.record, bare)  # a re-judge appended to the log
+        spec = spec or _spec(self.record, bare)
         kind = spec.kind if spec else None
         label = spec.label if spec else bare
-        items = value.items() if isinstance(value, Mapping) else [(label, value)]
+        # an appended score is named as Inspect's results name it: a plain one by its scorer
+        # (`locomo_f1_scorer1`), a dict-valued one's keys with the scorer's suffix (`judge1`)
+        if not isinstance(value, Mapping):
+            items, suffix = [(bare if suffix else label, value)], ""
+        else:
+            items = list(value.items())
         out: dict[str, float] = {}
         flags: dict[str, int] = {}
         for key, raw in items:
@@ -590,8 +608,8 @@ class _ScoreReader:
             if key in self.flag_keys:
                 flags[str(key)] = int(number) if math.isfinite(number) else 0
                 continue
-            out[str(key)] = number
-            self.kinds.setdefault(str(key), kind)
+            out[f"{key}{suffix}"] = number
+            self.kinds.setdefault(f"{key}{suffix}", kind)
         return out, flags
 
     def inspect_scores(

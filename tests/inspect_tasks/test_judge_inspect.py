@@ -29,7 +29,7 @@ from memevals.inspect_tasks.locomo import locomo
 
 JUDGE_CRITERIA = judge_criteria()
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
 INJECTIONS = json.loads((TESTS / "fixtures" / "judge_injections.json").read_text("utf-8"))
 
@@ -371,7 +371,7 @@ def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: 
     cli = subprocess.run(
         [
             sys.executable,
-            str(TESTS / "scripted_judge.py"),
+            str(TESTS / "support" / "scripted_judge.py"),
             "score",
             log_a.location,
             "--scorer",
@@ -398,10 +398,12 @@ def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: 
     assert [lenient[it.id].metadata["label"] for it in items] == [
         "correct", "correct", "wrong", "correct", "correct", "wrong", "correct", "wrong"
     ]  # fmt: skip
+    # the appended judge's results carry its scorer's suffix: every name is unique
     assert {(s.name, s.scorer) for s in rejudged.results.scores} >= {  # type: ignore[union-attr]
         ("locomo_f1_scorer", "locomo_f1_scorer"),
         ("judge", "llm_judge"),
-        ("judge", "llm_judge1"),
+        ("judge1", "llm_judge1"),
+        ("unscored1", "llm_judge1"),
     }
 
     def agreement(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,5 +1,6 @@
 """Every task's first Inspect screen (issue 28, point 7): its headline first, at most 12 rows
-per score, no NaN, names unique and uncut as Inspect lays them out, counts integral.
+per score, no NaN, names unique and uncut as Inspect lays them out, counts integral and
+drawn as integers (`4`, not Inspect's `4.000`).
 
 One `eval` of every task (mockllm as the model and as the grader, a few samples each, offline);
 the assertions read the logs' results, and Inspect's own renderer of the closing summary draws
@@ -12,6 +13,7 @@ are checked with the rest.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,25 +35,42 @@ LME: dict[str, Any] = {"data_dir": str(FIXTURES), "verify_checksum": False, "var
 WIDTH = 150
 LIMIT = 4
 
-#: run name -> (task, the first metric of its first score: the headline)
-RUNS: dict[str, tuple[Any, str | None]] = {
-    "locomo": (lambda d: locomo(data_dir=d), "mean"),
-    "locomo judge": (lambda d: locomo(judge=True, data_dir=d), "mean"),
-    "locomo rag": (lambda d: locomo(context="rag", top_k=5, data_dir=d), "mean"),
-    "locomo_plus": (lambda d: locomo_plus(data_dir=d), "mean"),
-    "locomo_plus memevals": (lambda d: locomo_plus(protocol="memevals", data_dir=d), "mean"),
-    "longmemeval": (lambda d: longmemeval(**LME), "overall_accuracy"),
-    "longmemeval memevals": (lambda d: longmemeval(protocol="memevals", **LME), None),
-    "beam": (lambda d: beam(data_dir=d), None),
-    "judge_check": (lambda d: judge_check(data_dir=d), None),
+#: run name -> (task, its first score, that score's first metric: the headline). The headline
+#: metric is None where mockllm leaves the first score without a scored sample.
+RUNS: dict[str, tuple[Any, str, str | None]] = {
+    "locomo": (lambda d: locomo(data_dir=d), "locomo_f1_scorer", "mean"),
+    "locomo judge": (lambda d: locomo(judge=True, data_dir=d), "locomo_f1_scorer", "mean"),
+    "locomo rag": (
+        lambda d: locomo(context="rag", top_k=5, data_dir=d),
+        "locomo_f1_scorer",
+        "mean",
+    ),
+    # the judge is LoCoMo-Plus's headline, so it leads; F1 follows
+    "locomo_plus": (lambda d: locomo_plus(data_dir=d), "judge", "mean"),
+    "locomo_plus memevals": (
+        lambda d: locomo_plus(protocol="memevals", data_dir=d),
+        "judge",
+        None,
+    ),
+    "longmemeval": (lambda d: longmemeval(**LME), "judge", "overall_accuracy"),
+    "longmemeval memevals": (lambda d: longmemeval(protocol="memevals", **LME), "judge", None),
+    "beam": (lambda d: beam(data_dir=d), "beam", None),
+    "judge_check": (lambda d: judge_check(data_dir=d), "judge_check_scorer", None),
     "locomo_event_summary": (
         lambda d: locomo_event_summary(reference_facts="events", sessions=1, data_dir=d),
-        None,
+        "rouge1",
+        "mean",
     ),
 }
 #: Runs whose judge gets no readable verdict from mockllm: the first score's rows are the ones
 #: left (its judge score shows none), so the headline is checked where it is defined.
-ALL_UNSCORED = {"longmemeval memevals", "beam", "judge_check", "locomo_event_summary"}
+ALL_UNSCORED = {
+    "locomo_plus memevals",
+    "longmemeval memevals",
+    "beam",
+    "judge_check",
+    "locomo_event_summary",
+}
 
 
 def _rendered(scores: list[EvalScore]) -> list[str]:
@@ -67,7 +86,7 @@ def _rendered(scores: list[EvalScore]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def logs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, EvalLog]:
-    tasks: list[Task] = [build(str(data_dir)) for build, _ in RUNS.values()]
+    tasks: list[Task] = [build(str(data_dir)) for build, _, _ in RUNS.values()]
     grader = get_model(
         "mockllm/model",
         custom_outputs=[ModelOutput.from_content("mockllm/model", "no verdict here")] * 10_000,
@@ -93,7 +112,8 @@ def test_first_screen(logs: dict[str, EvalLog], name: str) -> None:
     log = logs[name]
     assert log.results is not None
     scores = log.results.scores
-    headline = RUNS[name][1]
+    _, first, headline = RUNS[name]
+    assert scores[0].name == first
     if headline is not None:
         assert next(iter(scores[0].metrics)) == headline
     for score in scores:
@@ -108,6 +128,12 @@ def test_first_screen(logs: dict[str, EvalLog], name: str) -> None:
     assert len(set(names)) == len(names), names
     text = _rendered(scores)
     assert not any("nan" in line.split() for line in text), text
+    # a count prints as an integer (`4`), not in Inspect's float format (`4.000`)
+    for score in scores:
+        for key, m in score.metrics.items():
+            if m.name.rsplit("/", 1)[-1] in ("count", "total"):
+                drawn = rf"\b{re.escape(key)} +{int(m.value)}(?![.\d])"
+                assert any(re.search(drawn, line) for line in text), (key, text)
     assert not any("…" in line for line in text), "\n".join(text)
     for score in scores:  # each score's names, as drawn, are distinct
         assert len(set(score.metrics)) == len(score.metrics)

@@ -47,12 +47,13 @@ def test_the_scorers_come_from_the_thin_module() -> None:
         scorers = posthoc_scorers(records()[benchmark], logged, None, 1)
         return [registry_info(s).name.rsplit("/", 1)[-1] for s in scorers]
 
-    # as the Inspect tasks judge: F1 and the judge; LoCoMo-Plus's F1 only with a LoCoMo question
+    # as the Inspect tasks judge: F1 and the judge; LoCoMo-Plus's judge (its headline) first,
+    # its F1 only with a LoCoMo question
     assert names("locomo", {}) == ["locomo_f1_scorer", "llm_judge"]
     assert names("locomo_plus", {"category": "cognitive"}) == ["locomo_plus_judge"]
     assert names("locomo_plus", {"category": "cognitive"}, {"category": "temporal"}) == [
-        "locomo_plus_f1",
         "locomo_plus_judge",
+        "locomo_plus_f1",
     ]
     assert names("longmemeval", {}) == ["longmemeval_judge"]
     summary = records()["locomo_event_summary"]
