@@ -15,12 +15,17 @@ task and README. This module names no benchmark and imports no framework.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import types
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
+from memevals.core import protocol as _protocol
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import DEFAULT_EMBEDDING_MODEL, RETRIEVERS
 from memevals.core.tokens import TOKEN_COUNTERS
 
@@ -36,6 +41,7 @@ __all__ = [
     "checked_value",
     "declared",
     "format_default",
+    "options_from",
     "protocol_fix",
     "render_help",
     "shared_options",
@@ -48,8 +54,8 @@ GROUPS = ("context", "memory", "judge", "protocol", "report")
 
 #: `protocol=official`: the benchmark's published prompts and settings, read from the pinned
 #: upstream files; `protocol=memevals`: memevals' own prompts and settings.
-PROTOCOLS: tuple[str, ...] = ("official", "memevals")
-DEFAULT_PROTOCOL = "official"
+PROTOCOLS: tuple[str, ...] = _protocol.NAMES
+DEFAULT_PROTOCOL = _protocol.DEFAULT.name
 
 #: `uncertainty=default`: per score the mean, the clustered standard error and its 95 %
 #: interval, and the per-category means; `full` adds the naive standard error and every
@@ -344,33 +350,119 @@ def checked_value(name: str, value: object, allowed: Sequence[str] | None = None
 
 
 def checked_protocol(value: object) -> str:
-    """The `protocol` value, checked (official or memevals).
+    """The `protocol` value, checked (official or memevals) by memevals.core.protocol.resolve.
 
     Args:
-        value: the value given.
+        value: the value given (a name or a Protocol).
 
     Returns:
-        It, as a str.
+        Its name.
     """
-    return checked_value("protocol", value)
+    try:
+        return _protocol.resolve(value).name
+    except _protocol.ProtocolError as exc:
+        raise OptionValueError(str(exc)) from exc
 
 
-def protocol_fix(protocol: str, *, lm_eval: bool = True) -> str:
-    """How a user asks for `protocol`, for the end of a message refusing an option under the
-    other one (so the message names its fix in each framework that can show it).
+def protocol_fix(protocol: object, *, lm_eval: bool = True) -> str:
+    """How a user asks for `protocol` (memevals.core.protocol.Protocol.fix).
 
     Args:
-        protocol: the protocol the option needs (official or memevals).
+        protocol: the protocol the option needs (a Protocol or its name).
         lm_eval: also name lm-eval's spelling (false for a message only Inspect shows).
 
     Returns:
         E.g. `add -T protocol=memevals (lm-eval: --metadata '{"protocol": "memevals"}')`.
     """
-    protocol = checked_protocol(protocol)
-    if protocol == DEFAULT_PROTOCOL:
-        text = f"use -T protocol={protocol} (the default: leave protocol out)"
-    else:
-        text = f"add -T protocol={protocol}"
-    if lm_eval:
-        text += f" (lm-eval: --metadata '{{\"protocol\": \"{protocol}\"}}')"
-    return text
+    return _protocol.resolve(protocol).fix(lm_eval=lm_eval)
+
+
+# ---------------------------------------------------------------------------------------------
+# One options path: a benchmark's options class from Inspect's -T mapping or lm-eval's
+# --metadata alike
+
+OptionsT = TypeVar("OptionsT")
+
+#: Keys lm-eval itself puts into the metadata it passes to a task's dataset function.
+LM_EVAL_OWN_KEYS = frozenset({"version", "config_source", "_metadata"})
+
+
+def _coerce(where: str, name: str, hint: Any, value: Any) -> Any:
+    """`value` as the field's type wants it: a Protocol resolved from its name, a bool or an
+    int from lm-eval's string spelling; anything else as given."""
+    if value is None:
+        return None
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    if _protocol.Protocol in args:
+        try:
+            return _protocol.resolve(value)
+        except _protocol.ProtocolError as exc:
+            raise OptionValueError(f"{where}: {exc}") from exc
+    if bool in args and isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("true", "1", "yes", "false", "0", "no"):
+            return low in ("true", "1", "yes")
+        raise OptionValueError(f"{where}: option {name!r} must be true or false, got {value!r}")
+    if int in args and bool not in args and isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            raise OptionValueError(
+                f"{where}: option {name!r} must be a whole number, got {value!r}"
+            ) from None
+    return value
+
+
+def options_from(
+    cls: type[OptionsT],
+    values: Mapping[str, Any],
+    *,
+    where: str,
+    strict: bool = True,
+    aliases: Mapping[str, str] | None = None,
+) -> OptionsT:
+    """A benchmark's options (a dataclass) from a mapping of option values: Inspect's `-T`
+    arguments (a task's `locals()`) or lm-eval's `--metadata`, with the class's one set of
+    defaults for what is not given.
+
+    A field typed `MemoryOptions` is built from the same mapping (the memory knobs carry their
+    own names); a field typed `Protocol` is resolved from its name. A key that is no field is
+    an error naming the closest one; with `strict=False` (lm-eval, which merges the model's
+    arguments into the metadata) only a key that looks like a misspelt field is.
+
+    Args:
+        cls: the options dataclass.
+        values: option name -> value.
+        where: what the values configure, for messages (e.g. the task's name).
+        strict: refuse every unknown key (Inspect) or only near-misses (lm-eval).
+        aliases: given key -> field name (e.g. lm-eval's `choice_seed` for `seed`).
+
+    Returns:
+        The options.
+    """
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not an options dataclass")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls) if f.init]
+    memory_field = next((n for n in names if hints.get(n) is MemoryOptions), None)
+    known = set(names) | set(aliases or {})
+    if memory_field is not None:
+        known = (known - {memory_field}) | set(MemoryOptions.names())
+    given = {(aliases or {}).get(k, k): v for k, v in values.items()}
+    for key in values:
+        if key in known or key in LM_EVAL_OWN_KEYS:
+            continue
+        cutoff = 0.6 if strict else 0.8
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=cutoff)
+        if strict or close:
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise OptionValueError(
+                f"{where}: {key!r} is not an option{hint}; options: {', '.join(sorted(known))}"
+            )
+    kwargs: dict[str, Any] = {}
+    for name in names:
+        if name == memory_field:
+            kwargs[name] = MemoryOptions.from_mapping(given)
+        elif name in given:
+            kwargs[name] = _coerce(where, name, hints.get(name), given[name])
+    return cls(**kwargs)

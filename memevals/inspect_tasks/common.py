@@ -18,11 +18,18 @@ from typing import Any, TypeVar, cast, overload
 import rich
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+)
 from inspect_ai.scorer import (
     Metric,
     MetricProtocol,
     SampleScore,
+    Scorer,
     Value,
     ci,
     ci_wilson,
@@ -35,6 +42,7 @@ from inspect_ai.util import registry_info
 from rich.markup import escape
 
 from memevals.benchmarks import record_for_task
+from memevals.core.build import Build
 from memevals.core.memory_system import MemorySystemError
 from memevals.core.options import Option, checked_value, render_help, shared_options
 from memevals.core.prompt_item import PromptItem
@@ -53,6 +61,7 @@ __all__ = [
     "ci_lower",
     "ci_upper",
     "count",
+    "declared_tasks",
     "fixed_param_task",
     "full_uncertainty",
     "mark_uncertainty",
@@ -60,6 +69,7 @@ __all__ = [
     "option_docs",
     "stderr_clustered",
     "stderr_naive",
+    "task_from_build",
     "task_options",
     "to_dataset",
     "to_sample",
@@ -82,10 +92,16 @@ logger = logging.getLogger(__name__)
 
 def to_sample(item: PromptItem) -> Sample:
     """The context goes into a system message (identical across a conversation's questions, so
-    provider prefix caches hit); the question goes into the user message."""
+    provider prefix caches hit), then any chat the item replays (`PromptItem.messages`), then
+    the question as the user message."""
     messages: list[ChatMessage] = []
     if item.system:
         messages.append(ChatMessageSystem(content=item.system))
+    for role, content in item.messages:
+        if role == "assistant":
+            messages.append(ChatMessageAssistant(content=content))
+        else:
+            messages.append(ChatMessageUser(content=content))
     messages.append(ChatMessageUser(content=item.user))
     return Sample(id=item.id, input=messages, target=item.target, metadata=dict(item.metadata))
 
@@ -97,6 +113,31 @@ def to_dataset(items: Iterable[PromptItem], name: str) -> MemoryDataset:
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ValueError(f"{name}: duplicate sample id {dup!r}")
     return MemoryDataset(samples, name=name, shuffled=False)
+
+
+def task_from_build(build: Build, scorers: Sequence[Scorer], *, name: str) -> Task:
+    """The Inspect task of one benchmark build: its items as the dataset, the memory system's
+    solvers when a run names one, the scorers, the reader's generation settings and the run's
+    log metadata, all from the build (its version is the record's, set at registration).
+
+    Args:
+        build: what the benchmark's `samples.build(options)` returned.
+        scorers: the task's scorers, its headline first.
+        name: the dataset's name when the build names none (the benchmark's).
+
+    Returns:
+        The Task.
+    """
+    from memevals.inspect_tasks.memory_system import solver_chain
+
+    generation = build.generation
+    return Task(
+        dataset=to_dataset(build.items, build.dataset or name),
+        solver=solver_chain(build.subject),
+        scorer=list(scorers),
+        config=GenerateConfig(max_tokens=generation.max_tokens, temperature=generation.temperature),
+        metadata=dict(build.metadata),
+    )
 
 
 def uncertainty_note(level: str) -> dict[str, str]:
@@ -362,6 +403,47 @@ def fixed_param_task(
     setattr(run, "__signature__", sig.replace(parameters=params))  # noqa: B010
     run.__annotations__ = {p.name: p.annotation for p in params} | {"return": Task}
     return _checked_task(run, name, fixed, _OPTION_DOCS.get(base_name))
+
+
+def _fixed_doc(title: str, base: str, fixed: Mapping[str, Any]) -> str:
+    category = fixed.get("categories")
+    if len(fixed) == 1 and isinstance(category, str) and "," not in category:
+        what = f"{category.replace('_', ' ')} questions only"
+    else:
+        what = ", ".join(f"{k}={v}" for k, v in fixed.items())
+    return f"{title}, {what}; every other option as `{base}` takes it."
+
+
+def declared_tasks(main: Callable[..., Task]) -> list[str]:
+    """Every Inspect task of `main`'s benchmark, as its record declares them: `main` itself and
+    each task that fixes some of its options (one per category, a variant, ...), made from
+    `main` by `fixed_param_task` and added to `main`'s module under its name. A thin module ends
+    with `__all_tasks__ = declared_tasks(<its task>)`, so no per-category task is written by
+    hand and eval.yaml stays the one place a task name is written.
+
+    Args:
+        main: the benchmark's registered task (its record's one task that fixes nothing).
+
+    Returns:
+        The task names, in the record's order (the module's `__all_tasks__`).
+    """
+    base = registry_info(main).name.rsplit("/", 1)[-1]
+    record = record_for_task(base)
+    if record is None:
+        raise TypeError(f"task {base!r}: no benchmark record declares it")
+    module = sys.modules[main.__module__]
+    names: list[str] = []
+    for spec in record.tasks:
+        if spec.fixed and getattr(module, spec.name, None) is None:
+            doc = _fixed_doc(record.title, base, spec.fixed)
+            setattr(module, spec.name, fixed_param_task(main, spec.name, dict(spec.fixed), doc))
+        elif not spec.fixed and spec.name != base:
+            raise TypeError(
+                f"benchmark {record.name}: task {spec.name!r} fixes no option, but its module's "
+                f"main task is {base!r} (eval.yaml names one task without fixed options)"
+            )
+        names.append(spec.name)
+    return names
 
 
 # ---------------------------------------------------------------------------------------------

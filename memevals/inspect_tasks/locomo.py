@@ -16,7 +16,7 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from memevals.benchmarks.locomo import samples
-from memevals.benchmarks.locomo.data import CATEGORY_NAMES, LOCOMO_FILE
+from memevals.benchmarks.locomo.data import LOCOMO_FILE
 from memevals.benchmarks.locomo.memory import CONTEXT_MODES, RETRIEVAL_UNITS
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import locomo_f1
@@ -26,7 +26,7 @@ from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem
 from memevals.inspect_tasks.common import (
     count,
-    fixed_param_task,
+    declared_tasks,
     memevals_task,
     to_dataset,
     uncertainty_metrics,
@@ -191,27 +191,7 @@ def locomo(
     )
 
 
-def _category_doc(name: str) -> str:
-    return f"LoCoMo QA, {name.replace('_', '-')} questions only, official F1."
-
-
-locomo_single_hop = fixed_param_task(
-    locomo, "locomo_single_hop", {"categories": "single_hop"}, _category_doc("single_hop")
-)
-locomo_multi_hop = fixed_param_task(
-    locomo, "locomo_multi_hop", {"categories": "multi_hop"}, _category_doc("multi_hop")
-)
-locomo_temporal = fixed_param_task(
-    locomo, "locomo_temporal", {"categories": "temporal"}, _category_doc("temporal")
-)
-locomo_open_domain = fixed_param_task(
-    locomo, "locomo_open_domain", {"categories": "open_domain"}, _category_doc("open_domain")
-)
-locomo_adversarial = fixed_param_task(
-    locomo, "locomo_adversarial", {"categories": "adversarial"}, _category_doc("adversarial")
-)
-
-__all_tasks__ = ["locomo"] + [f"locomo_{name}" for name in CATEGORY_NAMES.values()]
+__all_tasks__ = declared_tasks(locomo)
 
 
 def posthoc_scorers(
