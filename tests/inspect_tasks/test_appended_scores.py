@@ -1,0 +1,156 @@
+"""Re-judging a logged run with `inspect score --action append` (issue 28, point 7): every score
+name within the run's results is unique, the run screen shows the appended judge under its own
+name with its count drawn as an integer, and memevals-compare reads it under that name.
+
+One LoCoMo run judged by the strict scripted grader (in-process), then the real `inspect score`
+CLI appends the lenient grader's judge twice. The answers are the gold, the gold with a word
+added, and "I do not know" in turn, so the strict judge accepts 2 of 6 and the lenient one 4 of 6.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import scripted_judge  # noqa: F401  (registers the scripted/ graders in this process)
+from inspect_ai import eval
+from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
+
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.prompts import build_items
+from memevals.inspect_tasks.inspect_internals import appended_suffix
+from memevals.inspect_tasks.locomo import locomo
+
+TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
+N = 6
+
+
+def _answerer(items: list[Any]) -> Any:
+    replies = {
+        it.user: [it.target, f"{it.target} approximately", "I do not know"][k % 3]
+        for k, it in enumerate(items)
+    }
+
+    def answer(input: list[ChatMessage], tools: Any, tc: Any, config: GenerateConfig) -> Any:
+        return ModelOutput.from_content("mockllm", replies[input[-1].text])
+
+    return get_model("mockllm/model", custom_outputs=answer)
+
+
+def _append(log: str, out: Path, cwd: Path) -> str:
+    """`inspect score LOG --action append` with the lenient grader; returns its screen."""
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(TESTS / "support" / "scripted_judge.py"),
+            "score",
+            log,
+            "--scorer",
+            "memevals/llm_judge",
+            "--model-role",
+            "grader=scripted/lenient",
+            "--action",
+            "append",
+            "--output-file",
+            str(out),
+            "--display",
+            "plain",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+    )
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    return res.stdout
+
+
+def _results(log: EvalLog) -> list[tuple[str, str, dict[str, float]]]:
+    assert log.results is not None
+    return [
+        (s.name, s.scorer, {k: round(m.value, 6) for k, m in s.metrics.items()})
+        for s in log.results.scores
+    ]
+
+
+def test_appended_judges_have_unique_names_on_screen_and_in_compare(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    items = build_items(load_locomo(str(data_dir)), categories="temporal")[:N]
+    task = locomo(categories="temporal", context="none", judge=True, protocol="memevals")
+    [first] = eval(
+        task,
+        model=_answerer(items),
+        model_roles={"grader": get_model("scripted/strict")},
+        sample_id=[it.id for it in items],
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert first.status == "success", first.error
+
+    once, twice = tmp_path / "once.eval", tmp_path / "twice.eval"
+    screen_once = _append(first.location, once, tmp_path)
+    screen_twice = _append(str(once), twice, tmp_path)
+
+    judged = {"mean": round(2 / N, 6), "temporal": round(2 / N, 6)}
+    lenient = {"mean": round(4 / N, 6), "temporal": round(4 / N, 6)}
+    original = [
+        (name, scorer, metrics)
+        for name, scorer, metrics in _results(first)
+        if name in ("locomo_f1_scorer", "judge", "unscored")
+    ]
+    assert [(n, s) for n, s, _ in original] == [
+        ("locomo_f1_scorer", "locomo_f1_scorer"),
+        ("judge", "llm_judge"),
+        ("unscored", "llm_judge"),
+    ]
+    results = _results(read_eval_log(str(twice)))
+    names = [name for name, _, _ in results]
+    assert len(set(names)) == len(names), names
+    assert results[: len(_results(first))] == _results(first)  # the run's own scores kept
+    assert results[len(_results(first)) :] == [
+        ("judge1", "llm_judge1", lenient),
+        ("unscored1", "llm_judge1", {"count": 0}),
+        ("judge2", "llm_judge2", lenient),
+        ("unscored2", "llm_judge2", {"count": 0}),
+    ]
+    assert ("judge", "llm_judge", judged) in results
+
+    # the screens: the appended judge by its own name, its count an integer
+    for screen, new in ((screen_once, "1"), (screen_twice, "2")):
+        assert re.search(rf"\bjudge{new}\b", screen) and re.search(rf"\bunscored{new}\b", screen)
+        assert re.search(r"\bcount +0(?![.\d])", screen), screen
+        assert not re.search(r"\bcount +\d+\.\d", screen), screen
+
+    # memevals-compare reads each judge under the name the results give it
+    table = tmp_path / "compare.csv"
+    args = ["-m", "memevals.tools.compare", str(twice), "--csv", str(table), "--no-png"]
+    cmp = subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert cmp.returncode == 0, cmp.stderr[-3000:]
+    assert "#### judge1" in cmp.stdout and "#### judge2" in cmp.stdout
+    [row] = list(csv.DictReader(table.open(encoding="utf-8")))
+    assert float(row["judge"]) == pytest.approx(2 / N)
+    assert float(row["judge1"]) == pytest.approx(4 / N)
+    assert float(row["judge2"]) == pytest.approx(4 / N)
+    assert row["judge1_unscored"] == row["judge2_unscored"] == "0"
+
+
+def test_appended_suffix() -> None:
+    assert appended_suffix("llm_judge1", "llm_judge") == "1"
+    assert appended_suffix("llm_judge12", "llm_judge") == "12"
+    assert appended_suffix("llm_judge", "llm_judge") == ""
+    assert appended_suffix("rouge2", "rouge2") == ""  # a name that ends in a digit of its own
+    assert appended_suffix("other", "llm_judge") == ""
