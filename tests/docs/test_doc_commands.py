@@ -109,9 +109,9 @@ RULES = [
     Rule(r"^for spec in ", "skip", "twelve full RAG runs of gpt-3.5-turbo"),
     Rule(r"(^|/)python -m pytest ", "skip", "the test suite itself"),
     Rule(
-        r"^(MEMEVALS_DATA_DIR=\S+ )?python benchmarks/\w+\.py",
+        r"^(MEMEVALS_DATA_DIR=\S+ )?python perf/\w+\.py",
         "skip",
-        "a measurement script of benchmarks/ (minutes on the full data; it prints ratios)",
+        "a measurement script of perf/ (minutes on the full data; it prints ratios)",
     ),
 ]
 

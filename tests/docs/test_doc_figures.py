@@ -1,9 +1,9 @@
 """The cost figures of docs/cost.md are what the estimator prints now (issue 28).
 
-The doc's block between the markers of benchmarks/cost_figures.py is that script's output; this
+The doc's block between the markers of perf/cost_figures.py is that script's output; this
 re-runs it (four full estimates: every LoCoMo and LoCoMo-Plus sample built and counted) and
 compares line for line, so a change to the prompts or to the estimator's counting fails here
-until `python benchmarks/cost_figures.py --write` is run. No other doc states these figures.
+until `python perf/cost_figures.py --write` is run. No other doc states these figures.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _script() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
-        "cost_figures", REPO / "benchmarks" / "cost_figures.py"
+        "cost_figures", REPO / "perf" / "cost_figures.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -50,4 +50,4 @@ def test_cost_doc_matches_the_estimator(data_dir: Path) -> None:
     cost = _script()
     printed = cost.figures().splitlines()
     in_doc = cost.doc_block(cost.DOC.read_text(encoding="utf-8")).splitlines()
-    assert in_doc == printed, "docs/cost.md is stale: run python benchmarks/cost_figures.py --write"
+    assert in_doc == printed, "docs/cost.md is stale: run python perf/cost_figures.py --write"

@@ -2,7 +2,7 @@
 (benchmarks/locomo/README.md#scoring).
 
 No caching and no shortcuts: each step written as the rule reads. Used as the parity oracle for
-`memevals.scorers.locomo_f1` in tests and as the baseline in benchmarks/scoring.py.
+`memevals.scorers.locomo_f1` in tests and as the baseline in perf/scoring.py.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ with the ten abilities. Then, each in a fresh child process, through the real co
 - `full`: building the official long-context samples (`context=full`, upstream's pruning for a
   1,000,000-token window), which streams every chat and keeps only the tail that fits.
 
-    python benchmarks/beam_stream.py [--conversations 2] [--messages 21000] [--chars 1900]
+    python perf/beam_stream.py [--conversations 2] [--messages 21000] [--chars 1900]
         [--phases memory,ingest,full] [--keep] [--max-rss-mb 1024]
 """
 

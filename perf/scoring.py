@@ -4,7 +4,7 @@ Scores every LoCoMo question against 15 prediction variants (≈30K cases) with 
 run, and prints the time of each, the ratio and whether every score matched (to 1e-9). Five
 rounds, each timing both (ours from empty caches); the median ratio is the figure, because one
 0.3 s run on a 2-core machine varies by ~10 %.
-    MEMEVALS_DATA_DIR=../shared/data python benchmarks/scoring.py
+    MEMEVALS_DATA_DIR=../shared/data python perf/scoring.py
 """
 
 from __future__ import annotations

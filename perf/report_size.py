@@ -8,7 +8,7 @@ run), written as Inspect logs with `write_eval_log`. The page is built by the re
 headless chromium (Playwright): the render time is from navigation until the question browser
 has drawn its rows. Goals: page under 10 MB, render under 3 s.
 
-    MEMEVALS_DATA_DIR=../shared/data python benchmarks/report_size.py [--runs 10] [--keep DIR]
+    MEMEVALS_DATA_DIR=../shared/data python perf/report_size.py [--runs 10] [--keep DIR]
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ len(text) // 4, because splitting 186 M characters into words is a cost of the m
 API provider returns its usage; nothing is counted on our side) and would otherwise be ~4 % of
 the LoCoMo run. A short warm-up run comes first so that neither timed run pays for imports.
 
-    MEMEVALS_DATA_DIR=../shared/data python benchmarks/harness_overhead.py
+    MEMEVALS_DATA_DIR=../shared/data python perf/harness_overhead.py
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ one per core oversubscribes the CPU (docs/performance.md). About 4 minutes in al
 2-core machine without graphiti; graphiti's 419 episodes took 3.2 of the 12 minutes of a run on a
 2-core machine at load average 11 (docs/memory_systems.md).
 
-    MEMEVALS_DATA_DIR=../shared/data python benchmarks/memory_systems.py
-    python benchmarks/memory_systems.py --systems bm25,observations --json out.json
+    MEMEVALS_DATA_DIR=../shared/data python perf/memory_systems.py
+    python perf/memory_systems.py --systems bm25,observations --json out.json
 """
 
 from __future__ import annotations

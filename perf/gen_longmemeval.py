@@ -5,7 +5,7 @@ the six question types (every 16th an `_abs` id), ~500 time-sorted sessions each
 turns flagged `has_answer`, answer session ids containing `answer`. The defaults give about
 2.7 GB, the size of the real M file.
 
-    python benchmarks/gen_longmemeval.py OUT.json [--instances 500] [--sessions 500]
+    python perf/gen_longmemeval.py OUT.json [--instances 500] [--sessions 500]
         [--turn-bytes 940] [--turns 11] [--seed 0]
 """
 

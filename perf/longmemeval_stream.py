@@ -1,6 +1,6 @@
 """Streaming-load benchmark for LongMemEval M: peak memory and throughput on a ~2.7 GB file.
 
-Generates a same-schema file (benchmarks/gen_longmemeval.py, in a child process so its memory is
+Generates a same-schema file (perf/gen_longmemeval.py, in a child process so its memory is
 not counted) in a temporary folder, then streams it through the real adapter
 (`memevals.benchmarks.longmemeval.data.iter_instances`: ijson parse, full validation, dataclasses),
 optionally rendering each instance's full JSON-format history prompt as the task would, and
@@ -10,7 +10,7 @@ keeping nothing. Reports peak RSS of this process (goal: at most 1 GB) and insta
 context on the file (stream, render, cut or retrieve, count every prompt's tokens, and keep all
 500 samples, as `inspect eval` does before the first model call), the realistic ways to run M.
 
-    python benchmarks/longmemeval_stream.py [--instances 500] [--render | --task CONTEXT]
+    python perf/longmemeval_stream.py [--instances 500] [--render | --task CONTEXT]
         [--file PATH] [--keep] [--max-rss-mb 1024]
 """
 

@@ -8,7 +8,7 @@ the cognitive ones), written as Inspect logs with `write_eval_log`. The timed pa
 10,000 cluster-bootstrap resamples; the goal is under 2 s. Printed beside it: the time to read
 the two logs alone, and the ratio.
 
-    MEMEVALS_DATA_DIR=../shared/data python benchmarks/paired_compare.py
+    MEMEVALS_DATA_DIR=../shared/data python perf/paired_compare.py
 """
 
 from __future__ import annotations

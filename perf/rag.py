@@ -1,9 +1,9 @@
 """RAG cost on LoCoMo: index build time per conversation, retrieval latency per question, and the
 prompt size of top-k retrieval as a fraction of the full-context prompt.
 
-    python benchmarks/rag.py                       # BM25 + embeddings, all 10 conversations
-    python benchmarks/rag.py --retrievers bm25     # no sentence-transformers needed
-    python benchmarks/rag.py --conversations 3 --json out.json
+    python perf/rag.py                       # BM25 + embeddings, all 10 conversations
+    python perf/rag.py --retrievers bm25     # no sentence-transformers needed
+    python perf/rag.py --conversations 3 --json out.json
 
 Latency is measured per question with one `rank` call (one query encoding for embeddings),
 i.e. without the batching the task uses; the prompt sizes are those of the samples the
