@@ -4,7 +4,7 @@ The two runs are synthesised, not answered by a model: the real LoCoMo-Plus samp
 metadata, targets) with seeded scores that look like real ones (a conversation effect on each
 run's accuracy, judge labels 1 / 0.5 / 0 and F1 in [0, 1] for the LoCoMo questions, 0 / 1 for
 the cognitive ones), written as Inspect logs with `write_eval_log`. The timed part is
-`memevals.tools.paired.compare_runs` on every category of both scores (F1 and judge) with
+`memevals.tools.diff.compare_runs` on every category of both scores (F1 and judge) with
 10,000 cluster-bootstrap resamples; the goal is under 2 s. Printed beside it: the time to read
 the two logs alone, and the ratio.
 
@@ -28,7 +28,7 @@ from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.scorer import Score
 
 from memevals.inspect_tasks.locomo_plus import locomo_plus
-from memevals.tools.paired import compare_runs, load_runs
+from memevals.tools.diff import compare_runs, load_runs
 
 RESAMPLES = 10_000
 ROUNDS = 3

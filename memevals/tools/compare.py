@@ -1062,7 +1062,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "--paired" in args:
         # Question-by-question comparison of runs: the paired tool (memevals-diff) owns it.
-        from memevals.tools.paired import main as paired_main
+        from memevals.tools.diff import main as paired_main
 
         args.remove("--paired")
         return paired_main(args)

@@ -96,12 +96,12 @@ RULES = [
     Rule(
         r"^python -m memevals\.tools\.(judge_agreement|paired) ",
         "skip",
-        "reads logs of keyed runs (tests/core/test_judge.py, tests/tools/test_paired.py run them)",
+        "reads logs of keyed runs (tests/core/test_judge.py, tests/tools/test_diff.py run them)",
     ),
     Rule(
         r"^memevals-(compare|diff|report) ",
         "skip",
-        "reads logs of keyed runs (tests/tools/test_compare.py, tests/tools/test_paired.py and "
+        "reads logs of keyed runs (tests/tools/test_compare.py, tests/tools/test_diff.py and "
         "tests/tools run them on real logs)",
     ),
     Rule(r"^inspect view ", "skip", "bundles Inspect's viewer for logs of keyed runs"),

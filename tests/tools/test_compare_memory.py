@@ -17,7 +17,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 
 from memevals.core.memory_harness import ingest_totals, latency_percentiles
 from memevals.tools.compare import Row, load_rows, markdown_tables, write_csv
-from memevals.tools.paired import compare_runs, find_mismatches, load_runs
+from memevals.tools.diff import compare_runs, find_mismatches, load_runs
 
 RUNS: Mapping[str, list[str]] = {
     "bm25": ["-T", "memory=bm25"],

@@ -257,7 +257,7 @@ def test_charts_name_the_protocol_and_say_when_nothing_was_scored(logs: Path) ->
 
 def _diff(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "memevals.tools.paired", *map(str, args)],
+        [sys.executable, "-m", "memevals.tools.diff", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=300,

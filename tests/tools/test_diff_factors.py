@@ -26,14 +26,14 @@ from inspect_ai.model import get_model
 from lm_eval_support import run_lm_eval_cli
 
 from memevals.inspect_tasks.locomo import locomo
-from memevals.tools.paired import compare_runs, load_runs, main
+from memevals.tools.diff import compare_runs, load_runs, main
 
 LIMIT = 6
 
 
 def _diff(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real command, as `python -m memevals.tools.paired` (the memevals-diff script)."""
-    cmd = [sys.executable, "-m", "memevals.tools.paired", *map(str, args), "--resamples", "200"]
+    """The real command, as `python -m memevals.tools.diff` (the memevals-diff script)."""
+    cmd = [sys.executable, "-m", "memevals.tools.diff", *map(str, args), "--resamples", "200"]
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 

@@ -21,7 +21,7 @@ from memevals.benchmarks import records
 from memevals.inspect_tasks.locomo import locomo
 from memevals.inspect_tasks.locomo_plus import locomo_plus
 from memevals.tools.compare import load_rows, markdown_tables, row_from_run
-from memevals.tools.paired import compare_runs
+from memevals.tools.diff import compare_runs
 from memevals.tools.runs import DEFAULT_PROTOCOL, load_runs, read_inspect_run
 
 

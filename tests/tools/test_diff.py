@@ -1,4 +1,4 @@
-"""memevals-diff (memevals.tools.paired): paired comparison of runs over the same questions.
+"""memevals-diff (memevals.tools.diff): paired comparison of runs over the same questions.
 
 Scripted providers answer LoCoMo questions right or wrong on exactly chosen questions, so the
 flipped questions, the difference and its sign are known in advance; a difference concentrated
@@ -29,7 +29,7 @@ from lm_eval_support import inspect_prompt, run_inspect, run_lm_eval_cli
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.inspect_tasks.locomo import locomo
 from memevals.scorers import locomo_f1
-from memevals.tools.paired import (
+from memevals.tools.diff import (
     FLIP_COLUMNS,
     Run,
     RunSample,
@@ -326,7 +326,7 @@ main()
 
 def test_real_inspect_cli_logs(data_dir: Path, tmp_path: Path) -> None:
     """Two providers through the real `inspect eval` (mockllm, and a table provider that knows
-    the gold answers), then `python -m memevals.tools.paired` on the two logs."""
+    the gold answers), then `python -m memevals.tools.diff` on the two logs."""
     limit = 6
     first = list(locomo(context="none").dataset)[:limit]
     replies = {str(s.metadata["question"]): str(s.target) for s in first}  # type: ignore[index]
@@ -354,7 +354,7 @@ def test_real_inspect_cli_logs(data_dir: Path, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "memevals.tools.paired",
+            "memevals.tools.diff",
             str(tmp_path / "a"),
             str(tmp_path / "b"),
             "--flips",
@@ -385,7 +385,7 @@ def test_real_inspect_cli_logs(data_dir: Path, tmp_path: Path) -> None:
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["scripts"]["memevals-diff"] == "memevals.tools.paired:main"
+    assert project["scripts"]["memevals-diff"] == "memevals.tools.diff:main"
 
 
 _LM_EVAL_TABLE_MODEL = '''
@@ -475,7 +475,7 @@ def test_real_lm_eval_cli_samples(data_dir: Path, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "memevals.tools.paired",
+            "memevals.tools.diff",
             str(a_dir),
             str(b_dir),
             "--flips",
