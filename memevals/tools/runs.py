@@ -22,7 +22,7 @@ Every sample is read by one set of rules, whichever framework wrote it and which
   errored only when every epoch is.
 * **Protocol**: the run's `protocol` option (task argument, task metadata, lm-eval
   `--metadata`), else the one its samples record; a run that records none predates the option,
-  when every run used memevals' own prompts: `DEFAULT_PROTOCOL`.
+  when every run used memevals' own prompts: `memevals.core.protocol.BEFORE_OPTION`.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 from memevals.benchmarks import record_for_task, records
 from memevals.core.benchmark import Benchmark, ScoreSpec
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.protocol import BEFORE_OPTION
 from memevals.core.statistics import CLUSTER_KEY
 from memevals.core.validation import json_lines
 
 __all__ = [
-    "DEFAULT_PROTOCOL",
     "FLAGS",
     "MEMORY_KINDS",
     "NO_CATEGORY",
@@ -71,9 +71,6 @@ __all__ = [
 
 #: The option that selects a benchmark's prompts and judge (issue 23).
 PROTOCOL_OPTION = "protocol"
-#: The protocol of a run that records none: it predates the option, and until then every run
-#: used memevals' own prompts and judge.
-DEFAULT_PROTOCOL = "memevals"
 #: A score's category when its sample has none.
 NO_CATEGORY = "-"
 #: Flags the memevals judges log beside their verdict: a score left unscored (an unreadable
@@ -139,7 +136,7 @@ class Run:
     #: score name -> the judge models behind it
     judges: Mapping[str, tuple[str, ...]] = field(default_factory=_frozen)
     model: str = ""
-    protocol: str = DEFAULT_PROTOCOL
+    protocol: str = BEFORE_OPTION.name
     #: the task (Inspect task, lm-eval subtask, or the benchmark for several lm-eval subtasks)
     task: str = ""
     record: Benchmark | None = None
@@ -399,7 +396,8 @@ def protocol_of(
         if value is not None and value != "":
             return str(value)
     found = sorted({str(md[PROTOCOL_OPTION]) for md in sample_metadata if md.get(PROTOCOL_OPTION)})
-    return ", ".join(found) if found else DEFAULT_PROTOCOL
+    # a run that records none predates the option: memevals' own prompts and judge
+    return ", ".join(found) if found else BEFORE_OPTION.name
 
 
 def system_label(settings: Mapping[str, Any]) -> str:

@@ -18,11 +18,12 @@ from inspect_ai.log import EvalLog, write_eval_log
 from inspect_ai.model import get_model
 
 from memevals.benchmarks import records
+from memevals.core.protocol import BEFORE_OPTION
 from memevals.inspect_tasks.locomo import locomo
 from memevals.inspect_tasks.locomo_plus import locomo_plus
 from memevals.tools.compare import load_rows, markdown_tables, row_from_run
 from memevals.tools.diff import compare_runs
-from memevals.tools.runs import DEFAULT_PROTOCOL, load_runs, read_inspect_run
+from memevals.tools.runs import load_runs, read_inspect_run
 
 
 def _run(task: Any, ids: list[str], folder: Path, **roles: str) -> EvalLog:
@@ -177,7 +178,7 @@ def test_protocol_recorded_else_the_documented_default(data_dir: Path, tmp_path:
     old = _rewritten(
         log, tmp_path / "old.eval", task_args=args, metadata=metadata, drop=["protocol"]
     )
-    assert read_inspect_run(old).protocol == DEFAULT_PROTOCOL == "memevals"
+    assert read_inspect_run(old).protocol == BEFORE_OPTION.name == "memevals"
     official = _rewritten(log, tmp_path / "official.eval", task_args={**args, "protocol": "x"})
     assert read_inspect_run(official).protocol == "x"
     [row_old, row_x] = sorted(load_rows([old, official]), key=lambda r: r.protocol)
