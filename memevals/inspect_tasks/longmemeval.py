@@ -30,7 +30,8 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from memevals.benchmarks.longmemeval.data import CATEGORIES
-from memevals.benchmarks.longmemeval.memory import CONTEXT_MODES, RETRIEVAL_UNITS, headline_keys
+from memevals.benchmarks.longmemeval.memory import CONTEXT_MODES, RETRIEVAL_UNITS
+from memevals.benchmarks.longmemeval.retrieval import headline_keys
 from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, NotePlan, build
 from memevals.benchmarks.longmemeval.scoring import LmeLabel, LmeSummary, summarize
 from memevals.core.memory_options import MemoryOptions

@@ -142,7 +142,8 @@ class Echo(LM):  # type: ignore[misc]
 
 def test_longmemeval_groups_on_the_fixture_with_rag_metrics() -> None:
     from memevals.benchmarks.longmemeval.data import iter_longmemeval
-    from memevals.benchmarks.longmemeval.memory import headline_keys, longmemeval_memory
+    from memevals.benchmarks.longmemeval.memory import longmemeval_memory
+    from memevals.benchmarks.longmemeval.retrieval import headline_keys
     from memevals.core.memory_options import MemoryOptions
 
     metadata = {

@@ -6,16 +6,8 @@ session in a
 (`has_answer` removed: it would give the answer away) or as `role: content` lines. The context
 modes: full (every session), oracle (the answer sessions), none, truncated and rag (below).
 
-Retrieval (context=rag): sessions or user turns as retrieval units, the official gold rules,
-and the official recall_any / recall_all / ndcg_any at session and turn level.
-
-Indexing follows the official retrieval code (benchmarks/longmemeval/README.md#retrieval-metrics):
-only user turns are indexed,
-a session unit is its user turns joined, a turn unit is one user turn with id
-`<session_id>_<t>` (t counts all turns from 1). Gold ids are the unit ids that contain `answer`
-after renaming: an evidence unit without a user `has_answer` turn gets `answer` replaced by
-`noans`, so it no longer counts. Questions with an `_abs` id, or with no gold unit at all, are
-skipped for the retrieval metrics (the official runner skips both).
+Retrieval (context=rag): sessions or user turns as retrieval units, ranked by the shared
+retriever and scored with the official metrics of memevals.benchmarks.longmemeval.retrieval.
 
 What the model reads: a retrieved session is shown whole (both roles, like the full history); a
 retrieved user turn is shown with the assistant reply that follows it. Both in date order.
@@ -43,6 +35,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
+from memevals.benchmarks.longmemeval.retrieval import (
+    K_VALUES,
+    RetrievalUnit,
+    gold_ids,
+    official_scores,
+    session_metric_id,
+    session_units,
+    shown_turns,
+    turn_metric_id,
+    turn_units,
+)
 from memevals.core.memory_harness import Rendered, Renderer, Retrieval
 from memevals.core.memory_options import (
     MEMORY_CONTEXT,
@@ -55,13 +58,7 @@ from memevals.core.memory_options import (
 from memevals.core.memory_system import History, MemoryItem
 from memevals.core.memory_system import Session as HistorySession
 from memevals.core.memory_system import Turn as HistoryTurn
-from memevals.core.retrieval_metrics import (
-    ndcg_any_at_k,
-    recall_all_at_k,
-    recall_any_at_k,
-    turn_to_session,
-)
-from memevals.core.retrievers import MemoryUnit, Retriever, positive_tokens, strategy_settings
+from memevals.core.retrievers import Retriever, positive_tokens, strategy_settings
 from memevals.core.tokens import TokenCounter, get_token_counter
 
 __all__ = [
@@ -71,11 +68,8 @@ __all__ = [
     "DEFAULT_RETRIEVAL_UNIT",
     "DEFAULT_RETRIEVER",
     "DEFAULT_TOP_K",
-    "HEADLINE_KS",
-    "HEADLINE_TURN_KS",
     "HISTORY_FORMATS",
     "HISTORY_INTRO",
-    "K_VALUES",
     "MEMORY_DEPTH",
     "MEMORY_NOTES_INTRO",
     "RAG_DEFAULTS",
@@ -85,10 +79,7 @@ __all__ = [
     "LmeContext",
     "LongMemEvalMemory",
     "MessageFn",
-    "RetrievalUnit",
     "SessionBlock",
-    "gold_ids",
-    "headline_keys",
     "history_text",
     "longmemeval_history",
     "longmemeval_memory",
@@ -99,12 +90,8 @@ __all__ = [
     "render_turns",
     "select_sessions",
     "session_blocks",
-    "session_scores",
-    "session_units",
     "truncation_budget",
     "turn_json",
-    "turn_scores",
-    "turn_units",
     "warn_if_oversized",
 ]
 
@@ -131,11 +118,6 @@ RAG_DEFAULTS = RagDefaults(
     top_k=DEFAULT_TOP_K,
     retriever=DEFAULT_RETRIEVER,
 )
-#: The official cut-offs.
-K_VALUES: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
-#: Reported as Inspect metrics (the paper's headline columns); all K_VALUES go to the metadata.
-HEADLINE_KS: tuple[int, ...] = (5, 10)
-HEADLINE_TURN_KS: tuple[int, ...] = (5, 10, 50)
 
 HISTORY_INTRO = (
     "You are a chat assistant with a long-term memory of your conversations with this user. "
@@ -211,138 +193,6 @@ def select_sessions(inst: Instance, context: str) -> tuple[Session, ...]:
     if context == "none":
         return ()
     raise ValueError(f"context={context!r} is not one of {', '.join(SELECTION_MODES)}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Retrieval units and the official metrics
-
-
-@dataclass(frozen=True)
-class RetrievalUnit:
-    """A unit with what it points back to: its session and the turns shown when retrieved."""
-
-    unit: MemoryUnit  # id = official id, ids = (metric id after the noans rename,)
-    session: Session
-    shown: tuple[Turn, ...]
-
-
-def _user_text(turns: Sequence[Turn]) -> str:
-    return " ".join(t.content for t in turns if t.role == "user")
-
-
-def _session_metric_id(session: Session) -> str:
-    # the official rename: an evidence session without a user evidence turn no longer counts
-    sid = session.session_id
-    if "answer" in sid and not session.has_user_evidence:
-        return sid.replace("answer", "noans")
-    return sid
-
-
-def _turn_metric_id(session: Session, turn: Turn) -> str:
-    # the official rename of user turns; an assistant turn (a memory system may cite one) is
-    # never gold, since only user turns are indexed officially, so it is renamed too
-    tid = session.turn_id(turn)
-    keep = turn.has_answer and turn.role == "user"
-    return tid if keep or "answer" not in tid else tid.replace("answer", "noans")
-
-
-def _shown_turns(session: Session, turn: Turn) -> tuple[Turn, ...]:
-    """A turn as context=rag turn mode shows it: a user turn with the assistant reply after it."""
-    # positions are 1-based, so the turn after `turn` is at index `turn.position`
-    nxt = session.turns[turn.position] if turn.position < len(session.turns) else None
-    if turn.role == "user" and nxt is not None and nxt.role == "assistant":
-        return (turn, nxt)
-    return (turn,)
-
-
-def session_units(inst: Instance) -> list[RetrievalUnit]:
-    """One unit per haystack session (file order): its user turns, joined."""
-    out = []
-    for s in inst.sessions:
-        ids = (_session_metric_id(s),)
-        unit = MemoryUnit(id=s.session_id, text=_user_text(s.turns), date=s.date, ids=ids)
-        out.append(RetrievalUnit(unit, s, s.turns))
-    return out
-
-
-def turn_units(inst: Instance) -> list[RetrievalUnit]:
-    """One unit per user turn (file order); shown with the assistant turn right after it."""
-    out = []
-    for s in inst.sessions:
-        for t in s.turns:
-            if t.role != "user":
-                continue
-            ids = (_turn_metric_id(s, t),)
-            unit = MemoryUnit(id=s.turn_id(t), text=t.content, date=s.date, ids=ids)
-            out.append(RetrievalUnit(unit, s, _shown_turns(s, t)))
-    return out
-
-
-def gold_ids(units: Sequence[RetrievalUnit]) -> list[str]:
-    """Official gold: the metric ids that still contain `answer` (deduplicated, in order)."""
-    return list(dict.fromkeys(i for u in units for i in u.unit.metric_ids if "answer" in i))
-
-
-def _corpus_ndcg(ranked: Sequence[str], gold: Sequence[str], k: int, relevant: int) -> float:
-    """ndcg_any@k of a ranking that may stop before the haystack does.
-
-    The official ideal DCG is built from every relevant entry of the whole ranked corpus
-    (ndcg_any_at_k); a system's ranking is only `depth` deep, so the relevant entries it did
-    not return (`relevant` in all, as context=rag's full ranking holds them) are added after
-    the first k, where they change the ideal and nothing else. With that, a ranking whose
-    first k agree with context=rag's gets rag's nDCG@k exactly."""
-    head = list(ranked[:k])
-    head += [""] * (k - len(head))  # "" is never gold (gold ids contain "answer")
-    wanted = set(gold)
-    missing = max(0, relevant - sum(1 for i in head if i in wanted))
-    return ndcg_any_at_k(head + [gold[0]] * missing if gold else head, gold, k)
-
-
-def _ndcg(ranked: Sequence[str], gold: Sequence[str], k: int, relevant: int | None) -> float:
-    """ndcg_any@k of a full ranking (`relevant` None) or of one that may stop early."""
-    if relevant is None:
-        return ndcg_any_at_k(ranked, gold, k)
-    return _corpus_ndcg(ranked, gold, k, relevant)
-
-
-def session_scores(
-    ranked: Sequence[str], gold: Sequence[str], prefix: str = "", *, partial: bool = False
-) -> dict[str, float]:
-    """The official recall_any / recall_all / ndcg_any at every cut-off. `partial`: the ranking
-    may stop before the haystack does (a memory system's is `depth` deep), so nDCG's ideal
-    counts the gold entries it did not return (`_corpus_ndcg`)."""
-    relevant = len(gold) if partial else None
-    out: dict[str, float] = {}
-    for k in K_VALUES:
-        out[f"{prefix}recall_any@{k}"] = recall_any_at_k(ranked, gold, k)
-        out[f"{prefix}recall_all@{k}"] = recall_all_at_k(ranked, gold, k)
-        out[f"{prefix}ndcg_any@{k}"] = _ndcg(ranked, gold, k, relevant)
-    return out
-
-
-def turn_scores(
-    ranked_turns: Sequence[str], gold_turns: Sequence[str], *, partial: bool = False
-) -> dict[str, float]:
-    """Turn-level metrics (prefix `turn_`) and, as officially, the same run scored at session
-    level by growing k until the top turns cover k sessions. `partial` as in `session_scores`;
-    where such a ranking ends before covering k sessions, the session-level value is that of
-    the turns returned (context=rag would look further down its full ranking)."""
-    # every gold turn maps to a gold session entry of the full corpus
-    relevant = len(gold_turns) if partial else None
-    out = session_scores(ranked_turns, gold_turns, prefix="turn_", partial=partial)
-    for k in K_VALUES:
-        sessions, gold, effective = turn_to_session(ranked_turns, gold_turns, k)
-        out[f"recall_any@{k}"] = recall_any_at_k(sessions, gold, effective)
-        out[f"recall_all@{k}"] = recall_all_at_k(sessions, gold, effective)
-        out[f"ndcg_any@{k}"] = _ndcg(sessions, gold, effective, relevant)
-    return out
-
-
-def headline_keys(retrieval_unit: str) -> list[str]:
-    keys = [f"{m}@{k}" for k in HEADLINE_KS for m in ("recall_any", "recall_all", "ndcg_any")]
-    if retrieval_unit == "turn":
-        keys += [f"turn_{m}@{k}" for k in HEADLINE_TURN_KS for m in ("recall_all", "ndcg_any")]
-    return keys
 
 
 @dataclass(frozen=True)
@@ -437,18 +287,10 @@ class LongMemEvalMemory:
         else:
             blocks = session_blocks([u.session for u in chosen], self.history_format)
         ranked_metric_ids = [i for p in ranking for i in units[p].unit.metric_ids]
-        gold = gold_ids(units)
-        skipped = None
-        scores = None
-        if inst.is_abstention:
-            skipped = "abstention question"
-        elif not gold:
-            skipped = "no user turn is marked has_answer"
-        elif self.retrieval_unit == "turn":
-            scores = turn_scores(ranked_metric_ids, gold)
-        else:
-            scores = session_scores(ranked_metric_ids, gold)
         turn_unit = self.retrieval_unit == "turn"
+        scores, skipped = official_scores(
+            inst, ranked_metric_ids, gold_ids(units), turn_level=turn_unit
+        )
         return LmeContext(
             blocks=blocks,
             retrieved_ids=tuple(u.unit.id for u in chosen),
@@ -649,20 +491,14 @@ def _memory_scores(
     officially); otherwise every cited id counts as its session, at session level."""
     cited = [i for item in items for i in item.source_ids]
     turn_level = bool(cited) and all(i in hay.turns for i in cited)
-    unit = "turn" if turn_level else "session"
-    if inst.is_abstention:
-        return unit, None, "abstention question"
     if turn_level:
         gold = gold_ids(turn_units(inst))
-        ranked = [_turn_metric_id(*hay.turns[i]) for i in cited]
+        ranked = [turn_metric_id(*hay.turns[i]) for i in cited]
     else:
         gold = gold_ids(session_units(inst))
-        ranked = [_session_metric_id(hay.session_of(i)) for i in cited]
-    if not gold:
-        return unit, None, "no user turn is marked has_answer"
-    if turn_level:
-        return unit, turn_scores(ranked, gold, partial=True), None
-    return unit, session_scores(ranked, gold, partial=True), None
+        ranked = [session_metric_id(hay.session_of(i)) for i in cited]
+    scores, skipped = official_scores(inst, ranked, gold, turn_level=turn_level, partial=True)
+    return ("turn" if turn_level else "session"), scores, skipped
 
 
 def _verbatim_blocks(
@@ -681,7 +517,7 @@ def _verbatim_blocks(
             shown.append((hay.sessions[source], hay.sessions[source].turns))
         else:
             session, turn = hay.turns[source]
-            shown.append((session, _shown_turns(session, turn)))
+            shown.append((session, shown_turns(session, turn)))
     return _grouped_blocks(shown, history_format)
 
 

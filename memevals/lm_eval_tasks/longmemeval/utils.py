@@ -10,7 +10,7 @@ from typing import Any
 
 from datasets import DatasetDict
 
-from memevals.benchmarks.longmemeval.memory import headline_keys
+from memevals.benchmarks.longmemeval.retrieval import headline_keys
 from memevals.benchmarks.longmemeval.samples import (
     LongMemEvalOptions,
     LongMemEvalSamples,

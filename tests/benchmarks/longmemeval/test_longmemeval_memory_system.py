@@ -403,7 +403,7 @@ def test_lm_eval_documents_have_the_inspect_contexts(tmp_path: Path) -> None:
     from lm_eval.tasks import TaskManager
     from lm_eval_support import TableLM, inspect_prompt
 
-    from memevals.benchmarks.longmemeval.memory import headline_keys
+    from memevals.benchmarks.longmemeval.retrieval import headline_keys
     from memevals.lm_eval_tasks import include_path
     from memevals.lm_eval_tasks.longmemeval import utils
 

@@ -14,14 +14,8 @@ from inspect_ai.model import get_model
 from longmemeval_grader import mock_grader
 
 from memevals.benchmarks.longmemeval.data import Instance, load_longmemeval
-from memevals.benchmarks.longmemeval.memory import (
-    K_VALUES,
-    LongMemEvalMemory,
-    gold_ids,
-    longmemeval_memory,
-    session_units,
-    turn_units,
-)
+from memevals.benchmarks.longmemeval.memory import LongMemEvalMemory, longmemeval_memory
+from memevals.benchmarks.longmemeval.retrieval import K_VALUES, gold_ids, session_units, turn_units
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import MemoryUnit
 from memevals.inspect_tasks.longmemeval import longmemeval
