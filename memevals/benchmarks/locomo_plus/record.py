@@ -67,8 +67,9 @@ RECORD = declare(
         ),
     ),
     scores=(
-        ScoreSpec("locomo_plus_f1", "answer", "f1"),
+        # the judge is the headline (first on Inspect's screen, in compare, diff and the report)
         ScoreSpec("locomo_plus_judge", "judge", "judge"),
+        ScoreSpec("locomo_plus_f1", "answer", "f1"),
         ScoreSpec("locomo_plus_evidence_recall", "retrieval", "evidence_recall"),
         ScoreSpec("cue_recall", "retrieval", "cue_recall"),
         ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
