@@ -70,6 +70,7 @@ BENCHMARK_RANK = {
     "audit": 1.2,  # corrections to the data (locomo-audit)
     "scoring": 1.5,
     "stitch": 2.0,
+    "retrieval": 2.5,  # a benchmark's retrieval metrics, read by its memory module
     "memory": 3.0,
     "official": 3.5,  # upstream's own protocol, built on the data and memory modules
     "prompts": 4.0,
