@@ -102,15 +102,26 @@ def leave_out_empty_metrics() -> None:
     shows NaN. memevals leaves an undefined figure out (as its uncertainty metrics do when
     fewer than two clusters are present); the score's `unscored_samples` and memevals' `count`
     of unscored samples still say what happened. The NaN a metric returns on no scores becomes
-    no row and NaN entries of a mapping are dropped; every other value is Inspect's. Idempotent;
-    without that Inspect internal nothing changes (the NaN rows come back).
+    no row and NaN entries of a mapping are dropped; every other value is Inspect's.
+
+    The same patch names a dict-valued score's rows as a plain score's (`short_metric_names`)
+    and gives the results of a renamed scorer its suffix (`appended_suffix`: `judge1` for a
+    re-judge appended as `llm_judge1`). Idempotent; without those Inspect internals a warning
+    says which refinement is off and Inspect's behaviour stays (NaN rows, Inspect's names).
     """
     try:
         from inspect_ai._eval.task import results
-    except ImportError:
+    except ImportError as exc:
+        _warn_once("leaving out the figures of a score with no scored sample", exc)
         return
     original = getattr(results, "empty_metric_value", None)
-    if original is None or getattr(original, _LEFT_OUT_MARK, False):
+    if original is None:
+        _warn_once(
+            "leaving out the figures of a score with no scored sample",
+            "no inspect_ai._eval.task.results.empty_metric_value",
+        )
+        return
+    if getattr(original, _LEFT_OUT_MARK, False):
         return
 
     def empty_metric_value(metric: Any) -> Any:
