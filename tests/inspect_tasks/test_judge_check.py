@@ -34,7 +34,8 @@ LIMIT = 45  # 15 questions x 3 candidates
 
 @pytest.fixture(scope="module")
 def built(data_dir: Path) -> tuple[list[Any], dict[str, Any]]:
-    return build(JudgeCheckOptions(data_dir=str(data_dir)))
+    built = build(JudgeCheckOptions(data_dir=str(data_dir)))
+    return list(built.items), dict(built.metadata)
 
 
 def test_three_candidates_for_each_of_the_1540_questions(
@@ -236,7 +237,8 @@ def test_lenient_criterion_is_separate_and_chosen_by_name(data_dir: Path) -> Non
 
 
 def test_gold_audited_skips_questions_whose_gold_is_wrong(data_dir: Path) -> None:
-    items, log = build(JudgeCheckOptions(gold="audited", data_dir=str(data_dir)))
+    audited = build(JudgeCheckOptions(gold="audited", data_dir=str(data_dir)))
+    items, log = audited.items, audited.metadata
     skipped = {"multi_hop": 28, "temporal": 26, "open_domain": 9, "single_hop": 36}
     assert log["skipped_wrong_gold"] == skipped
     assert len(items) == 3 * (1540 - 99)

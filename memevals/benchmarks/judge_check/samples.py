@@ -3,7 +3,9 @@ the model under test to grade with memevals' own judge prompt.
 
 The candidates are the gold answer itself (a good grader accepts it), the audit's
 specific-but-wrong answer (v1) and its vague-but-on-topic answer (v2) (a good grader rejects
-both). `build(options)` is the one assembly; the Inspect task only wraps it.
+both). `build(options)` is the one assembly: the items, the task's log metadata and the
+grader's call settings (temperature 0, the llm_judge scorer's token limit); the Inspect task only
+wraps it.
 """
 
 from __future__ import annotations
@@ -14,20 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from memevals.benchmarks.judge_check.data import AUDIT_ANSWER_FILES, AuditAnswer, load_audit_answers
+from memevals.benchmarks.judge_check.scoring import GRADER_MAX_TOKENS, KINDS, WRONG_KINDS
 from memevals.benchmarks.locomo.audit import load_audit, match_audit
 from memevals.benchmarks.locomo.data import CATEGORY_NAMES, Conversation, load_locomo
 from memevals.benchmarks.locomo.prompts import judge_inputs
 from memevals.benchmarks.locomo.scoring import LOCOMO_JUDGE_CRITERIA, criterion_for_locomo
+from memevals.core.build import Build
 from memevals.core.files import DataError
 from memevals.core.judge import JudgeInput, judge_prompt
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 
-__all__ = ["KINDS", "WRONG_KINDS", "JudgeCheckOptions", "build"]
+__all__ = ["GRADER_MAX_TOKENS", "KINDS", "WRONG_KINDS", "JudgeCheckOptions", "build"]
 
-#: Candidate kinds, in sample order; the wrong kinds map to the audit file they come from.
-KINDS = ("gold", "specific_wrong", "vague_wrong")
-WRONG_KINDS: dict[str, str] = {"specific_wrong": "v1", "vague_wrong": "v2"}
 ACCEPT, REJECT = "accept", "reject"
 #: `gold` option: every question, or only those whose gold the audit does not mark wrong.
 GOLD_CHOICES = ("original", "audited")
@@ -88,9 +89,54 @@ def _matched(
     return out
 
 
-def build(options: JudgeCheckOptions) -> tuple[list[PromptItem], dict[str, Any]]:
+def _question_items(
+    conv: Conversation, qi: int, audit: dict[str, AuditAnswer], judge_criteria: str
+) -> list[PromptItem]:
+    """The three items of one question: its gold and the audit's two wrong answers, each
+    inside the judge prompt the llm_judge scorer sends for it."""
+    qa = conv.qa[qi]
+    category = CATEGORY_NAMES[qa.category]
+    judge = dict(judge_inputs(conv, qa))
+    judge["criterion"] = criterion_for_locomo(category, judge_criteria)
+    gold = str(qa.answer)
+    candidates = {"gold": gold} | {k: a.answer for k, a in audit.items()}
+    items: list[PromptItem] = []
+    for kind, candidate in candidates.items():
+        inp = JudgeInput.from_metadata(judge, candidate, ignore=("prediction_map",))
+        wrong = audit.get(kind)
+        items.append(
+            PromptItem(
+                id=f"{conv.sample_id}-q{qi}-{kind}",
+                system="",
+                user=judge_prompt(inp),
+                target=ACCEPT if kind == "gold" else REJECT,
+                metadata={
+                    "kind": kind,
+                    "category": category,
+                    CLUSTER_KEY: conv.sample_id,
+                    "conversation_id": conv.sample_id,
+                    "qa_index": qi,
+                    "question_id": next(iter(audit.values())).question_id,
+                    "criterion": inp.criterion,
+                    "candidate": candidate,
+                    "reference": gold,
+                    "audit_verdicts": list(wrong.verdicts) if wrong else None,
+                },
+            )
+        )
+    return items
+
+
+def build(options: JudgeCheckOptions) -> Build:
     """One item per (question, candidate kind), question-major (so `--limit` keeps all three
-    kinds of its first questions), and a summary for the task log."""
+    kinds of its first questions), the task log's summary, and the grader's settings.
+
+    Args:
+        options: the task's options.
+
+    Returns:
+        The build (temperature 0, `GRADER_MAX_TOKENS`).
+    """
     conversations = load_locomo(options.data_dir)
     answers = {v: load_audit_answers(v, options.data_dir) for v in WRONG_KINDS.values()}
     # gold=audited: a question whose gold the audit marks wrong (any error but a wrong
@@ -102,45 +148,17 @@ def build(options: JudgeCheckOptions) -> tuple[list[PromptItem], dict[str, Any]]
     items: list[PromptItem] = []
     skipped: Counter[str] = Counter()
     for conv, qi, audit in _matched(conversations, answers):
-        qa = conv.qa[qi]
-        category = CATEGORY_NAMES[qa.category]
         if (conv.sample_id, qi) in wrong_gold:
-            skipped[category] += 1
+            skipped[CATEGORY_NAMES[conv.qa[qi].category]] += 1
             continue
-        judge = dict(judge_inputs(conv, qa))
-        judge["criterion"] = criterion_for_locomo(category, options.judge_criteria)
-        gold = str(qa.answer)
-        candidates = {"gold": gold} | {k: a.answer for k, a in audit.items()}
-        for kind, candidate in candidates.items():
-            inp = JudgeInput.from_metadata(judge, candidate, ignore=("prediction_map",))
-            wrong = audit.get(kind)
-            items.append(
-                PromptItem(
-                    id=f"{conv.sample_id}-q{qi}-{kind}",
-                    system="",
-                    user=judge_prompt(inp),
-                    target=ACCEPT if kind == "gold" else REJECT,
-                    metadata={
-                        "kind": kind,
-                        "category": category,
-                        CLUSTER_KEY: conv.sample_id,
-                        "conversation_id": conv.sample_id,
-                        "qa_index": qi,
-                        "question_id": next(iter(audit.values())).question_id,
-                        "criterion": inp.criterion,
-                        "candidate": candidate,
-                        "reference": gold,
-                        "audit_verdicts": list(wrong.verdicts) if wrong else None,
-                    },
-                )
-            )
-    kinds = Counter(str(i.metadata["kind"]) for i in items)
+        items += _question_items(conv, qi, audit, options.judge_criteria)
     log: dict[str, Any] = {
+        "benchmark": "judge_check",
         "judge_criteria": options.judge_criteria,
         "gold": options.gold,
         "skipped_wrong_gold": dict(skipped),
         "questions": len(items) // len(KINDS),
-        "samples_per_kind": dict(kinds),
+        "samples_per_kind": dict(Counter(str(i.metadata["kind"]) for i in items)),
         "audit_files": {v: f.url for v, f in AUDIT_ANSWER_FILES.items()},
     }
-    return items, log
+    return Build.of(items, log, max_tokens=GRADER_MAX_TOKENS, temperature=0.0)
