@@ -21,10 +21,12 @@ from pathlib import Path
 from memevals.core.files import DataError, PinnedFile, resolve
 
 __all__ = [
+    "InlineText",
     "Template",
     "UpstreamError",
     "UpstreamFile",
     "extract_template",
+    "inline_text",
     "template_digest",
     "upstream_module",
     "upstream_source",
@@ -249,3 +251,67 @@ def _fstring_part(part: ast.expr) -> str:
         assert isinstance(part.format_spec, ast.JoinedStr)
         field += ":" + "".join(_fstring_part(p) for p in part.format_spec.values)
     return "{" + field + "}"
+
+
+@dataclass(frozen=True)
+class InlineText:
+    """A string written inline in an upstream function: the `nth` (from 0) string constant in
+    the body of function `scope`, in source order (docstring included), pinned by its sha256.
+
+    `Template` locates assigned strings; a few of upstream's texts are operands of an
+    expression (`qa['question'] + "..."`) or arguments, and are found this way.
+    """
+
+    file: UpstreamFile
+    scope: str
+    nth: int
+    sha256: str
+
+    @property
+    def locator(self) -> str:
+        return f"{self.scope}:str#{self.nth}"
+
+    def __str__(self) -> str:
+        return f"{self.locator} in {self.file}"
+
+
+def inline_text(text: InlineText, data_dir: str | os.PathLike[str] | None = None) -> str:
+    """The text of an `InlineText`, its digest verified.
+
+    Args:
+        text: the locator.
+        data_dir: as for `upstream_source`.
+
+    Returns:
+        The string.
+    """
+    module = upstream_module(text.file, data_dir)
+    scopes = [
+        n
+        for n in module.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == text.scope
+    ]
+    found = sorted(
+        (
+            n
+            for scope in scopes[:1]
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        ),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    if text.nth >= len(found):
+        raise UpstreamError(
+            f"template {text.locator!r} not found ({len(found)} string(s)) in {text.file}",
+            file=text.file.relpath,
+        )
+    value = found[text.nth].value
+    assert isinstance(value, str)
+    actual = template_digest(value)
+    if actual != text.sha256:
+        raise UpstreamError(
+            f"template {text.locator!r} extracted with sha256 {actual}, expected "
+            f"{text.sha256}: the upstream file or the locator changed",
+            file=text.file.relpath,
+        )
+    return value

@@ -7,7 +7,9 @@ Every import counts, also one inside a function or under TYPE_CHECKING, and a co
     benchmarks      core and benchmarks; inside a folder one way: porter -> data -> scoring
                     -> stitch -> memory -> prompts -> samples (a module imports only the ones
                     before it); another benchmark's modules only if that one is `locomo` (the
-                    base), and then no later module than its own
+                    base), and then no later module than its own, or if it is that benchmark's
+                    `official_judge` (its upstream grader, which another benchmark may grade
+                    with: LoCoMo grades with LoCoMo-Plus's), which imports no other benchmark
     scorers         re-exports of core and benchmarks (the users' plain-function API)
     inspect_tasks   core, benchmarks, itself; lm_eval_tasks the same (frameworks import the
                     defining module, not the scorers facade, and never each other)
@@ -69,6 +71,7 @@ BENCHMARK_RANK = {
     "data": 1.0,
     "audit": 1.2,  # corrections to the data (locomo-audit)
     "scoring": 1.5,
+    "official_judge": 1.6,  # a benchmark's upstream grader; other benchmarks may import it
     "stitch": 2.0,
     "retrieval": 2.5,  # a benchmark's retrieval metrics, read by its memory module
     "memory": 3.0,
@@ -80,6 +83,8 @@ BENCHMARK_RANK = {
 }
 #: The benchmark others may build on.
 BASE_BENCHMARK = "locomo"
+#: The module of any benchmark another benchmark may import (it imports no other benchmark).
+SHARED_KIND = "official_judge"
 INSPECT_SHIM = "memevals.inspect_tasks.inspect_internals"
 
 
@@ -191,6 +196,13 @@ def _benchmark_problem(tree: Tree, here: str, there: str) -> str | None:
     if dst_kind not in BENCHMARK_RANK:
         return None  # reported at its own file
     if src_bench != dst_bench:
+        if src_kind == SHARED_KIND:
+            return (
+                f"benchmark {src_bench}'s {SHARED_KIND}, which other benchmarks import, imports "
+                f"benchmark {dst_bench}"
+            )
+        if dst_kind == SHARED_KIND:
+            return None
         if dst_bench != BASE_BENCHMARK:
             return (
                 f"benchmark {src_bench} imports benchmark {dst_bench}; only {BASE_BENCHMARK} "
@@ -459,6 +471,8 @@ BAD_TREE = {
     "benchmarks/other/memory.py": "from memevals.benchmarks.third import data\n",
     "benchmarks/third/__init__.py": "",
     "benchmarks/third/data.py": "from memevals.scorers import locomo_f1\n",
+    "benchmarks/third/official_judge.py": "from memevals.benchmarks.locomo import data\n",
+    "benchmarks/other/prompts.py": "from memevals.benchmarks.third.official_judge import rule\n",
     "scorers/__init__.py": "from memevals.inspect_tasks.common import count\n",
     "inspect_tasks/__init__.py": "",
     "inspect_tasks/common.py": """
@@ -505,6 +519,8 @@ EXPECTED = [
     "is a base for others (memevals.benchmarks.third.data)",
     "memevals/benchmarks/third/data.py:1: benchmarks imports memevals.scorers (scorers); "
     "allowed: benchmarks, core",
+    "memevals/benchmarks/third/official_judge.py:1: benchmark third's official_judge, which "
+    "other benchmarks import, imports benchmark locomo (memevals.benchmarks.locomo.data)",
     "memevals/core/files.py:1: core imports the framework inspect_ai",
     "memevals/core/files.py:3: core imports memevals.benchmarks.locomo.data (benchmarks); "
     "allowed: core",

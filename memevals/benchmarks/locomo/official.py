@@ -1,5 +1,4 @@
-"""LoCoMo's official protocol (`protocol=official`): upstream's reader prompt and layout, and
-LoCoMo-Plus's judge for the same categories.
+"""LoCoMo's official protocol (`protocol=official`): upstream's reader prompt and layout.
 
 Upstream is snap-research/locomo (branch `code`) @ 92286325, `task_eval/evaluate_gpts.py`, the
 single-question path (`--batch-size 1`) of its GPT-4 route, which sends one user message. Its
@@ -33,25 +32,16 @@ speakers are named in the file's order (upstream takes them from a `set`, whose 
 from run to run) and the two-option order is drawn from `random.Random("<seed>:<sample id>")`
 (upstream calls the unseeded `random.random()`).
 
-The judge (`-T judge=true`) is LoCoMo-Plus's (xjtuleeyf/Locomo-Plus @ 059f4e3d,
-`evaluation_framework/task_eval/`): its per-category template filled with the reference, the
-prediction and the evidence turns rendered as its unified input renders them, sent as its
-call site sends it (`call_model` with the default backend `call_llm` and no category: the
-`utils.py` start sentence named "A" and "B", then the filled prompt stripped, one user message,
-512 tokens at temperature 0), its reply parsed and scored as `llm_as_judge.py` does (correct 1,
-partial 0.5, wrong or unreadable 0).
+The judge (`-T judge=true`) is LoCoMo-Plus's: memevals.benchmarks.locomo_plus.official_judge.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
-import json
 import os
 import random
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,21 +52,21 @@ from memevals.benchmarks.locomo.memory import (
     evidence_turns,
     memory_context,
 )
+from memevals.benchmarks.locomo_plus.official_judge import JudgeTexts, load_judge_texts
 from memevals.core import options
 from memevals.core.files import DataError
 from memevals.core.memory_harness import Rendered, Renderer, Retrieval
 from memevals.core.memory_options import MEMORY_CONTEXT
 from memevals.core.memory_system import History, MemoryItem
-from memevals.core.official_judge import LABEL_RULES, OfficialJudge, OfficialLabel, split_around
 from memevals.core.retrievers import MemoryUnit
 from memevals.core.tokens import TokenCounter, get_token_counter
 from memevals.core.upstream import (
+    InlineText,
     Template,
     UpstreamError,
     UpstreamFile,
     extract_template,
-    template_digest,
-    upstream_module,
+    inline_text,
 )
 
 __all__ = [
@@ -84,33 +74,18 @@ __all__ = [
     "DEFAULT_PROTOCOL",
     "EVALUATE_GPTS",
     "FULL_WINDOW",
-    "JUDGE_CATEGORY",
-    "JUDGE_MAX_TOKENS",
-    "JUDGE_RULE",
-    "JUDGE_SCORES",
-    "JUDGE_WRAPPER_NAMES",
     "PER_QA_TOKEN_BUDGET",
-    "PLUS_JUDGE",
-    "PLUS_PROMPT",
-    "PLUS_UTILS",
     "PROTOCOLS",
     "InlineText",
     "OfficialTexts",
     "check_protocol",
     "choice_prediction",
     "conversation_window",
-    "evidence_text",
     "inline_text",
-    "judge_prefix",
-    "judge_prompt",
-    "judge_request",
-    "judge_score",
     "load_texts",
     "official_context",
     "official_memory_renderer",
     "option_order",
-    "parse_judge_reply",
-    "plus_label",
     "question_block",
     "question_text",
     "start_sentence",
@@ -128,28 +103,6 @@ EVALUATE_GPTS = UpstreamFile(
     "task_eval/evaluate_gpts.py",
     "e878692fd25919c4069b87ee5c2c5c24d8916e97c55b00500e9bf8b467c065a0",
 )
-PLUS_REPO = "xjtuleeyf/Locomo-Plus"
-PLUS_COMMIT = "059f4e3d38f7f1f96765e8e2cb7de3097551bffb"
-PLUS_PROMPT = UpstreamFile(
-    PLUS_REPO,
-    PLUS_COMMIT,
-    "evaluation_framework/task_eval/prompt.py",
-    "e43e3ee7115a30938e727fe0eab16694186c08e3f9619f9d8dd5e603d96fc2b1",
-)
-PLUS_JUDGE = UpstreamFile(
-    PLUS_REPO,
-    PLUS_COMMIT,
-    "evaluation_framework/task_eval/llm_as_judge.py",
-    "9ca4997392b1e97a03635379ca601ec5fadfe09ead471542f10433f9af071a33",
-)
-#: LoCoMo-Plus's model call (`call_llm`) and the prefix it puts before every prompt.
-PLUS_UTILS = UpstreamFile(
-    PLUS_REPO,
-    PLUS_COMMIT,
-    "evaluation_framework/task_eval/utils.py",
-    "55fb916e46ac10a521670f96594abd117dfc63b1342ca67e81a2fab6780233a5",
-)
-
 #: Upstream's answer length (`num_tokens_request`) at temperature 0.
 ANSWER_TOKENS = 32
 #: Tokens upstream keeps free per question asked in one call (`PER_QA_TOKEN_BUDGET`).
@@ -159,46 +112,6 @@ FULL_WINDOW = 128_000
 #: The cl100k_base encoding: what tiktoken gives upstream's gpt-4 / gpt-3.5 models.
 WINDOW_ENCODING = "cl100k_base"
 
-#: LoCoMo's file category -> LoCoMo-Plus's category name (its judge template's key).
-JUDGE_CATEGORY: dict[int, str] = {
-    1: "multi-hop",
-    2: "temporal",
-    3: "common-sense",
-    4: "single-hop",
-    5: "adversarial",
-}
-#: LoCoMo-Plus's label scores (`LABEL_TO_SCORE`); any other label, or none, scores 0.
-JUDGE_SCORES: dict[str, float] = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
-#: LoCoMo-Plus's judge length (its `--max-tokens` default) at temperature 0.
-JUDGE_MAX_TOKENS = 512
-#: The name of LoCoMo-Plus's label rule in memevals.core.official_judge.LABEL_RULES.
-JUDGE_RULE = "locomo_plus_label"
-#: The names LoCoMo-Plus's call wrapper puts into its start sentence: its parameters' defaults
-#: (`llm_as_judge.py` calls `call_model` without them).
-JUDGE_WRAPPER_NAMES = ("A", "B")
-
-
-@dataclass(frozen=True)
-class InlineText:
-    """A string written inline in an upstream function: the `nth` (from 0) string constant in
-    the body of function `scope`, in source order (docstring included), pinned by its sha256.
-
-    memevals.core.upstream locates assigned strings; a few of upstream's texts are operands of
-    an expression (`qa['question'] + "..."`) or arguments, and are found this way.
-    """
-
-    file: UpstreamFile
-    scope: str
-    nth: int
-    sha256: str
-
-    @property
-    def locator(self) -> str:
-        return f"{self.scope}:str#{self.nth}"
-
-    def __str__(self) -> str:
-        return f"{self.locator} in {self.file}"
-
 
 def _source_dir(file: UpstreamFile, data_dir: str | os.PathLike[str] | None) -> str | None:
     """The task's data dir when it holds this file's copy; else None (MEMEVALS_DATA_DIR, then
@@ -206,48 +119,6 @@ def _source_dir(file: UpstreamFile, data_dir: str | os.PathLike[str] | None) -> 
     if data_dir is not None and (Path(data_dir) / file.relpath).is_file():
         return str(data_dir)
     return None
-
-
-def inline_text(text: InlineText, data_dir: str | os.PathLike[str] | None = None) -> str:
-    """The text of an `InlineText`, its digest verified.
-
-    Args:
-        text: the locator.
-        data_dir: a data dir holding `upstream/` (default MEMEVALS_DATA_DIR, else the cache).
-
-    Returns:
-        The string.
-    """
-    module = upstream_module(text.file, data_dir)
-    scopes = [
-        n
-        for n in module.body
-        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == text.scope
-    ]
-    found = sorted(
-        (
-            n
-            for scope in scopes[:1]
-            for n in ast.walk(scope)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str)
-        ),
-        key=lambda n: (n.lineno, n.col_offset),
-    )
-    if text.nth >= len(found):
-        raise UpstreamError(
-            f"template {text.locator!r} not found ({len(found)} string(s)) in {text.file}",
-            file=text.file.relpath,
-        )
-    value = found[text.nth].value
-    assert isinstance(value, str)
-    actual = template_digest(value)
-    if actual != text.sha256:
-        raise UpstreamError(
-            f"template {text.locator!r} extracted with sha256 {actual}, expected "
-            f"{text.sha256}: the upstream file or the locator changed",
-            file=text.file.relpath,
-        )
-    return value
 
 
 def _t(file: UpstreamFile, locator: str, sha256: str) -> Template:
@@ -297,65 +168,10 @@ TEMPLATES: dict[str, Template | InlineText] = {
         26,
         "2a542960aa38558c7ea526c58ca44e64944dd4a6c9c9db658f3fa6f6da9792c3",
     ),
-    # LoCoMo-Plus's judge: the start sentence its model call (`call_llm`) puts before the
-    # prompt, the pattern its parser tries first, and its templates by category
-    "judge_start": _t(
-        PLUS_UTILS,
-        "CONV_START_PROMPT",
-        "bfb101603e38a36cfecfb7e989ae51d537907ad7ac0b89020e2b7c01046d3cb7",
-    ),
-    "judge_pattern": InlineText(
-        PLUS_JUDGE,
-        "_parse_judge_response",
-        4,
-        "a52d3cad340081f7b19490a78252f5a235388328a3ffda970947fb98d9ff54db",
-    ),
-    "judge_multi_hop": _t(
-        PLUS_PROMPT,
-        "PROMPT_TEMPLATES[multi-hop]",
-        "6eba7bc55145d57a06c90fb96a9daf7965b68dbb480b975d2b1583b59124741a",
-    ),
-    "judge_single_hop": _t(
-        PLUS_PROMPT,
-        "PROMPT_TEMPLATES[single-hop]",
-        "e0cc6dfb7fb33aeafeed27e6db214eff15278738298384817479f09f5f5997d4",
-    ),
-    "judge_temporal": _t(
-        PLUS_PROMPT,
-        "PROMPT_TEMPLATES[temporal]",
-        "f951d90c7a759c12eff5ceeb963129c2be79b529209b9fb2ddcfbafb2a40aa3d",
-    ),
-    "judge_common_sense": _t(
-        PLUS_PROMPT,
-        "PROMPT_TEMPLATES[common-sense]",
-        "3147a06f69f3229233ecb367249c42afe6485d45c18957c6d2286a2eb28ea904",
-    ),
-    "judge_adversarial": _t(
-        PLUS_PROMPT,
-        "PROMPT_TEMPLATES[adversarial]",
-        "2a73bc69e8051121a6332c3fb14605574bacc3cb58173fdd72b5803f4bd40a69",
-    ),
-    "judge_cognitive": _t(
-        PLUS_PROMPT,
-        "PROMPT_TEMPLATES[Cognitive]",
-        "83875348ab831a4f2932457bc951d37654db9f77ecaf50e7a8aacf5ff566a08b",
-    ),
-    "judge_default": _t(
-        PLUS_PROMPT,
-        "PROMPT_TEMPLATES[default]",
-        "117bbafb8c4d388e5fe814a098851c361087497b515331b457e144bf1cffe9f9",
-    ),
 }
 
-#: LoCoMo-Plus category name -> OfficialTexts field of its judge template.
-_JUDGE_FIELDS: dict[str, str] = {
-    "multi-hop": "judge_multi_hop",
-    "single-hop": "judge_single_hop",
-    "temporal": "judge_temporal",
-    "common-sense": "judge_common_sense",
-    "adversarial": "judge_adversarial",
-    "Cognitive": "judge_cognitive",
-}
+#: The names of LoCoMo's own texts (OfficialTexts' fields before the judge's).
+_OWN: tuple[str, ...] = tuple(TEMPLATES)
 
 
 @dataclass(frozen=True)
@@ -369,25 +185,13 @@ class OfficialTexts:
     temporal_hint: str
     two_options: str
     not_mentioned: str
-    judge_start: str
-    judge_pattern: str
-    judge_multi_hop: str
-    judge_single_hop: str
-    judge_temporal: str
-    judge_common_sense: str
-    judge_adversarial: str
-    judge_cognitive: str
-    judge_default: str
+    #: the judge's (`-T judge=true`): LoCoMo-Plus's
+    judge: JudgeTexts
 
     def digests(self) -> dict[str, str]:
-        """Template name -> its sha256, for the logs."""
-        return {f.name: TEMPLATES[f.name].sha256 for f in fields(self)}
-
-    def judge_template(self, category: str) -> str:
-        """The judge template of a LoCoMo-Plus category name; the default one for any other
-        name (as upstream's `get_judge_prompt`)."""
-        text: str = getattr(self, _JUDGE_FIELDS.get(category, "judge_default"))
-        return text
+        """Template name -> its sha256, for the logs (the judge's under `judge_*`)."""
+        own = {name: TEMPLATES[name].sha256 for name in _OWN}
+        return own | self.judge.digests()
 
 
 def check_protocol(protocol: str) -> str:
@@ -422,10 +226,8 @@ def load_text(name: str, data_dir: str | os.PathLike[str] | None = None) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _load_texts(data_dir: str | None) -> OfficialTexts:
-    texts = OfficialTexts(**{f.name: load_text(f.name, data_dir) for f in fields(OfficialTexts)})
-    # the digest pins the pattern, so the copy of any data dir serves the label rule
-    _JUDGE_PATTERN.setdefault("pattern", texts.judge_pattern)
-    return texts
+    own = {name: load_text(name, data_dir) for name in _OWN}
+    return OfficialTexts(**own, judge=load_judge_texts(data_dir))
 
 
 def load_texts(data_dir: str | os.PathLike[str] | None = None) -> OfficialTexts:
@@ -726,141 +528,3 @@ def official_context(
     if mode in ("none", MEMORY_CONTEXT):
         return LocomoContext(text="")
     raise ValueError(f"protocol=official has no layout for context={mode!r}")
-
-
-# ---------------------------------------------------------------------------------------------
-# The judge (LoCoMo-Plus's)
-
-
-def evidence_text(conv: Conversation, qa: QA) -> str:
-    """The judge's evidence as LoCoMo-Plus's unified input writes it: each evidence id (the raw
-    strings split at ";") as `<speaker>：<text>` of the turn at that position of its session,
-    or a marker for an id that names no turn or cannot be read."""
-    sessions = {s.index: s for s in conv.sessions}
-    lines: list[str] = []
-    for raw in qa.evidence:
-        for part in str(raw).split(";"):
-            evid = part.strip()
-            if not evid:
-                continue
-            pieces = evid.split(":")
-            try:
-                if len(pieces) != 2:
-                    raise ValueError(evid)
-                session = int(pieces[0].replace("D", ""))
-                position = int(pieces[1])
-            except ValueError:
-                lines.append(f"[{evid}] [Parse error]")
-                continue
-            turns = sessions[session].turns if session in sessions else ()
-            if 0 <= position - 1 < len(turns):
-                turn = turns[position - 1]
-                lines.append(f"{turn.speaker}：{turn.text}")
-            else:
-                lines.append(f"[{evid}] [Missing turn]")
-    return "\n".join(lines)
-
-
-def judge_prompt(
-    texts: OfficialTexts, category: str, evidence: str, prediction: str, gold: str
-) -> str:
-    """LoCoMo-Plus's judge prompt: its template for `category` (a LoCoMo-Plus category name)
-    filled with the reference, the prediction and the evidence (`get_judge_prompt`), before
-    its model call's wrapper (`judge_request`)."""
-    return texts.judge_template(category).format(gold=gold, pred=prediction, evidence=evidence)
-
-
-def judge_prefix(texts: OfficialTexts) -> str:
-    """The prefix LoCoMo-Plus's model call puts before a judge prompt (`_prepend_conv_prefix`):
-    its start sentence with the default names "A" and "B"."""
-    return texts.judge_start.format(*JUDGE_WRAPPER_NAMES)
-
-
-def judge_request(texts: OfficialTexts, category: str, evidence: str, gold: str) -> OfficialJudge:
-    """LoCoMo-Plus's judge request as its call site sends it.
-
-    `llm_as_judge.py` fills the category's template (`get_judge_prompt`) and calls
-    `call_model` with its default backend `call_llm` and no category, so the prompt leaves as
-    `_prepend_conv_prefix` makes it: the start sentence named "A" and "B", then the filled
-    prompt stripped, one user message, at the judge's temperature 0 and 512 tokens.
-
-    Args:
-        texts: the verified upstream texts.
-        category: a LoCoMo-Plus category name (its template's key).
-        evidence: the evidence as the unified input writes it.
-        gold: the reference ("" for none).
-
-    Returns:
-        The request, split around the (stripped) reply it grades.
-    """
-    before, after = split_around(lambda reply: judge_prompt(texts, category, evidence, reply, gold))
-    return OfficialJudge(
-        before=before,
-        after=after,
-        rule=JUDGE_RULE,
-        max_tokens=JUDGE_MAX_TOKENS,
-        temperature=0.0,
-        strip_reply=True,
-        prefix=judge_prefix(texts),
-        strip_prompt=True,
-    )
-
-
-def parse_judge_reply(reply: str, pattern: str) -> tuple[str, bool]:
-    """The label LoCoMo-Plus reads from a judge reply (`_parse_judge_response`), and whether it
-    came from a verdict object rather than the word search.
-
-    The first match of its pattern; else the reply as a JSON object's "label"; when that fails,
-    the first of "correct", "wrong", "partial" found in the lower-cased reply (so "incorrect"
-    reads as correct, as upstream). An empty label means none was found.
-    """
-    label = ""
-    raw = (reply or "").strip()
-    try:
-        m = re.search(pattern, raw, re.DOTALL)
-        if m:
-            return m.group(1).strip(), True
-        obj: Any = json.loads(raw)
-        label = (obj.get("label") or "").strip()
-        # upstream reads the reason next; a reason that is not text fails there and sends
-        # the reply to the word search with this label kept
-        (obj.get("reason") or "").strip()
-        return label, True
-    except Exception:
-        lowered = raw.lower()
-        for word in ("correct", "wrong", "partial"):
-            if word in lowered:
-                return word, False
-    return label, False
-
-
-def judge_score(label: str) -> float:
-    """LoCoMo-Plus's score of a label: correct 1, partial 0.5, anything else 0."""
-    return JUDGE_SCORES.get((label or "").strip().lower(), 0.0)
-
-
-#: The judge pattern once loaded (any verified copy: its digest pins it).
-_JUDGE_PATTERN: dict[str, str] = {}
-
-
-def plus_label(grader_reply: str) -> OfficialLabel:
-    """LoCoMo-Plus's label rule: `parse_judge_reply` then `judge_score`. The reply is clear
-    when a verdict object gave one of the three labels; the word search never is."""
-    if "pattern" not in _JUDGE_PATTERN:
-        _JUDGE_PATTERN["pattern"] = load_text("judge_pattern")
-    label, from_object = parse_judge_reply(grader_reply, _JUDGE_PATTERN["pattern"])
-    clear = from_object and label.strip().lower() in JUDGE_SCORES
-    return OfficialLabel(label, judge_score(label), clear)
-
-
-LABEL_RULES.setdefault(JUDGE_RULE, plus_label)
-
-
-def judge_inputs_official(conv: Conversation, qa: QA) -> Mapping[str, str]:
-    """What LoCoMo-Plus's judge reads of a LoCoMo question besides the prediction."""
-    gold = qa.answer
-    return {
-        "category": JUDGE_CATEGORY[qa.category],
-        "evidence": evidence_text(conv, qa),
-        "gold": "" if gold is None or gold == "" else str(gold),
-    }

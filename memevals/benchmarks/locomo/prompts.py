@@ -18,6 +18,7 @@ from memevals.benchmarks.locomo.data import CATEGORY_IDS, CATEGORY_NAMES, QA, Co
 from memevals.benchmarks.locomo.memory import ContextFn, LocomoMemory, full_context, turn_line
 from memevals.benchmarks.locomo.official import ConversationWindow, OfficialTexts
 from memevals.benchmarks.locomo.scoring import criterion_for_locomo
+from memevals.benchmarks.locomo_plus.official_judge import locomo_judge
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.prompt_item import PromptItem, parse_category_list
 
@@ -204,8 +205,7 @@ def build_items(
 def official_judge(conv: Conversation, qa: QA, texts: OfficialTexts) -> OfficialJudge:
     """LoCoMo-Plus's judge request for a LoCoMo question: its template for the question's
     category, filled with the reference and evidence around the prediction it grades."""
-    inputs = official.judge_inputs_official(conv, qa)
-    return official.judge_request(texts, inputs["category"], inputs["evidence"], inputs["gold"])
+    return locomo_judge(texts.judge, conv, qa)
 
 
 def build_official_items(

@@ -25,11 +25,11 @@ What memevals writes itself is upstream's *logic*, as read from those files:
   `<speaker>：<text>` lines; a cognitive sample's cue), sent as `llm_as_judge.py` sends it:
   `call_model` with its default backend `call_llm` and no category, so `_prepend_conv_prefix`
   puts the start sentence named "A" and "B" before the filled prompt, stripped (one user
-  message, temperature 0, 512 tokens; memevals.benchmarks.locomo.official.judge_request); its
-  reply read and scored by `llm_as_judge.py`'s rule (memevals.benchmarks.locomo.official.
-  plus_label): correct 1, partial 0.5, anything else 0. The temporal, adversarial and
-  cognitive templates offer only correct and wrong; the score map is upstream's for every
-  category.
+  message, temperature 0, 512 tokens); its reply read and scored by `llm_as_judge.py`'s rule:
+  correct 1, partial 0.5, anything else 0. The temporal, adversarial and cognitive templates
+  offer only correct and wrong; the score map is upstream's for every category. The judge's
+  code is memevals.benchmarks.locomo_plus.official_judge (LoCoMo's `judge=true` grades with it
+  too).
 
 Only `context=full` is upstream's input; the other context modes, `disclose_task` and `gap_fix`
 are memevals' variations and run under `protocol=memevals`.
@@ -42,9 +42,13 @@ import os
 from dataclasses import dataclass, fields
 
 from memevals.benchmarks.locomo.data import QA, Conversation
-from memevals.benchmarks.locomo.official import PLUS_UTILS, judge_inputs_official, judge_request
-from memevals.benchmarks.locomo.official import OfficialTexts as JudgeTexts
-from memevals.benchmarks.locomo.official import load_texts as load_judge_texts
+from memevals.benchmarks.locomo_plus.official_judge import (
+    PLUS_UTILS,
+    JudgeTexts,
+    judge_request,
+    load_judge_texts,
+    locomo_judge,
+)
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
 from memevals.core.official_judge import OfficialJudge
 from memevals.core.upstream import Template, UpstreamError, extract_template
@@ -58,8 +62,8 @@ __all__ = [
     "conversation_text",
     "load_plus_texts",
     "locomo_input",
-    "locomo_judge",
     "model_input",
+    "question_judge",
 ]
 
 #: LoCoMo-Plus's `utils.py` (its model call and the wrapper's texts).
@@ -92,8 +96,7 @@ TEMPLATES: dict[str, Template] = {
 
 @dataclass(frozen=True)
 class PlusTexts:
-    """The wrapper's texts, extracted and digest-verified, and the judge's (LoCoMo's
-    `OfficialTexts`, which holds LoCoMo-Plus's judge templates)."""
+    """The wrapper's texts, extracted and digest-verified, and the judge's."""
 
     start: str
     instruction_qa: str
@@ -103,7 +106,7 @@ class PlusTexts:
     def digests(self) -> dict[str, str]:
         """Template name -> its sha256, for the logs (the judge's under `judge_*`)."""
         out = {name: t.sha256 for name, t in TEMPLATES.items()}
-        return out | {k: v for k, v in self.judge.digests().items() if k.startswith("judge_")}
+        return out | self.judge.digests()
 
 
 def _load(name: str, data_dir: str | None) -> str:
@@ -180,16 +183,11 @@ def cognitive_input(st: StitchedInstance) -> str:
 # The judge
 
 
-def _judge(texts: PlusTexts, category: str, evidence: str, gold: str) -> OfficialJudge:
-    return judge_request(texts.judge, category, evidence, gold)
-
-
-def locomo_judge(texts: PlusTexts, conv: Conversation, qa: QA) -> OfficialJudge:
+def question_judge(texts: PlusTexts, conv: Conversation, qa: QA) -> OfficialJudge:
     """The judge request of a LoCoMo question (its category's template, reference, evidence)."""
-    inputs = judge_inputs_official(conv, qa)
-    return _judge(texts, inputs["category"], inputs["evidence"], inputs["gold"])
+    return locomo_judge(texts.judge, conv, qa)
 
 
 def cognitive_judge(texts: PlusTexts, evidence: str) -> OfficialJudge:
     """The judge request of a cognitive sample: the cue as evidence, no reference."""
-    return _judge(texts, COGNITIVE_CATEGORY, evidence, "")
+    return judge_request(texts.judge, COGNITIVE_CATEGORY, evidence, "")

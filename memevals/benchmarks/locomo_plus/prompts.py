@@ -270,7 +270,7 @@ def _official_locomo_items(
             disclose_task=False,
             protocol="official",
         )
-        md[OFFICIAL_JUDGE_KEY] = official.locomo_judge(texts, conv, qa).as_metadata()
+        md[OFFICIAL_JUDGE_KEY] = official.question_judge(texts, conv, qa).as_metadata()
         user = whole[len(item.system) + 2 :]
         out.append(dataclasses.replace(item, user=user, metadata=md))
     return out

@@ -23,6 +23,7 @@ from memevals.benchmarks.locomo import official
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.samples import LocomoOptions, build
 from memevals.benchmarks.locomo.scoring import locomo_f1
+from memevals.benchmarks.locomo_plus import official_judge as judge
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.official_judge import LABEL_RULES, OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.upstream import Template, UpstreamError, extract_template, template_digest
@@ -61,15 +62,15 @@ def test_texts_and_numbers_are_upstreams(data_dir: Path) -> None:
         ref["two_options"],
         ref["refusal"],
     )
-    assert texts.judge_pattern == plus["pattern"]
+    assert texts.judge.judge_pattern == plus["pattern"]
     for name, template in plus["templates"].items():
-        assert texts.judge_template(name) == template, name
-    assert texts.judge_template("no such category") == plus["templates"]["default"]
+        assert texts.judge.judge_template(name) == template, name
+    assert texts.judge.judge_template("no such category") == plus["templates"]["default"]
     # the numbers memevals states are upstream's
     assert ref["max_length"]["gpt-4-turbo"] == official.FULL_WINDOW
     assert ref["per_qa"] == official.PER_QA_TOKEN_BUDGET
-    assert plus["scores"] == official.JUDGE_SCORES
-    assert plus["categories"] == official.JUDGE_CATEGORY
+    assert plus["scores"] == judge.JUDGE_SCORES
+    assert plus["categories"] == judge.JUDGE_CATEGORY
     answer_call = next(
         node
         for node in up.ast.walk(up.function(data_dir, up.LOCOMO, "get_gpt_answers"))
@@ -85,7 +86,8 @@ def test_texts_and_numbers_are_upstreams(data_dir: Path) -> None:
     assert limits == {"num_tokens_request": official.ANSWER_TOKENS, "temperature": 0}
     # each recorded digest is the extracted text's
     for name, digest in texts.digests().items():
-        assert digest == template_digest(getattr(texts, name)), name
+        held = texts.judge if name.startswith("judge_") else texts
+        assert digest == template_digest(getattr(held, name)), name
 
 
 def test_whole_conversation_messages_equal_upstreams(data_dir: Path) -> None:
@@ -176,7 +178,7 @@ def test_judge_messages_equal_upstreams(data_dir: Path) -> None:
     assert len(questions) == 1986
     for n, (sid, sample, qa) in enumerate(questions):
         request = OfficialJudge.from_metadata(items[sid].metadata[OFFICIAL_JUDGE_KEY])
-        assert request.rule == official.JUDGE_RULE
+        assert request.rule == judge.JUDGE_RULE
         assert (request.max_tokens, request.temperature) == (
             judge_cli["max_tokens"],
             judge_cli["temperature"],
@@ -209,7 +211,7 @@ GRADER_REPLIES = [
 
 
 def test_label_rule_is_upstreams(data_dir: Path) -> None:
-    rule = LABEL_RULES[official.JUDGE_RULE]
+    rule = LABEL_RULES[judge.JUDGE_RULE]
     for reply in GRADER_REPLIES:
         label = up.judge_label(data_dir, reply)
         verdict = rule(reply)

@@ -22,8 +22,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "locomo"))
 import upstream_locomo as up
 
-from memevals.benchmarks.locomo.official import JUDGE_RULE
 from memevals.benchmarks.locomo_plus import official
+from memevals.benchmarks.locomo_plus.official_judge import JUDGE_RULE
 from memevals.benchmarks.locomo_plus.samples import LocomoPlusOptions, build
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.official_judge import LABEL_RULES, OFFICIAL_JUDGE_KEY, OfficialJudge
