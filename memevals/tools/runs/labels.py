@@ -1,0 +1,136 @@
+"""Run labels: what a run's context, memory system and settings are called in tables."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from memevals.core.benchmark import Benchmark
+from memevals.core.memory_options import MemoryOptions
+from memevals.tools.runs.model import Run
+from memevals.tools.runs.records import PROTOCOL_OPTION, plain
+
+#: Keys of the memory settings a task logs that are outcomes, not settings.
+_MEMORY_OUTCOME = re.compile(r".*_total$|^prompt_tokens")
+#: Context settings a task logs besides the options that decide what the model saw.
+_USED_EXTRA = ("retrieval_unit", "embedding_model", "memory_version")
+
+
+def system_label(settings: Mapping[str, Any]) -> str:
+    """`<name> <version>` of a memory system under test, with its arguments when it got any.
+
+    Args:
+        settings: the memory settings (`memory`, `memory_version`, `memory_args`).
+
+    Returns:
+        The label ("" without a memory system).
+    """
+    label = " ".join(str(settings[k]) for k in ("memory", "memory_version") if settings.get(k))
+    args = settings.get("memory_args")
+    if isinstance(args, Mapping) and args:
+        label += " (" + ", ".join(f"{k}={v}" for k, v in sorted(args.items())) + ")"
+    elif args:
+        label += f" ({args})"
+    return label
+
+
+def memory_settings(run: Run) -> dict[str, Any]:
+    """A run's memory system under test and its settings (empty without one): `memory`,
+    `memory_version`, `memory_args` and `top_k` (the record's default when not logged).
+
+    Args:
+        run: the run.
+
+    Returns:
+        The settings.
+    """
+    memory = run.setting("memory")
+    if not memory:
+        return {}
+    defaults = run.record.context_defaults if run.record else {}
+    return {
+        "memory": memory,
+        "memory_version": run.setting("memory_version"),
+        "memory_args": run.used.get("memory_args", run.options.get("memory_args")),
+        "top_k": run.setting("top_k", defaults.get("top_k")),
+    }
+
+
+def context_label(run: Run) -> str:
+    """The context a run's model saw, with the options that change what it saw.
+
+    The mode with its settings as the task logged them, else as given, else the record's
+    defaults (`rag(dialog, k=5, bm25)`, `truncated(4000)`, `memory(bm25, k=5)`), then each of
+    the record's `label_options` set to another value than its default (`+gap-fix`,
+    `+variant=oracle`).
+
+    Args:
+        run: the run.
+
+    Returns:
+        The label.
+    """
+    defaults = run.record.context_defaults if run.record else {}
+
+    def setting(name: str) -> Any:
+        return run.setting(name, defaults.get(name))
+
+    def mode(name: str, *parts: Any) -> str:
+        shown = [str(p) for p in parts if p is not None and not str(p).endswith("=None")]
+        return f"{name}({', '.join(shown)})" if shown else name
+
+    context = str(setting("context") or "full")
+    if setting("memory"):
+        context = mode("memory", setting("memory"), f"k={setting('top_k')}")
+    elif context == "rag":
+        context = mode(
+            "rag", setting("retrieval_unit"), f"k={setting('top_k')}", setting("retriever")
+        )
+    elif context == "truncated":
+        context = mode("truncated", setting("max_context_tokens"))
+    extras: list[str] = []
+    for name, default in _label_options(run.record).items():
+        value = plain(run.option(name, default))
+        if value == plain(default):
+            continue
+        dashed = name.replace("_", "-")
+        if isinstance(value, bool):
+            extras.append(dashed if value else f"no-{dashed}")
+        else:
+            extras.append(f"{name}={value}")
+    return context + "".join(f" +{e}" for e in extras)
+
+
+def _label_options(record: Benchmark | None) -> Mapping[str, Any]:
+    """The record's label options but the protocol (a column and a factor of its own)."""
+    options = record.label_options if record else {}
+    return {k: v for k, v in options.items() if k != PROTOCOL_OPTION}
+
+
+def with_settings(run: Run) -> Run:
+    """The run with its compared option groups: the context options as given (a missing one
+    is its default) and the record's `label_options` as the run used them."""
+    memory = MemoryOptions()
+    context = {
+        name: plain(run.options.get(name, getattr(memory, name))) for name in MemoryOptions.names()
+    }
+    labelled = _label_options(run.record)
+    task = {k: plain(run.option(k, d)) for k, d in labelled.items()}
+    return replace(run, settings={"context settings": context, "task options": task})
+
+
+def used_context(used: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The context settings a task logged it used, outcomes left out."""
+    names = set(MemoryOptions.names()) | set(_USED_EXTRA)
+    kept = {k: v for k, v in used.items() if k in names and not _MEMORY_OUTCOME.match(k)}
+    return kept or None
+
+
+def subject_of(settings: Mapping[str, Any]) -> str:
+    """` + memory <system> [version]` for a run whose context a memory system gave, else ""."""
+    if not settings.get("memory"):
+        return ""
+    version = settings.get("memory_version")
+    return f" + memory {settings['memory']}" + (f" {version}" if version else "")
