@@ -35,8 +35,9 @@ from typing import Any
 
 from memevals.core import statistics
 from memevals.core.benchmark import AnalysisAxis, Benchmark
+from memevals.core.memory_harness import RESULT_CHARS, RESULTS_KEY, RESULTS_LOGGED
 from memevals.tools.compare import NO_JUDGE, Row, above_ceiling, disambiguate, row_from_run
-from memevals.tools.paired import (
+from memevals.tools.diff import (
     EXPLICIT_FACTORS,
     Comparison,
     compare_runs,
@@ -148,9 +149,26 @@ def _detail(md: Mapping[str, Any], fallback: str, labels: list[str]) -> dict[str
         "question": str(question or "")[-TEXT_LIMIT:],
         "evidence": _ids(md.get("evidence_ids") or md.get("evidence")),
         "retrieved": _ids(md.get("retrieved_ids")),
+        "items": _items(md.get(RESULTS_KEY)),
         "label": ", ".join(labels),
         "metadata": md,
     }
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    """A memory system's logged results (`memory_harness.logged_results`), as far as they are
+    well formed: text, cited ids, and the whole length when the log cut the text."""
+    out: list[dict[str, Any]] = []
+    for entry in value if isinstance(value, list) else []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("text"), str):
+            out.append(
+                {
+                    "text": entry["text"],
+                    "ids": _ids(entry.get("ids")),
+                    "chars": entry.get("chars") if isinstance(entry.get("chars"), int) else None,
+                }
+            )
+    return out
 
 
 def _match(run: Run, wanted: str) -> bool:
@@ -503,7 +521,8 @@ def _leaderboard(report: Report) -> str:
                 f'data-low="{_value_attr(low)}" data-high="{_value_attr(high)}" '
                 f'data-log="{_e(held.log)}" data-benchmark="{_e(benchmark)}" '
                 f'data-kind="{_e(kind)}">'
-                f'{_ci_glyph(ks.overall, low, high)}<span class="v">{_num(ks.overall)}</span> '
+                f'{_ci_glyph(ks.overall, low, high)}<a href="#{_grid_id(held, kind, report)}">'
+                f'<span class="v">{_num(ks.overall)}</span></a> '
                 f"<small>[{_num(low)}, {_num(high)}]</small>"
                 + (f' <span class="warn">{_e("; ".join(flags))}</span>' if flags else "")
                 + "</td>"
@@ -514,7 +533,8 @@ def _leaderboard(report: Report) -> str:
         "<p>One row per subject (model × context or memory system × protocol × judge), one "
         "column per benchmark score: the mean over its samples and the 95 % interval "
         "clustered by the record's cluster (a judge's accuracy: the clustered Wilson "
-        "interval), as memevals-compare computes them. Click a header to sort.</p>"
+        "interval), as memevals-compare computes them. Click a header to sort, a mean to see "
+        "its run's categories.</p>"
         '<table id="leaderboard-table" class="sortable"><thead><tr>'
         '<th data-sort="0">model</th><th data-sort="1">context</th>'
         '<th data-sort="2">protocol</th><th data-sort="3">judge</th>'
@@ -601,7 +621,7 @@ def _benchmarks(report: Report) -> str:
                         unit=unit,
                     )
                 )
-            parts.append(_grid(rows, kind, cats))
+            parts.append(_grid(rows, kind, cats, report))
     return "".join(parts)
 
 
@@ -610,9 +630,20 @@ def _categories(record: Benchmark | None, rows: Sequence[Row], kind: str) -> lis
     return sorted(cats, key=record.category_rank) if record else sorted(cats)
 
 
-def _grid(rows: Sequence[Row], kind: str, cats: Sequence[str]) -> str:
+def _anchor(*parts: object) -> str:
+    """An element id made of `parts` (letters, digits, `-` and `_` only)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", "-".join(str(p) for p in parts))
+
+
+def _grid_id(row: Row, kind: str, report: Report) -> str:
+    """The id of a run's row in its benchmark's grid of one score (a leaderboard cell links
+    to it)."""
+    return _anchor("grid", row.benchmark, kind, report.rows.index(row))
+
+
+def _grid(rows: Sequence[Row], kind: str, cats: Sequence[str], report: Report) -> str:
     """The category × run grid coloured by score, with subgroups, macro average and the
-    judge's unscored and unclear counts."""
+    judge's unscored and unclear counts; each run's row has an id the leaderboard links to."""
     extras = sorted({e for r in rows if kind in r.kinds for e in r.kinds[kind].extras})
     head = "".join(f"<th>{_e(c)}</th>" for c in ["run", "overall", *cats, *extras])
     body = []
@@ -635,7 +666,7 @@ def _grid(rows: Sequence[Row], kind: str, cats: Sequence[str]) -> str:
             cells.append(
                 f'<td class="num" data-value="{_value_attr(value)}">{_num(value, digits)}</td>'
             )
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        body.append(f'<tr id="{_grid_id(r, kind, report)}">' + "".join(cells) + "</tr>")
     return (
         f'<table class="grid"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     )
@@ -672,7 +703,8 @@ def _paired(report: Report) -> str:
                 res = row.result
                 marks.append(_Mark(t.score, row.category, res.difference, res.ci_low, res.ci_high))
                 rows_html.append(
-                    f"<tr class='diff' data-c='{ci}' "
+                    f"<tr class='diff' id='{_anchor('diff', ci, t.score, row.category)}' "
+                    f"data-c='{ci}' "
                     f"data-score='{_e(t.score)}' data-category='{_e(row.category)}' "
                     f"data-difference='{_value_attr(res.difference)}' "
                     f"data-low='{_value_attr(res.ci_low)}' data-high='{_value_attr(res.ci_high)}' "
@@ -953,7 +985,8 @@ def _row_of(report: Report, run: Run) -> Row | None:
 
 def _questions_data(report: Report) -> dict[str, Any]:
     """The question browser's data: one entry per question (benchmark, id), each run's reply,
-    scores, judge label and retrieved ids."""
+    scores, judge label, retrieved ids and a memory system's results (their texts in one
+    table, `texts`, each once)."""
     flipped: dict[tuple[int, str], set[str]] = {}
     for c in report.comparisons:
         ia, ib = report.runs.index(c.a), report.runs.index(c.b)
@@ -961,6 +994,7 @@ def _questions_data(report: Report) -> dict[str, Any]:
             flipped.setdefault((ia, f["id"]), set()).add(c.name_b)
             flipped.setdefault((ib, f["id"]), set()).add(c.name_a)
     questions: dict[tuple[str, str], dict[str, Any]] = {}
+    texts: dict[str, int] = {}
     runs = []
     for i, run in enumerate(report.runs):
         row = report.rows[i]
@@ -997,11 +1031,22 @@ def _questions_data(report: Report) -> dict[str, Any]:
                     "scores": {k: (v if math.isfinite(v) else None) for k, v in s.scores.items()},
                     "label": d.get("label", ""),
                     "ret": d.get("retrieved", []),
+                    # each item's text once in the page's string table (a system retrieves
+                    # the same turns and facts for many questions)
+                    "mem": [
+                        [texts.setdefault(m["text"], len(texts)), m["ids"], m["chars"]]
+                        for m in d.get("items", [])
+                    ],
                     "err": s.errored,
                     "flip": sorted(flipped.get((i, sid), ())),
                 }
             )
-    return {"runs": runs, "questions": list(questions.values()), "view": report.view}
+    return {
+        "runs": runs,
+        "questions": list(questions.values()),
+        "texts": list(texts),
+        "view": report.view,
+    }
 
 
 def _questions(report: Report) -> str:
@@ -1013,7 +1058,10 @@ def _questions(report: Report) -> str:
     return (
         "<p>One row per question and run. Type to search question, gold and replies; pick a "
         "benchmark, category, run, verdict, or only the questions that flipped between runs "
-        "compared above. Click a row to open the question.</p>"
+        "compared above. Click a row to open the question: its gold, each run's reply, the "
+        "judge's label, the retrieved ids and a memory system's results, their cited ids green "
+        "where they hit the evidence (the first "
+        f"{RESULTS_LOGGED} results a sample logs, each cut to {RESULT_CHARS} characters).</p>"
         '<div class="filters">'
         '<input id="q-search" type="search" placeholder="search questions, gold, replies">'
         f'<select id="q-benchmark"><option value="">all benchmarks</option>{options}</select>'
@@ -1039,7 +1087,10 @@ main{padding:0 24px 40px;max-width:1400px}
 section{margin-top:28px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}
 th,td{border:1px solid #ddd;padding:3px 6px;vertical-align:top;text-align:left}
-th{background:#f4f5f7;position:sticky;top:0}
+th{background:#f4f5f7;position:sticky;top:0;z-index:1}
+/* a linked row (a leaderboard mean links to its grid row) stops below its table's sticky
+   header, which would otherwise cover it */
+tr[id]{scroll-margin-top:4em}tr:target td{box-shadow:inset 0 0 0 9999px rgba(255,200,0,.25)}
 th[data-sort]{cursor:pointer}
 th[data-sort]:after{content:" \\2195";color:#999}
 td.num{text-align:right;white-space:nowrap}
@@ -1050,6 +1101,9 @@ td.num{text-align:right;white-space:nowrap}
 #questions-table tbody tr{cursor:pointer}#questions-table tbody tr:hover{background:#eef4ff}
 #q-detail{border:1px solid #99b;padding:10px 14px;margin-top:10px;background:#fafbff}
 .hit{background:#d7f5d7}.miss{background:#f5dede}
+ol.mem{margin:4px 0;padding-left:20px;max-width:560px}ol.mem li{margin:2px 0}
+ol.mem .id{font-size:11px;padding:0 3px;margin-right:4px;border-radius:3px}
+.mem-text{white-space:pre-wrap}
 .reply{white-space:pre-wrap}
 @media print{nav,.filters,#q-more{display:none}th{position:static}
  section{page-break-inside:auto}details{display:block}}
@@ -1128,7 +1182,8 @@ function open(qi){var q=DATA.questions[qi];var d=document.getElementById("q-deta
   line("Question: ",q.q,"question");line("Gold: ",q.gold,"gold");
   if(q.ev.length)line("Evidence: ",q.ev.join(", "),"evidence");
   var t=el("table");var h=el("tr");
-  ["run","reply","scores","judge","retrieved (green: evidence)"].forEach(function(x){
+  ["run","reply","scores","judge","retrieved / memory results (green: evidence)"].forEach(
+    function(x){
     h.appendChild(el("th",x));});
   t.appendChild(h);
   q.r.forEach(function(r){var tr=el("tr");var run=DATA.runs[r.run];
@@ -1141,8 +1196,16 @@ function open(qi){var q=DATA.questions[qi];var d=document.getElementById("q-deta
     tr.appendChild(el("td",Object.keys(r.scores).map(function(k){
       return k+"="+fmt(r.scores[k]);}).join(" ")));
     tr.appendChild(el("td",r.label||"\u2013"));
-    var ret=el("td");r.ret.forEach(function(id){
+    var ret=el("td","","retrieved");r.ret.forEach(function(id){
       ret.appendChild(el("span",id+" ",q.ev.indexOf(id)>=0?"hit":"miss"));});
+    if(r.mem.length){var ol=el("ol","","mem");r.mem.forEach(function(m){
+      var li=el("li");var hit=false;
+      m[1].forEach(function(id){var h=q.ev.indexOf(id)>=0;hit=hit||h;
+        li.appendChild(el("span",id,h?"hit id":"miss id"));});
+      li.appendChild(el("span",DATA.texts[m[0]],"mem-text"));
+      if(m[2]!==null)li.appendChild(el("small"," \u2026 (cut; "+m[2]+" characters)"));
+      li.setAttribute("data-hit",hit?"1":"0");ol.appendChild(li);});
+      ret.appendChild(ol);}
     tr.appendChild(ret);t.appendChild(tr);});
   d.appendChild(t);d.scrollIntoView();}
 // the search box redraws as one types ("change" would redraw again on blur, under a click)
