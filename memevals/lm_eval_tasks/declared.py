@@ -1,9 +1,11 @@
 """lm-eval functions of a benchmark that has no thin lm-eval module of its own.
 
 Its record's lm-eval spec names two framework-free functions (memevals.core.benchmark.
-LmEvalSpec): `documents(**options)` builds its PromptItems from the task's options (the keyword
-arguments it takes; lm-eval also passes the model's arguments, which are ignored unless one
-looks like a misspelt option), and `results(metadata, reply, target)` scores one reply. The
+LmEvalSpec): `documents` builds its PromptItems from the task's options — usually the
+benchmark's own `samples.build(options)`, its options class filled from `--metadata` by the
+one options path (core.options.options_from), or a function taking the options as keyword
+arguments; lm-eval also passes the model's arguments, which are ignored unless one looks like
+a misspelt option — and `results(metadata, reply, target)` scores one reply. The
 generated YAML (memevals.lm_eval_tasks.generate) points lm-eval at `documents` and `results`
 here, which find the record by the `benchmark` key the generator writes into every task's
 `dataset_kwargs`.
@@ -11,7 +13,10 @@ here, which find the record by the `benchmark` key the generator writes into eve
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import inspect
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
@@ -20,6 +25,8 @@ from datasets import DatasetDict
 
 from memevals.benchmarks import records
 from memevals.core.benchmark import Benchmark, LmEvalSpec
+from memevals.core.build import Build
+from memevals.core.options import options_from
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 from memevals.lm_eval_tasks import common
@@ -57,6 +64,32 @@ def _spec(name: str) -> tuple[Benchmark, LmEvalSpec]:
     return record, record.lm_eval
 
 
+def _options_class(build: Callable[..., Any]) -> type[Any] | None:
+    """The options dataclass of a `build(options)` function (its one parameter's type)."""
+    params = list(inspect.signature(build).parameters)
+    if params != ["options"]:
+        return None
+    hint = typing.get_type_hints(build).get("options")
+    return hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None
+
+
+def _items(
+    build: Callable[..., Any], benchmark: str, metadata: Mapping[str, Any]
+) -> Sequence[PromptItem]:
+    """The items of `build`: a benchmark's `samples.build(options)` gets its options class
+    from `--metadata` by the one options path (core.options.options_from, which ignores the
+    model's arguments lm-eval merges in) and returns a Build; any other function is called with
+    the keyword arguments it takes."""
+    options_class = _options_class(build)
+    if options_class is not None:
+        options = options_from(options_class, metadata, where=benchmark, strict=False)
+        built = build(options)
+        return built.items if isinstance(built, Build) else built
+    known = common.keyword_names(build)
+    given = common.checked_options(benchmark, metadata, known, {})
+    return cast(Sequence[PromptItem], build(**given))
+
+
 def documents(benchmark: str, **metadata: Any) -> DatasetDict:
     """The documents of one task of a declared benchmark.
 
@@ -69,9 +102,7 @@ def documents(benchmark: str, **metadata: Any) -> DatasetDict:
     """
     record, spec = _spec(benchmark)
     build = load_function(str(spec.documents), f"benchmark {benchmark}: lm-eval documents")
-    known = common.keyword_names(build)
-    given = common.checked_options(benchmark, metadata, known, {})
-    items: Sequence[PromptItem] = common.checked(benchmark, lambda: build(**given))
+    items = common.checked(benchmark, lambda: _items(build, benchmark, metadata))
     tagged = [replace(i, metadata={**i.metadata, RECORD_KEY: record.name}) for i in items]
     return common.to_docs(tagged, benchmark)
 
