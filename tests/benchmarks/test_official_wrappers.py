@@ -220,6 +220,7 @@ def test_beam_models_are_upstreams_settings(data_dir: Path) -> None:
     """Upstream's reader and grader are `ChatOpenAI` at temperature 0 with no token limit, and
     no call site adds one: every `invoke` passes its messages alone."""
     from memevals.benchmarks.beam.samples import Decoding, decoding
+    from memevals.core.protocol import OFFICIAL
 
     llm = tree(data_dir, "BEAM/src/llm.py")
     [chat] = calls(function(llm, "build_llm"), "ChatOpenAI")
@@ -270,8 +271,8 @@ def test_beam_models_are_upstreams_settings(data_dir: Path) -> None:
     )
     assert "llm.invoke(messages).content.lower()" in ast.unparse(equivalence)
     # so the official protocol sends upstream's temperature and no limit anywhere
-    assert decoding("official") == Decoding(0.0, None, None, None)
-    assert decoding("official").temperature == built[0]["temperature"]
+    assert decoding(OFFICIAL) == Decoding(0.0, None, None, None)
+    assert decoding(OFFICIAL).temperature == built[0]["temperature"]
 
 
 #: What each BEAM call sends under each protocol: (reader, rubric item, equivalence) limits.

@@ -78,6 +78,7 @@ BENCHMARK_RANK = {
     "official": 3.5,  # upstream's own protocol, built on the data and memory modules
     "prompts": 4.0,
     "samples": 5.0,
+    "rubric_judge": 5.5,  # a rubric judge (BEAM's), under both protocols' settings from samples
     "record": 98.0,  # the declared record reads the modules above
     "__init__": 99.0,
 }

@@ -45,7 +45,7 @@ from memevals.core.memory_options import (
 from memevals.core.memory_system import History, MemoryItem
 from memevals.core.memory_system import Session as HistorySession
 from memevals.core.memory_system import Turn as HistoryTurn
-from memevals.core.options import protocol_fix
+from memevals.core.protocol import MEMEVALS, Protocol
 from memevals.core.retrievers import MemoryUnit, Retriever, positive_tokens, strategy_settings
 from memevals.core.tokens import TokenCounter, get_token_counter
 
@@ -341,7 +341,7 @@ class BeamMemory:
             out["context_window"] = self.context_window
         return out
 
-    def keep_rule(self, protocol: str) -> Callable[[list[int], list[str]], int]:
+    def keep_rule(self, protocol: Protocol) -> Callable[[list[int], list[str]], int]:
         """The pruning rule of `full` / `truncated` under `protocol`."""
         if self.context == "truncated":
             assert self.max_context_tokens is not None
@@ -349,7 +349,7 @@ class BeamMemory:
             return lambda tokens, roles: tail_within(tokens, roles, budget)
         assert self.context_window is not None
         window = self.context_window
-        if protocol == "official":
+        if protocol.official:
             return lambda tokens, roles: upstream_prune(tokens, window)
         return lambda tokens, roles: tail_within(tokens, roles, window - PRUNE_MARGIN)
 
@@ -369,13 +369,13 @@ class BeamMemory:
 
 
 def beam_memory(
-    options: MemoryOptions, *, protocol: str, context_window: int | None = None
+    options: MemoryOptions, *, protocol: Protocol, context_window: int | None = None
 ) -> BeamMemory:
     """Validate the memory options and build the strategy (ValueError naming the option).
 
     Args:
         options: the memory knobs.
-        protocol: official or memevals (official `full` counts with cl100k_base, as upstream).
+        protocol: the run's protocol (official `full` counts with cl100k_base, as upstream).
         context_window: `full` only: the reader's window (default 1,000,000, upstream's).
 
     Returns:
@@ -389,11 +389,11 @@ def beam_memory(
         choice = system_choice(options, DEFAULT_TOP_K)
         return BeamMemory(context, counter, top_k=choice.top_k, system=choice)
     if context == "full":
-        if protocol == "official" and counter.name != OFFICIAL_COUNTER:
+        if protocol.official and counter.name != OFFICIAL_COUNTER:
             raise ValueError(
-                f"protocol=official prunes the history as upstream counts it, with "
+                f"protocol={protocol} prunes the history as upstream counts it, with "
                 f"{OFFICIAL_COUNTER} (token_counter={options.token_counter!r} gives "
-                f"{counter.name}): pip install 'memevals[tokens]', or {protocol_fix('memevals')}"
+                f"{counter.name}): pip install 'memevals[tokens]', or {MEMEVALS.fix()}"
             )
         window = positive_tokens(
             "context_window", DEFAULT_CONTEXT_WINDOW if context_window is None else context_window

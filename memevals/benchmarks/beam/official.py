@@ -44,15 +44,11 @@ __all__ = [
     "METHODS",
     "METRICS",
     "PROMPTS",
-    "PROTOCOLS",
     "QUESTION",
     "RAG",
     "OfficialTexts",
-    "check_protocol",
     "official_texts",
 ]
-
-PROTOCOLS: tuple[str, ...] = ("official", "memevals")
 
 REPO = "mohammadtavakoli78/BEAM"
 COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
@@ -103,20 +99,6 @@ QUESTION = Template(
     "probing_question_evaluation.messages.append[content]",
     "4283812ce472c57c6a31fcc428bcc6af70fb0b7da998934c4b672999b8bc7bc4",
 )
-
-
-def check_protocol(protocol: str) -> str:
-    """`protocol` if it is one of PROTOCOLS (ValueError naming the option otherwise).
-
-    Args:
-        protocol: the `-T protocol=` value.
-
-    Returns:
-        The protocol.
-    """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol={protocol!r} is not one of {', '.join(PROTOCOLS)}")
-    return protocol
 
 
 def _fstring_template(node: ast.JoinedStr, template: Template) -> str:

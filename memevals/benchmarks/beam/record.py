@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memevals.benchmarks.beam.data import ABILITIES, pinned_files
 from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, DEFAULT_TOP_K, RAG_DEFAULTS
+from memevals.benchmarks.beam.samples import BeamOptions
 from memevals.core.benchmark import (
     AnalysisAxis,
     JudgeSpec,
@@ -36,7 +37,8 @@ RECORD = declare(
         "retrieval_unit": RAG_DEFAULTS.unit,
         "retriever": RAG_DEFAULTS.retriever,
     },
-    label_options={"size": "100K", "protocol": "official"},
+    # a run is labelled with a size or protocol other than the options' defaults
+    label_options={"size": BeamOptions.size, "protocol": BeamOptions.protocol.name},
     # upstream's report: the mean of the ten ability means
     macro_average="overall",
     # the conversation's length tier (its questions' ability is the category)

@@ -53,13 +53,14 @@ from memevals.benchmarks.beam.memory import (
     rag_context,
     replay,
 )
-from memevals.benchmarks.beam.official import OfficialTexts, check_protocol, official_texts
+from memevals.benchmarks.beam.official import OfficialTexts, official_texts
 from memevals.benchmarks.beam.prompts import FULL_SYSTEM, MEMORY_INTRO, RAG_INTRO
+from memevals.core.build import Build
 from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MEMORY_CONTEXT, MemoryOptions
 from memevals.core.memory_system import MemoryQuery
-from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem, parse_category_list
+from memevals.core.protocol import DEFAULT, MEMEVALS, Protocol, resolve
 from memevals.core.statistics import CLUSTER_KEY
 
 __all__ = [
@@ -68,10 +69,10 @@ __all__ = [
     "MEMEVALS_MAX_TOKENS",
     "TEMPERATURE",
     "BeamOptions",
-    "BeamSamples",
     "Decoding",
     "build",
     "decoding",
+    "judge_args",
     "parse_abilities",
     "upstream_dir",
 ]
@@ -109,13 +110,13 @@ class Decoding:
 
 
 def decoding(
-    protocol: str, max_tokens: int | None = None, judge_max_tokens: int | None = None
+    protocol: Protocol, max_tokens: int | None = None, judge_max_tokens: int | None = None
 ) -> Decoding:
     """The calls' settings under `protocol`: official, temperature 0 and no token limit
     anywhere (upstream's reader and grader); memevals, temperature 0 and our limits.
 
     Args:
-        protocol: official or memevals.
+        protocol: the run's protocol.
         max_tokens: the reader's limit (None: the protocol's; under official an explicit
             value caps the answer where upstream does not).
         judge_max_tokens: each rubric item's limit (None or memevals' default, the task's
@@ -125,18 +126,17 @@ def decoding(
     Returns:
         The settings.
     """
-    protocol = check_protocol(protocol)
     for name, value in (("max_tokens", max_tokens), ("judge_max_tokens", judge_max_tokens)):
         if value is not None and value < 1:
             raise ValueError(f"{name} must be at least 1, got {value}")
     if judge_max_tokens == MEMEVALS_JUDGE_MAX_TOKENS:
         judge_max_tokens = None  # the task's default: the protocol's limit
-    if protocol == "official":
+    if protocol.official:
         if judge_max_tokens is not None:
             raise ValueError(
-                f"judge_max_tokens={judge_max_tokens}: protocol=official judges with "
+                f"judge_max_tokens={judge_max_tokens}: protocol={protocol} judges with "
                 "upstream's grader, which sends no token limit; judge_max_tokens applies to "
-                f"protocol=memevals: {protocol_fix('memevals', lm_eval=False)}"
+                f"protocol={MEMEVALS}: {MEMEVALS.fix(lm_eval=False)}"
             )
         return Decoding(TEMPERATURE, max_tokens, None, None)
     return Decoding(
@@ -149,11 +149,12 @@ def decoding(
 
 @dataclass(frozen=True)
 class BeamOptions:
-    """Everything that decides BEAM's samples (the `-T` / `--metadata` options)."""
+    """Everything that decides BEAM's samples (the `-T` / `--metadata` options), with their
+    one set of defaults (memevals.core.options.options_from builds it in both frameworks)."""
 
     size: str = "100K"
     categories: str | tuple[str, ...] | None = None  # abilities; None = all ten
-    protocol: str = "official"
+    protocol: Protocol = DEFAULT
     memory: MemoryOptions = field(default_factory=MemoryOptions)
     context_window: int | None = None
     data_dir: str | None = None
@@ -163,17 +164,23 @@ class BeamOptions:
     max_tokens: int | None = None
     judge_max_tokens: int | None = None
 
+    def __post_init__(self) -> None:
+        # a protocol given by name (a caller of its own) is resolved here, the option's check
+        object.__setattr__(self, "protocol", resolve(self.protocol))
 
-@dataclass(frozen=True)
-class BeamSamples:
-    """What `build` returns: the items, the task log and, with a memory system under test, the
-    subject that gives each sample its context at run time."""
 
-    items: list[PromptItem]
-    log: dict[str, Any]
-    subject: MemorySubject | None = None
-    #: what each call sends besides its messages
-    decoding: Decoding = field(default_factory=lambda: decoding("official"))
+def judge_args(options: BeamOptions) -> dict[str, Any]:
+    """The rubric judge's arguments for a run of `options`: its token limit per rubric item
+    (the protocol's, `decoding`) and where upstream's copies are.
+
+    Args:
+        options: the run's options.
+
+    Returns:
+        `max_tokens` and `data_dir`, as the judge takes them.
+    """
+    sent = decoding(options.protocol, options.max_tokens, options.judge_max_tokens)
+    return {"max_tokens": sent.judge_max_tokens, "data_dir": upstream_dir(options.data_dir)}
 
 
 def parse_abilities(categories: Iterable[str] | str | None) -> list[str]:
@@ -202,7 +209,7 @@ class _Render:
     """What every question of one conversation shares."""
 
     conv: Conversation
-    protocol: str
+    protocol: Protocol
     memory: BeamMemory
     texts: OfficialTexts | None
     history: Replay | None
@@ -224,7 +231,7 @@ def _base_metadata(r: _Render, q: Question) -> dict[str, Any]:
         "question": q.question,
         "rubric": list(q.rubric),
         "difficulty": q.difficulty,
-        "protocol": r.protocol,
+        "protocol": r.protocol.name,
         "context": r.memory.context,
         CLUSTER_KEY: conv.id,
     }
@@ -237,7 +244,7 @@ def _history_item(r: _Render, q: Question, asked_before: Sequence[Question]) -> 
     history = r.history.messages if r.history is not None else ()
     system = ""
     prior: tuple[tuple[str, str], ...] = ()
-    if r.protocol == "memevals" and r.history is not None:
+    if not r.protocol.official and r.history is not None:
         system = FULL_SYSTEM
     elif r.memory.context == "full" and history:
         # upstream's kept message list grows by every question asked before (module docstring)
@@ -316,45 +323,37 @@ def _conversation_items(
     return out
 
 
-def build(options: BeamOptions) -> BeamSamples:
+def build(options: BeamOptions) -> Build:
     """The samples of `options`; every option is checked before any file is read.
 
     Args:
         options: the task's options.
 
     Returns:
-        The items (conversation by conversation, questions in file order), the log, the
-        memory subject (None without a memory system) and the calls' settings.
+        The items (conversation by conversation, questions in file order), the run's log, the
+        reader's settings (`decoding`), the memory subject (None without a memory system) and
+        the dataset's name (`beam_<size>`).
     """
     size = check_size(options.size)
-    protocol = check_protocol(options.protocol)
+    protocol = options.protocol
     calls = decoding(protocol, options.max_tokens, options.judge_max_tokens)
     wanted = parse_abilities(options.categories)
     memory = beam_memory(options.memory, protocol=protocol, context_window=options.context_window)
-    texts = official_texts(upstream_dir(options.data_dir)) if protocol == "official" else None
+    texts = official_texts(upstream_dir(options.data_dir)) if protocol.official else None
     convs = conversations(size, options.data_dir, verify_checksum=options.verify_checksum)
     items: list[PromptItem] = []
     for conv in convs:
         questions = load_questions(conv)
-        if not any(q.ability in wanted for q in questions):
-            continue  # its chat is never read
-        history = None
-        if memory.context in ("full", "truncated"):
-            history = replay(conv, memory.token_counter, memory.keep_rule(protocol))
-            if memory.context == "truncated" and not history.messages:
-                raise ValueError(
-                    f"{conv.where}: max_context_tokens={memory.max_context_tokens} leaves no "
-                    "room for any message; give a larger max_context_tokens"
-                )
-        r = _Render(conv, protocol, memory, texts, history)
-        items.extend(_conversation_items(r, questions, wanted))
+        if any(q.ability in wanted for q in questions):  # else its chat is never read
+            r = _Render(conv, protocol, memory, texts, _history(conv, memory, protocol))
+            items.extend(_conversation_items(r, questions, wanted))
     if not items:
         raise ValueError(f"no BEAM question of categories={options.categories!r} in size {size}")
     blobs = {c.id: c.chat_blob or git_blob_id(c.chat) for c in convs}
     log: dict[str, Any] = {
         "benchmark": "beam",
         "size": size,
-        "protocol": protocol,
+        "protocol": protocol.name,
         "categories": wanted,
         "data_repository": REPOSITORY,
         "data_revision": COMMIT,
@@ -365,7 +364,27 @@ def build(options: BeamOptions) -> BeamSamples:
     subject = _subject(convs, items, memory, blobs, _memory_wrap(texts))
     if subject is not None:
         log |= subject.settings()
-    return BeamSamples(items, log, subject, calls)
+    return Build.of(
+        items,
+        log,
+        max_tokens=calls.max_tokens,
+        temperature=calls.temperature,
+        subject=subject,
+        dataset=f"beam_{size}",
+    )
+
+
+def _history(conv: Conversation, memory: BeamMemory, protocol: Protocol) -> Replay | None:
+    """The chat a question is asked after (full / truncated), as the protocol prunes it."""
+    if memory.context not in ("full", "truncated"):
+        return None
+    history = replay(conv, memory.token_counter, memory.keep_rule(protocol))
+    if memory.context == "truncated" and not history.messages:
+        raise ValueError(
+            f"{conv.where}: max_context_tokens={memory.max_context_tokens} leaves no "
+            "room for any message; give a larger max_context_tokens"
+        )
+    return history
 
 
 def _memory_wrap(texts: OfficialTexts | None) -> Wrap:

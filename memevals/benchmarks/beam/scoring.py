@@ -10,7 +10,9 @@
   `tau_norm = (tau_b + 1) / 2` and `final_score = tau_norm * F1`.
 - Report: per conversation and ability the mean of the questions' reported scores (event
   ordering reports `tau_norm`, every other ability its rubric score), per ability the mean over
-  conversations, overall the mean of the ability means.
+  conversations, overall the mean of the ability means. The report's figures are computed
+  here from the scored samples (`overall_figure`, `ability_figures`, `event_ordering_figures`);
+  a framework only hands them over (`Scored`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scipy.stats import kendalltau
 
@@ -32,11 +34,15 @@ __all__ = [
     "BeamRow",
     "BeamSummary",
     "EventOrderScore",
+    "Scored",
+    "ability_figures",
     "align",
     "beam_event_order",
+    "event_ordering_figures",
     "memevals_reply_score",
     "official_item_score",
     "official_reply_score",
+    "overall_figure",
     "question_score",
     "summarize",
 ]
@@ -298,3 +304,86 @@ def summarize(rows: Iterable[BeamRow]) -> BeamSummary:
         per_ability[ability] = sum(means) / len(means)
     overall = sum(per_ability.values()) / len(per_ability) if per_ability else None
     return BeamSummary(overall, per_ability, scored, unscored)
+
+
+class Scored(Protocol):
+    """One scored sample as a framework hands it over: its id and metadata, the score's value
+    (None: unscored) and the score's metadata."""
+
+    @property
+    def sample_id(self) -> str | int | None: ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+    @property
+    def value(self) -> float | None: ...
+
+    @property
+    def score_metadata(self) -> Mapping[str, Any]: ...
+
+
+def report_rows(scored: Iterable[Scored]) -> list[BeamRow]:
+    """The report's rows of scored samples (ValueError naming a sample that lacks its
+    conversation or ability)."""
+    rows = []
+    for s in scored:
+        if "conversation" not in s.metadata or "category" not in s.metadata:
+            raise ValueError(
+                f"sample {s.sample_id}: BEAM metrics need metadata 'conversation' and 'category'"
+            )
+        rows.append(BeamRow(str(s.metadata["conversation"]), str(s.metadata["category"]), s.value))
+    return rows
+
+
+def overall_figure(scored: Sequence[Scored]) -> float:
+    """Upstream's overall figure: the mean of the ability means (NaN when nothing is scored).
+
+    Args:
+        scored: the scored samples.
+
+    Returns:
+        The figure.
+    """
+    value = summarize(report_rows(scored)).overall
+    return math.nan if value is None else value
+
+
+def ability_figures(scored: Sequence[Scored]) -> dict[str, float]:
+    """Per ability, the mean over conversations of each conversation's mean (bare ability
+    names; event ordering reports tau_norm, as upstream's report does).
+
+    Args:
+        scored: the scored samples.
+
+    Returns:
+        Ability -> figure.
+    """
+    return dict(summarize(report_rows(scored)).per_ability)
+
+
+def event_ordering_figures(scored: Sequence[Scored]) -> dict[str, float]:
+    """Event ordering's other figures, means over its scored questions: `event_ordering_f1`,
+    `event_ordering_final_score` (tau_norm × F1) and `event_ordering_rubric` (its rubric
+    score, which upstream computes but does not report), from each score's `event_order`
+    metadata. Nothing without such questions.
+
+    Args:
+        scored: the scored samples.
+
+    Returns:
+        Figure name -> value.
+    """
+    found = [
+        s.score_metadata["event_order"]
+        for s in scored
+        if s.score_metadata.get("event_order") and s.value is not None
+    ]
+    if not found:
+        return {}
+    n = len(found)
+    return {
+        "event_ordering_f1": sum(float(f["f1"]) for f in found) / n,
+        "event_ordering_final_score": sum(float(f["final_score"]) for f in found) / n,
+        "event_ordering_rubric": sum(float(f["rubric_score"]) for f in found) / n,
+    }

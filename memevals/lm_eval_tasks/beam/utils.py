@@ -12,20 +12,22 @@ as text (`plain_prompt`). BEAM is judged: run lm_eval with --log_samples, then
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
+from dataclasses import fields
 from typing import Any
 
 from datasets import Dataset, DatasetDict
 from lm_eval.api.task import ConfigurableTask
 
-from memevals.benchmarks.beam.samples import BeamOptions, BeamSamples, build, parse_abilities
+from memevals.benchmarks.beam.samples import BeamOptions, build, parse_abilities
+from memevals.core.build import Build
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.options import options_from
 from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import common
 
 __all__ = [
-    "BEAM_OPTIONS",
     "BeamTask",
     "beam_docs",
     "beam_results",
@@ -34,42 +36,37 @@ __all__ = [
     "plain_prompt",
 ]
 
-#: BEAM's options besides the shared memory ones (MemoryOptions.names()), with defaults.
-BEAM_OPTIONS: dict[str, Any] = {
-    "size": "100K",
-    "protocol": "official",
-    "context_window": None,
-    "data_dir": None,
-    "verify_checksum": True,
-}
+#: BeamOptions fields that are no `--metadata` key: the YAML fixes each subtask's ability,
+#: lm-eval's generation_kwargs the answer length, and the grader runs after lm-eval.
+_NOT_METADATA = ("categories", "max_tokens", "judge_max_tokens")
+#: The `--metadata` keys: BeamOptions' other fields, its memory knobs by their own names.
+_KEYS = (
+    tuple(f.name for f in fields(BeamOptions) if f.name not in (*_NOT_METADATA, "memory"))
+    + MemoryOptions.names()
+)
+
+#: The builds of this process, newest last (two at most): every ability of a size is built
+#: once for all the per-ability subtasks of a run (one read of each chat, one ingestion per
+#: conversation by a memory system). Keyed by the options' repr, since `memory_args` may be a
+#: mapping.
+_BUILT: OrderedDict[str, Build] = OrderedDict()
 
 
-@lru_cache(maxsize=2)
-def _every_ability(options: BeamOptions) -> BeamSamples:
-    """The questions of every ability of a size, built once for all the per-ability subtasks
-    of a run (one read of each chat, one ingestion per conversation by a memory system)."""
-    return build(options)
-
-
-def _hashable(opts: Mapping[str, Any]) -> dict[str, Any]:
-    args = opts.get("memory_args")
-    if isinstance(args, Mapping):
-        return {**opts, "memory_args": json.dumps(dict(args), sort_keys=True)}
-    return dict(opts)
+def _every_ability(options: BeamOptions) -> Build:
+    key = repr(options)
+    if key not in _BUILT:
+        _BUILT[key] = build(options)
+        while len(_BUILT) > 2:
+            _BUILT.popitem(last=False)
+    return _BUILT[key]
 
 
 def _options(task: str, metadata: Mapping[str, Any]) -> BeamOptions:
-    opts = common.checked_options(
-        task, metadata, [*BEAM_OPTIONS, *MemoryOptions.names()], BEAM_OPTIONS
-    )
-    window = opts["context_window"]
-    return BeamOptions(
-        size=str(opts["size"]),
-        protocol=str(opts["protocol"]),
-        memory=MemoryOptions.from_mapping(_hashable(opts)),
-        context_window=None if window is None else common.as_int(task, "context_window", window),
-        data_dir=None if opts["data_dir"] is None else str(opts["data_dir"]),
-        verify_checksum=common.as_bool(task, "verify_checksum", opts["verify_checksum"]),
+    """BeamOptions from `--metadata` (a misspelt key is an error; the one set of defaults is
+    BeamOptions')."""
+    given = common.checked_options(task, metadata, _KEYS, {})
+    return common.checked(
+        task, lambda: options_from(BeamOptions, given, where="--metadata", strict=False)
     )
 
 
@@ -96,7 +93,7 @@ def beam_docs(categories: str | None = None, **metadata: Any) -> DatasetDict:
         The one-split dataset lm-eval reads.
     """
     task = f"beam[{categories or 'all'}]"
-    options = common.checked(task, lambda: _options(task, metadata))
+    options = _options(task, metadata)
     wanted = common.checked(task, lambda: parse_abilities(categories))
     everything = common.checked(task, lambda: _every_ability(options))
     items = [i for i in everything.items if i.metadata["category"] in wanted]

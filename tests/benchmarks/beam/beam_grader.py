@@ -33,6 +33,7 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 from memevals.benchmarks.beam.official import official_texts
 from memevals.benchmarks.beam.prompts import EQUIVALENCE_SYSTEM
 from memevals.benchmarks.beam.samples import decoding
+from memevals.core.protocol import resolve
 
 
 def words(text: str) -> list[str]:
@@ -96,7 +97,7 @@ def protocol_of(messages: list[ChatMessage]) -> str:
 
 def expected_limit(messages: list[ChatMessage]) -> int | None:
     """The token limit a grader call must send: its protocol's for its kind of call."""
-    sent = decoding(protocol_of(messages))
+    sent = decoding(resolve(protocol_of(messages)))
     if len(messages) == 2 and messages[0].role == "system":
         return sent.equivalence_max_tokens
     return sent.judge_max_tokens

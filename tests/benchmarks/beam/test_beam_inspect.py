@@ -22,6 +22,7 @@ from memevals.benchmarks.beam.memory import beam_memory, rag_context
 from memevals.benchmarks.beam.official import official_texts
 from memevals.benchmarks.beam.scoring import BeamRow, summarize
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.protocol import OFFICIAL
 from memevals.inspect_tasks.beam import beam
 
 GRADER = Path(__file__).resolve().parent / "beam_grader.py"
@@ -189,7 +190,7 @@ def test_memory_bm25_on_500k_ingests_each_conversation_once(tmp_path: Path) -> N
     figures = metrics(log, "memory_system")
     assert figures["ingestions"] == 3.0 and figures["cache_hits"] == 0.0
     texts = official_texts()
-    rag = beam_memory(MemoryOptions(context="rag", top_k=3), protocol="official")
+    rag = beam_memory(MemoryOptions(context="rag", top_k=3), protocol=OFFICIAL)
     convs = {c.id: c for c in conversations("500K")[:3]}
     for sample in log.samples or []:
         md = sample.metadata
