@@ -109,6 +109,10 @@ class JudgeSpec:
     calls: Callable[[Mapping[str, Any]], int] = field(default=lambda md: 1)
     #: how those calls are counted, and any the count cannot know (the estimate prints it)
     calls_note: str = "one per sample"
+    #: the text the judge grades, from the model's reply and the sample's metadata (e.g. the
+    #: option a letter reply chose); samples name it by the benchmark's name in
+    #: `metadata["judge"]["prediction_map"]`. None: the reply as it is
+    prediction: Callable[[str, Mapping[str, Any]], str] | None = None
 
 
 @dataclass(frozen=True)

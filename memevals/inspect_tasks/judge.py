@@ -2,9 +2,10 @@
 
 Each sample carries ``metadata["judge"]`` — the JudgeInput fields except the prediction (the
 criterion, question, reference, evidence, dates). The prediction is the model's completion,
-optionally mapped first (e.g. a LoCoMo two-option letter -> its option text); the map is named
-by the scorer argument ``prediction`` or by ``metadata["judge"]["prediction_map"]``, so
-re-judging a log with ``inspect score LOG --scorer memevals/llm_judge`` needs no arguments.
+optionally mapped first (e.g. a two-option letter -> its option text); the map is named by the
+scorer argument ``prediction`` or by ``metadata["judge"]["prediction_map"]``: "completion" (the
+reply as it is) or a benchmark's name, whose record supplies the map (`JudgeSpec.prediction`),
+so re-judging a log with ``inspect score LOG --scorer memevals/llm_judge`` needs no arguments.
 
 The judge is ``get_model(role="grader")``: pass ``--model-role grader=<model>``. Without a grader
 role it falls back to the model under test; every Score records which model judged and whether
@@ -45,7 +46,7 @@ from inspect_ai.model import (
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
 from inspect_ai.solver import TaskState
 
-from memevals.benchmarks.locomo.prompts import prediction_for_scoring
+from memevals.benchmarks import records
 from memevals.core.agreement import repeated_agreement
 from memevals.core.judge import (
     CRITERIA_SETS,
@@ -83,22 +84,29 @@ def _completion(reply: str, metadata: Mapping[str, Any]) -> str:
     return reply
 
 
-def _locomo(reply: str, metadata: Mapping[str, Any]) -> str:
-    return prediction_for_scoring(reply, dict(metadata))
+#: The prediction maps no benchmark declares (a benchmark's is its record's, by its name).
+PREDICTION_MAPS: dict[str, PredictionMap] = {"completion": _completion}
 
 
-#: Named prediction maps (a task with its own answer format adds its map here).
-PREDICTION_MAPS: dict[str, PredictionMap] = {"completion": _completion, "locomo": _locomo}
+def _declared_maps() -> dict[str, PredictionMap]:
+    """Benchmark name -> the prediction map its record declares."""
+    return {
+        name: record.judge.prediction
+        for name, record in records().items()
+        if record.judge is not None and record.judge.prediction is not None
+    }
 
 
 def _prediction_map(name: str, sample_id: object) -> PredictionMap:
-    try:
+    if name in PREDICTION_MAPS:
         return PREDICTION_MAPS[name]
-    except KeyError:
-        raise ValueError(
-            f"sample {sample_id}: unknown prediction map {name!r}; "
-            f"registered: {', '.join(PREDICTION_MAPS)}"
-        ) from None
+    declared = _declared_maps()
+    if name in declared:
+        return declared[name]
+    raise ValueError(
+        f"sample {sample_id}: unknown prediction map {name!r}; "
+        f"known: {', '.join([*PREDICTION_MAPS, *declared])}"
+    )
 
 
 _fallback_warned = False
@@ -275,6 +283,41 @@ def _judged(
     )  # fmt: skip
 
 
+def _check_judge_args(max_tokens: int | None, retries: int, judge_runs: int, criteria: str) -> None:
+    """Refuse a bad scorer argument before any sample is judged."""
+    judge_runs_args(judge_runs)
+    if criteria not in CRITERIA_SETS:
+        known = ", ".join(CRITERIA_SETS)
+        raise ValueError(f"llm_judge: unknown judge criteria {criteria!r}; choose from {known}")
+    if max_tokens is not None and max_tokens < 1:
+        raise ValueError(f"llm_judge: max_tokens must be positive, got {max_tokens}")
+    if retries < 0:
+        raise ValueError(f"llm_judge: retries must be >= 0, got {retries}")
+
+
+def _judge_input(
+    state: TaskState, prediction: str | None, criteria: str
+) -> tuple[JudgeInput, str, str]:
+    """The sample's judge input (its criterion under `criteria`, the mapped prediction), the
+    judge's prompt and the name of the prediction map applied."""
+    judge_md = state.metadata.get("judge")
+    if not isinstance(judge_md, Mapping):
+        raise ValueError(
+            f"sample {state.sample_id}: llm_judge needs metadata['judge'] (a dict of judge "
+            "inputs); this task does not provide one"
+        )
+    if criteria != "default" and "criterion" in judge_md:
+        judge_md = {**judge_md, "criterion": criterion_under(str(judge_md["criterion"]), criteria)}
+    map_name = prediction or str(judge_md.get("prediction_map") or "completion")
+    mapped = _prediction_map(map_name, state.sample_id)(state.output.completion, state.metadata)
+    try:
+        inp = JudgeInput.from_metadata(judge_md, mapped, ignore=("prediction_map",))
+        prompt = judge_prompt(inp)
+    except ValueError as exc:
+        raise ValueError(f"sample {state.sample_id}: metadata['judge']: {exc}") from exc
+    return inp, prompt, map_name
+
+
 @scorer(
     metrics={
         "judge": [*uncertainty_metrics(wilson=True), repeated_judging()],
@@ -293,7 +336,7 @@ def llm_judge(
     overall and per category.
 
     Args:
-        prediction: name of the prediction map (see PREDICTION_MAPS); default: the sample's
+        prediction: the prediction map: "completion" or a benchmark's name; default: the sample's
             ``judge.prediction_map``, else the raw completion.
         max_tokens: the judge's token limit per reply. Default: the grader role's own
             max_tokens if it was configured with one (``--model-role
@@ -305,35 +348,10 @@ def llm_judge(
             lenient rule of the mem0 lineage, to show how much leniency inflates a score:
             `inspect score ... -S criteria=lenient`; never the default).
     """
-    judge_runs_args(judge_runs)
-    if criteria not in CRITERIA_SETS:  # an unknown name fails before any sample
-        known = ", ".join(CRITERIA_SETS)
-        raise ValueError(f"llm_judge: unknown judge criteria {criteria!r}; choose from {known}")
-    if max_tokens is not None and max_tokens < 1:
-        raise ValueError(f"llm_judge: max_tokens must be positive, got {max_tokens}")
-    if retries < 0:
-        raise ValueError(f"llm_judge: retries must be >= 0, got {retries}")
+    _check_judge_args(max_tokens, retries, judge_runs, criteria)
 
     async def score(state: TaskState, target: Target) -> Score:
-        judge_md = state.metadata.get("judge")
-        if not isinstance(judge_md, Mapping):
-            raise ValueError(
-                f"sample {state.sample_id}: llm_judge needs metadata['judge'] (a dict of judge "
-                "inputs); this task does not provide one"
-            )
-        if criteria != "default" and "criterion" in judge_md:
-            judge_md = {
-                **judge_md,
-                "criterion": criterion_under(str(judge_md["criterion"]), criteria),
-            }
-        map_name = prediction or str(judge_md.get("prediction_map") or "completion")
-        mapped = _prediction_map(map_name, state.sample_id)(state.output.completion, state.metadata)
-        try:
-            inp = JudgeInput.from_metadata(judge_md, mapped, ignore=("prediction_map",))
-            prompt = judge_prompt(inp)
-        except ValueError as exc:
-            raise ValueError(f"sample {state.sample_id}: metadata['judge']: {exc}") from exc
-
+        inp, prompt, map_name = _judge_input(state, prediction, criteria)
         grader, fallback = grader_model()
         limit = max_tokens or (not fallback and grader.config.max_tokens) or DEFAULT_MAX_TOKENS
         config = GenerateConfig(temperature=0.0, max_tokens=limit)
@@ -351,6 +369,6 @@ def llm_judge(
             "prediction_map": map_name,
             "category": state.metadata.get("category"),
         }
-        return _judged(list(results), inp.criterion, mapped, metadata, seeds)
+        return _judged(list(results), inp.criterion, inp.prediction, metadata, seeds)
 
     return score

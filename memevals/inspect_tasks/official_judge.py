@@ -11,23 +11,37 @@ Besides the label it counts the replies that were not a clear verdict (``unclear
 change the label.
 
 `official_judge()` is the same as a scorer of its own, for re-judging a log
-(``inspect score LOG --scorer memevals/official_judge``); each benchmark's judge scorer calls
-`judge_officially` for its official samples.
+(``inspect score LOG --scorer memevals/official_judge``). A benchmark's own upstream-judge
+scorer registers `official_judge_score(prediction)` (its prediction map, e.g. the option a
+letter reply chose) with `official_judge_metrics()`; a scorer that judges official and other
+samples alike calls `judge_officially` for its official ones.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageUser, GenerateConfig
-from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.scorer import Metric, Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
+from memevals.core.protocol import OFFICIAL, Protocol
 from memevals.inspect_tasks.common import count, uncertainty_metrics
-from memevals.inspect_tasks.judge import grader_model
+from memevals.inspect_tasks.judge import grader_model, judge_runs_args, llm_judge
 
-__all__ = ["judge_officially", "official_judge", "official_request"]
+__all__ = [
+    "judge_officially",
+    "official_judge",
+    "official_judge_metrics",
+    "official_judge_score",
+    "official_request",
+    "protocol_judge",
+]
+
+#: (model completion, sample metadata) -> the text the judge grades.
+Prediction = Callable[[str, Mapping[str, Any]], str]
 
 
 def official_request(state: TaskState) -> OfficialJudge | None:
@@ -72,7 +86,7 @@ async def judge_officially(
     grader_reply = output.completion
     verdict = request.label(grader_reply)
     metadata: dict[str, Any] = {
-        "protocol": "official",
+        "protocol": OFFICIAL.name,
         "label": verdict.label,
         "clear": verdict.clear,
         "label_rule": request.rule,
@@ -90,25 +104,70 @@ async def judge_officially(
     )
 
 
-@scorer(
-    metrics={
+def official_judge_metrics() -> dict[str, list[Metric]]:
+    """The metrics of an upstream judge's scores: the judge's mean with the clustered standard
+    error and Wilson interval overall and per category, and the counts of unscored samples and
+    unclear grader replies.
+
+    Returns:
+        Score key -> fresh metric instances.
+    """
+    return {
         "judge": uncertainty_metrics(wilson=True),
         "unscored": [count()],
         "unclear": [count()],
     }
-)
-def official_judge() -> Scorer:
-    """Upstream's judge of each sample (its ``metadata["official_judge"]``), with the clustered
-    standard error and Wilson interval overall and per category, and the count of unclear
-    grader replies."""
+
+
+def official_judge_score(prediction: Prediction | None = None) -> Scorer:
+    """The score function of an upstream-judge scorer: each sample judged with its upstream
+    request (a sample built under another protocol has none: an error naming the fix).
+
+    Args:
+        prediction: the benchmark's prediction map (None judges the completion as it is).
+
+    Returns:
+        The score function.
+    """
 
     async def score(state: TaskState, target: Target) -> Score:
         request = official_request(state)
         if request is None:
             raise ValueError(
                 f"sample {state.sample_id}: no metadata[{OFFICIAL_JUDGE_KEY!r}]; the sample was "
-                "not built under protocol=official (use memevals/llm_judge)"
+                f"not built under protocol={OFFICIAL.name} (use memevals/llm_judge)"
             )
-        return await judge_officially(state, request)
+        reply = None if prediction is None else prediction(state.output.completion, state.metadata)
+        return await judge_officially(state, request, reply=reply)
 
     return score
+
+
+@scorer(metrics=official_judge_metrics())
+def official_judge() -> Scorer:
+    """Upstream's judge of each sample (its ``metadata["official_judge"]``), with the clustered
+    standard error and Wilson interval overall and per category, and the count of unclear
+    grader replies."""
+    return official_judge_score()
+
+
+def protocol_judge(
+    protocol: Protocol, judge_runs: int, official: Callable[[], Scorer], **args: Any
+) -> Scorer:
+    """The judge a protocol scores with: the benchmark's upstream judge under an official
+    protocol (once, as upstream judges: `judge_runs` other than 1 is refused), else memevals'
+    `llm_judge` with `args`, judging each reply `judge_runs` times.
+
+    Args:
+        protocol: the run's protocol.
+        judge_runs: how many times each reply is judged.
+        official: makes the benchmark's upstream-judge scorer.
+        args: `llm_judge` arguments besides `judge_runs` (its token limit, retries).
+
+    Returns:
+        The judge scorer.
+    """
+    protocol.check_judge_runs(judge_runs)
+    if protocol.official:
+        return official()
+    return llm_judge(**args, **judge_runs_args(judge_runs))

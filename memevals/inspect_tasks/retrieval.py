@@ -5,8 +5,9 @@
   benchmark's tasks report it as this score of its own; an answer scorer may also record the
   count in its Score.metadata, as LoCoMo's F1 does). `mean_prompt_tokens` / `total_prompt_tokens`
   are the same figures as metrics, for a scorer of one's own.
-- `evidence_recall`: LoCoMo evidence recall with the official denominators (per category: sum
-  over questions with evidence / all questions of the category).
+- `recall_scorer(rule)`: an evidence-recall scorer's work, with the benchmark's rule (LoCoMo's
+  official R@k: memevals.benchmarks.locomo.scoring, registered as `evidence_recall` by its
+  Inspect module); `retrieval_metrics()` its metrics.
 - `turn_precision`, `turn_recall`, `selected_k`: HiGMem's question-level metrics (questions
   without evidence skipped) and K = number of distinct ids selected ("Avg K" is its mean).
 
@@ -17,6 +18,7 @@ The rules live in `memevals.core.retrieval_metrics`; this module only records th
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from inspect_ai.scorer import (
     Metric,
@@ -31,16 +33,20 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from memevals.benchmarks.locomo.scoring import locomo_evidence_recall, locomo_recall_for_mean
+from memevals.core.build import Build
 from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.common import stderr_clustered, total
+from memevals.inspect_tasks.memory_system import memory_system
 
 __all__ = [
-    "evidence_recall",
+    "RecallRule",
     "mean_prompt_tokens",
     "prompt_tokens",
+    "recall_scorer",
+    "retrieval_metrics",
     "retrieval_scorers",
+    "retrieval_scorers_for",
     "sample_prompt_tokens",
     "selected_k",
     "total_prompt_tokens",
@@ -123,20 +129,38 @@ def _retrieval(state: TaskState) -> tuple[list[str], list[str]]:
     return [str(i) for i in retrieved], [str(e) for e in md.get("evidence", [])]
 
 
-@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
-def evidence_recall() -> Scorer:
-    """Official LoCoMo R@k: the mean per category is the official per-category recall.
+#: A benchmark's evidence-recall rule: (retrieved ids, evidence ids) -> (the value a question
+#: adds to the benchmark's mean, its recall as the benchmark defines it).
+RecallRule = Callable[[list[str], list[str]], tuple[float, float]]
 
-    The value is what a question adds to the official average (recall rounded to 3 decimals, 0
-    for a question without evidence, whose category still counts it); the unrounded recall,
-    the retrieved ids and any evidence ids that match no turn are in Score.metadata.
+
+def retrieval_metrics() -> list[Metric]:
+    """The metrics of a retrieval score: the mean, the clustered standard error and the mean
+    per category.
+
+    Returns:
+        Fresh metric instances.
+    """
+    return [mean(), stderr_clustered(), grouped(mean(), "category", all=False)]
+
+
+def recall_scorer(rule: RecallRule) -> Scorer:
+    """The score function of an evidence-recall scorer (register it under the benchmark's
+    scorer name with `retrieval_metrics()`).
+
+    Args:
+        rule: the benchmark's rule.
+
+    Returns:
+        A score function: the rule's value per sample, with the recall, the retrieved ids, the
+        evidence and any evidence ids that match no turn in Score.metadata.
     """
 
     async def score(state: TaskState, target: Target) -> Score:
         retrieved_ids, evidence = _retrieval(state)
-        recall = locomo_evidence_recall(retrieved_ids, evidence)
+        value, recall = rule(retrieved_ids, evidence)
         return Score(
-            value=locomo_recall_for_mean(retrieved_ids, evidence),
+            value=value,
             explanation=f"retrieved {retrieved_ids}; evidence {evidence}",
             metadata={
                 "retrieved_ids": retrieved_ids,
@@ -156,7 +180,7 @@ def _turn_pr(state: TaskState) -> tuple[float, float, int] | None:
     return None if pr is None else (pr[0], pr[1], len(set(retrieved_ids)))
 
 
-@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
+@scorer(metrics=retrieval_metrics())
 def turn_precision() -> Scorer:
     """HiGMem precision |G∩F|/|F| over dia-id sets (0 if nothing selected); questions without
     evidence are skipped (unscored), and the mean is the macro average over the rest."""
@@ -168,7 +192,7 @@ def turn_precision() -> Scorer:
     return score
 
 
-@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
+@scorer(metrics=retrieval_metrics())
 def turn_recall() -> Scorer:
     """HiGMem recall |G∩F|/|G| over dia-id sets; questions without evidence are skipped."""
 
@@ -179,7 +203,7 @@ def turn_recall() -> Scorer:
     return score
 
 
-@scorer(metrics=[mean(), stderr_clustered(), grouped(mean(), "category", all=False)])
+@scorer(metrics=retrieval_metrics())
 def selected_k() -> Scorer:
     """HiGMem K(q) = number of distinct ids selected; its mean is "Avg K" (same questions as
     turn precision/recall)."""
@@ -191,10 +215,39 @@ def selected_k() -> Scorer:
     return score
 
 
-def retrieval_scorers(turn_level: bool) -> list[Scorer]:
-    """The retrieval scorers for a strategy: HiGMem turn metrics only when ids are dia ids
-    (session-summary ids `S<n>` are not turns)."""
-    out = [evidence_recall()]
+def retrieval_scorers(recall: Scorer, turn_level: bool) -> list[Scorer]:
+    """The retrieval scorers for a strategy: the benchmark's evidence recall, and HiGMem's turn
+    metrics only when ids are dia ids (session-summary ids `S<n>` are not turns).
+
+    Args:
+        recall: the benchmark's evidence-recall scorer.
+        turn_level: whether the retrieved ids are turn ids.
+
+    Returns:
+        The scorers.
+    """
+    out = [recall]
     if turn_level:
         out += [turn_precision(), turn_recall(), selected_k()]
     return out
+
+
+def retrieval_scorers_for(build: Build, recall: Scorer) -> list[Scorer]:
+    """The retrieval scorers of a build: none when its strategy retrieves nothing; else the
+    benchmark's evidence recall, with HiGMem's turn metrics when the samples' ids are turn ids
+    (their `turn_level`), and the memory system's score when a memory system under test gives
+    the ids at run time (its cited turn ids).
+
+    Args:
+        build: the benchmark's build.
+        recall: the benchmark's evidence-recall scorer.
+
+    Returns:
+        The scorers.
+    """
+    if build.subject is not None:
+        return [*retrieval_scorers(recall, True), memory_system()]
+    md = build.items[0].metadata if build.items else {}
+    if md.get("retrieved_ids") is None:
+        return []
+    return retrieval_scorers(recall, bool(md.get("turn_level")))

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from memevals.benchmarks.locomo import official
 from memevals.benchmarks.locomo.data import CATEGORY_IDS, CATEGORY_NAMES, QA, Conversation
 from memevals.benchmarks.locomo.memory import ContextFn, LocomoMemory, full_context, turn_line
 from memevals.benchmarks.locomo.official import ConversationWindow, OfficialTexts
-from memevals.benchmarks.locomo.scoring import criterion_for_locomo
+from memevals.benchmarks.locomo.scoring import criterion_for_locomo, locomo_f1
 from memevals.benchmarks.locomo_plus.official_judge import locomo_judge
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.prompt_item import PromptItem, parse_category_list
+from memevals.core.protocol import BEFORE_OPTION, MEMEVALS, OFFICIAL, Protocol, resolve
 
 __all__ = [
     "ADVERSARIAL_MODES",
@@ -28,6 +30,7 @@ __all__ = [
     "CHOICE_INSTRUCTION",
     "NOT_MENTIONED",
     "TEMPORAL_INSTRUCTION",
+    "answer_f1",
     "build_items",
     "build_official_items",
     "check_adversarial",
@@ -142,7 +145,7 @@ def _question_metadata(
     options: Sequence[str] | None,
     retrieved_ids: tuple[str, ...] | None,
     context_mode: str,
-    protocol: str,
+    protocol: Protocol,
 ) -> dict[str, object]:
     return {
         "benchmark": "locomo",
@@ -159,7 +162,7 @@ def _question_metadata(
         "judge": judge_inputs(conv, qa),
         "context": context_mode,
         "retrieved_ids": list(retrieved_ids) if retrieved_ids is not None else None,
-        "protocol": protocol,
+        "protocol": protocol.name,
     }
 
 
@@ -195,7 +198,7 @@ def build_items(
                     user=question_text(qa, adversarial=adversarial, options=options),
                     target=gold_text(qa),
                     metadata=_question_metadata(
-                        conv, qa, options, ctx.retrieved_ids, context_mode, "memevals"
+                        conv, qa, options, ctx.retrieved_ids, context_mode, MEMEVALS
                     ),
                 )
             )
@@ -237,7 +240,7 @@ def build_official_items(
             asked = official.question_text(qa, options, texts)
             ctx = official.official_context(memory, conv, qa, asked, windows, texts)
             metadata = _question_metadata(
-                conv, qa, options, ctx.retrieved_ids, memory.context, "official"
+                conv, qa, options, ctx.retrieved_ids, memory.context, OFFICIAL
             )
             metadata[OFFICIAL_JUDGE_KEY] = official_judge(conv, qa, texts).as_metadata()
             items.append(
@@ -259,15 +262,30 @@ def parse_categories(categories: Iterable[str] | str | None) -> list[str]:
     )
 
 
-def prediction_for_scoring(reply: str, metadata: dict[str, object]) -> str:
+def prediction_for_scoring(reply: str, metadata: Mapping[str, object]) -> str:
     """The text the official rule scores. protocol=memevals: a letter reply to a two-option
     question becomes its option. protocol=official: upstream's `get_cat_5_answer` for a
     two-option question, and the stripped reply otherwise (as upstream stores predictions)."""
     options = metadata.get("choices")
-    if metadata.get("protocol") == "official":
+    # a sample logged before the option has none: it was built with memevals' prompts
+    if resolve(metadata.get("protocol", BEFORE_OPTION.name)).official:
         if isinstance(options, list) and options:
             return official.choice_prediction(reply, [str(o) for o in options])
         return reply.strip()
     if isinstance(options, list) and options:
         return resolve_choice(reply, [str(o) for o in options])
     return reply
+
+
+def answer_f1(reply: str, metadata: Mapping[str, Any]) -> tuple[float, str]:
+    """The official F1 of a reply to a LoCoMo question, as the official pipeline scores it.
+
+    Args:
+        reply: the model's reply.
+        metadata: the sample's metadata.
+
+    Returns:
+        (the F1, the prediction it scored: `prediction_for_scoring`).
+    """
+    prediction = prediction_for_scoring(reply, metadata)
+    return locomo_f1(prediction, metadata["answer"], int(metadata["category_id"])), prediction

@@ -9,6 +9,7 @@ from memevals.benchmarks.locomo.memory import (
     DEFAULT_RETRIEVER,
     DEFAULT_TOP_K,
 )
+from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.core.benchmark import (
     AnalysisAxis,
@@ -66,6 +67,8 @@ RECORD = declare(
         calls=lambda md: 1,
         calls_note="one per sample; protocol=memevals asks once more after an unreadable "
         "verdict, and -T judge_runs=N judges each sample N times",
+        # a letter reply to a two-option question is judged as the option it chose
+        prediction=prediction_for_scoring,
     ),
     data=(LOCOMO_FILE,),
     lm_eval_group="locomo",

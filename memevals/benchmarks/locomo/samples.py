@@ -1,10 +1,11 @@
 """LoCoMo QA samples: the one assembly the Inspect and lm-eval tasks both call.
 
 `build(options)` loads the conversations, builds the memory strategy, renders one PromptItem
-per question (`protocol=official`: upstream's prompt and layout; `memevals`: ours) and adds the
-per-sample bookkeeping (prompt size, token counter, unmatched evidence). Every sample is one user
-message (`one_message`), which lm-eval and Inspect both send as it is, so both frameworks send,
-count and score exactly the same samples.
+per question (`protocol=official`: upstream's prompt and layout; `memevals`: ours), adds the
+per-sample bookkeeping (prompt size, token counter, unmatched evidence) and assembles the run's
+log metadata and generation settings (a `Build`). Every sample is one user message
+(`one_message`), which lm-eval and Inspect both send as it is, so both frameworks send, count
+and score exactly the same samples.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from memevals.benchmarks.locomo.audit import apply_gold, check_gold
 from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_locomo
@@ -27,28 +28,24 @@ from memevals.benchmarks.locomo.memory import (
     session_header,
     turn_line,
 )
-from memevals.benchmarks.locomo.official import (
-    DEFAULT_PROTOCOL,
-    check_protocol,
-    load_texts,
-    official_memory_renderer,
-)
+from memevals.benchmarks.locomo.official import OfficialTexts, load_texts, official_memory_renderer
 from memevals.benchmarks.locomo.prompts import (
     build_items,
     build_official_items,
     check_adversarial,
     parse_categories,
 )
+from memevals.core.build import Build
 from memevals.core.memory_harness import MemoryRun, MemorySubject, Rendered, Renderer, Retrieval
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import History, MemoryQuery
 from memevals.core.prompt_item import PromptItem
+from memevals.core.protocol import DEFAULT, Protocol, resolve
 from memevals.core.statistics import CLUSTER_KEY
 from memevals.core.tokens import TokenCounter
 
 __all__ = [
     "LocomoOptions",
-    "LocomoSamples",
     "annotate_items",
     "build",
     "log_gold",
@@ -60,6 +57,7 @@ __all__ = [
     "protocol_log",
     "question_query",
     "strategy_fields",
+    "task_metadata",
     "tokens_after_turns",
 ]
 
@@ -68,44 +66,80 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class LocomoOptions:
-    """Everything that decides the LoCoMo samples (the `-T` / `--metadata` options)."""
+    """Every option of the LoCoMo QA tasks (Inspect's `-T`, lm-eval's `--metadata`), with their
+    one set of defaults (the Inspect task's signature takes its defaults from here)."""
 
     #: comma-separated category names or file numbers, as `-T categories=`; None = all five
     categories: str | None = None
     adversarial: str = "choice"  # "choice" (two options) or "open"
-    seed: int = 0  # of the two-option order
+    seed: int = 0  # of the two-option order (lm-eval: `choice_seed`)
+    #: the reader's answer length (the paper's 32; lm-eval's is the YAML's max_gen_toks)
+    max_tokens: int = 32
     data_dir: str | os.PathLike[str] | None = None
-    memory: MemoryOptions = field(default_factory=MemoryOptions)
     #: "original" (the official answers) or "audited" (locomo-audit's corrections)
     gold: str = "original"
-    #: "official" (upstream's prompt, layout and judge) or "memevals" (ours)
-    protocol: str = DEFAULT_PROTOCOL
+    judge: bool = False  # Inspect: also score with the protocol's judge
+    judge_runs: int = 1  # Inspect: judge each reply this many times (protocol=memevals)
+    memory: MemoryOptions = field(default_factory=MemoryOptions)
+    #: official (upstream's prompt, layout and judge) or memevals (ours); a name is resolved
+    protocol: Protocol = DEFAULT
+    uncertainty: str = "default"  # Inspect: which uncertainty figures are shown
+
+    def __post_init__(self) -> None:
+        # the one check of the option (core.protocol), also for a name given directly
+        object.__setattr__(self, "protocol", resolve(self.protocol))
 
 
-class LocomoSamples(NamedTuple):
-    """What `build` returns: the samples, the memory log the task records, and with a memory
-    system under test (`memory=<name>`) the subject that gives each sample its context (the
-    Inspect solver and the lm-eval documents call `subject.fill`); None otherwise."""
+def build(options: LocomoOptions) -> Build:
+    """The samples, the run's log metadata, the reader's generation settings and the memory
+    subject. Options are checked before any file is read or model loaded; a bad one raises
+    ValueError naming it.
 
-    items: list[PromptItem]
-    log: dict[str, Any]
-    subject: MemorySubject | None
+    Args:
+        options: the run's options.
 
-
-def build(options: LocomoOptions) -> LocomoSamples:
-    """The samples, their log and memory subject. Options are checked before any file is read
-    or model loaded; a bad one raises ValueError naming it."""
+    Returns:
+        The Build (its metadata is the task's: `task_metadata`).
+    """
     categories = parse_categories(options.categories)
-    protocol = check_protocol(options.protocol)
+    protocol = options.protocol
     check_adversarial(options.adversarial)
     check_gold(options.gold)
     memory = locomo_memory(options.memory)
-    texts = load_texts(options.data_dir) if protocol == "official" else None
+    texts = load_texts(options.data_dir) if protocol.official else None
     gold = apply_gold(load_locomo(options.data_dir), options.gold, options.data_dir)
     log_gold(gold.log)
     conversations = gold.conversations
+    items = _question_items(conversations, memory, texts, categories, options)
+    out, summary = annotate_items(mark_gold_changes(items, gold.changes), conversations, memory)
+    if protocol.official:
+        summary.pop("turns_kept", None)  # the official window is upstream's walk, not ours
+    subject = memory_subject(out, conversations, memory, protocol)
+    if subject is not None:
+        summary |= subject.settings()
+    digests = texts.digests() if texts is not None else None
+    log = summary | {"gold": gold.log} | protocol_log(protocol, digests)
+    return Build.of(
+        [one_message(i) for i in out],
+        task_metadata(options, log),
+        max_tokens=options.max_tokens,
+        temperature=protocol.temperature,  # upstream answers at 0; memevals leaves it to the run
+        subject=subject,
+        dataset="locomo",
+    )
+
+
+def _question_items(
+    conversations: Sequence[Conversation],
+    memory: LocomoMemory,
+    texts: OfficialTexts | None,
+    categories: list[str],
+    options: LocomoOptions,
+) -> list[PromptItem]:
+    """One item per question: upstream's prompt and layout when `texts` (protocol=official)
+    are given, else ours."""
     if texts is not None:
-        items = build_official_items(
+        return build_official_items(
             conversations,
             memory=memory,
             texts=texts,
@@ -113,30 +147,45 @@ def build(options: LocomoOptions) -> LocomoSamples:
             adversarial=options.adversarial,
             seed=options.seed,
         )
-    else:
-        items = build_items(
-            conversations,
-            categories=categories,
-            context=memory,
-            context_mode=memory.context,
-            adversarial=options.adversarial,
-            seed=options.seed,
-        )
-    out, summary = annotate_items(mark_gold_changes(items, gold.changes), conversations, memory)
-    if protocol == "official":
-        summary.pop("turns_kept", None)  # the official window is upstream's walk, not ours
-    subject = memory_subject(out, conversations, memory, protocol)
-    if subject is not None:
-        summary |= subject.settings()
-    digests = texts.digests() if texts is not None else None
-    log = summary | {"gold": gold.log} | protocol_log(protocol, digests)
-    return LocomoSamples([one_message(i) for i in out], log, subject)
+    return build_items(
+        conversations,
+        categories=categories,
+        context=memory,
+        context_mode=memory.context,
+        adversarial=options.adversarial,
+        seed=options.seed,
+    )
 
 
-def protocol_log(protocol: str, digests: Mapping[str, str] | None) -> dict[str, Any]:
+def task_metadata(options: LocomoOptions, log: Mapping[str, Any]) -> dict[str, Any]:
+    """What the run logs about its configuration (Inspect's Task metadata).
+
+    Args:
+        options: the run's options.
+        log: the memory log (the strategy's settings, the gold, the protocol).
+
+    Returns:
+        The metadata, its `memory` key the log.
+    """
+    return {
+        "benchmark": "locomo",
+        "protocol": str(options.protocol),
+        "context": log["context"],
+        "adversarial": options.adversarial,
+        "seed": options.seed,
+        "judge": options.judge,
+        "data_sha256": LOCOMO_FILE.sha256,
+        "memory": dict(log),
+        "gold": options.gold,
+        # the best score honest answers reach on the official gold (README#audited-gold)
+        "gold_ceilings": log["gold"]["gold_ceilings"],
+    }
+
+
+def protocol_log(protocol: Protocol | str, digests: Mapping[str, str] | None) -> dict[str, Any]:
     """What the task log records of the protocol: its name and, when official, the sha256 of
     every upstream template it read."""
-    out: dict[str, Any] = {"protocol": protocol}
+    out: dict[str, Any] = {"protocol": str(protocol)}
     if digests is not None:
         out["upstream_templates"] = dict(digests)
     return out
@@ -174,7 +223,7 @@ def memory_subject(
     items: Sequence[PromptItem],
     conversations: Sequence[Conversation],
     memory: LocomoMemory,
-    protocol: str = DEFAULT_PROTOCOL,
+    protocol: Protocol = DEFAULT,
 ) -> MemorySubject | None:
     """The memory system under test bound to these questions (None without one): each sample
     asks its conversation's history with the raw question (no hint), k = top_k; the context
@@ -192,7 +241,7 @@ def memory_subject(
         queries=queries,
         render=one_message_renderer(
             official_memory_renderer(conversations)
-            if protocol == "official"
+            if protocol.official
             else memory_renderer(conversations)
         ),
         counter=memory.token_counter,

@@ -37,6 +37,7 @@ __all__ = [
     "abstained",
     "answer_tokens",
     "criterion_for_locomo",
+    "evidence_recall_rule",
     "locomo_evidence_recall",
     "locomo_f1",
     "locomo_recall_for_mean",
@@ -282,6 +283,22 @@ def locomo_recall_for_mean(retrieved_ids: Sequence[str], evidence_ids: Sequence[
     if not list(evidence_ids):
         return 0.0
     return round(locomo_evidence_recall(retrieved_ids, evidence_ids), 3)
+
+
+def evidence_recall_rule(retrieved_ids: list[str], evidence_ids: list[str]) -> tuple[float, float]:
+    """LoCoMo's evidence-recall rule as an evidence-recall scorer applies it.
+
+    Args:
+        retrieved_ids: the retrieved units' ids in rank order.
+        evidence_ids: the question's raw evidence strings.
+
+    Returns:
+        (what the question adds to the official average, its unrounded recall).
+    """
+    return (
+        locomo_recall_for_mean(retrieved_ids, evidence_ids),
+        locomo_evidence_recall(retrieved_ids, evidence_ids),
+    )
 
 
 # ---------------------------------------------------------------------------------------------

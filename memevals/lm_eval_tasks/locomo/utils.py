@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from datasets import DatasetDict
@@ -11,28 +12,85 @@ from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring as locomo_prediction
 from memevals.benchmarks.locomo.scoring import abstained, locomo_f1, locomo_recall_for_mean
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.options import options_from
 from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.lm_eval_tasks import common
 
 __all__ = [
+    "ALIASES",
     "CLUSTERED_METRICS",
+    "KEYS",
     "LOCOMO_OPTIONS",
     "locomo_docs",
     "locomo_metrics",
+    "locomo_options",
     "locomo_results",
     "shared_options",
 ]
 
-#: LoCoMo options besides the memory options (`MemoryOptions.names()`). `choice_seed` is the
-#: Inspect task's `seed`: lm-eval merges model arguments into the metadata, and vLLM's own
-#: `seed` model argument must not reorder the options.
+#: `--metadata` key -> LocomoOptions field. `choice_seed` is the two-option seed: lm-eval
+#: merges model arguments into the metadata, and vLLM's own `seed` must not reorder options.
+ALIASES = {"choice_seed": "seed"}
+#: LocomoOptions fields lm-eval does not take: each task's YAML fixes the category and the
+#: answer length (generation_kwargs); the judge runs after lm-eval (memevals.tools.judge) and
+#: the uncertainty figures are Inspect's.
+_INSPECT_ONLY = frozenset({"categories", "max_tokens", "judge", "judge_runs", "uncertainty"})
+_FIELD_KEYS = {field: key for key, field in ALIASES.items()}
+#: The `--metadata` keys of the LoCoMo tasks (the memory options by their own names).
+KEYS: tuple[str, ...] = (
+    *(
+        _FIELD_KEYS.get(f.name, f.name)
+        for f in fields(samples.LocomoOptions)
+        if f.name not in _INSPECT_ONLY and f.name != "memory"
+    ),
+    *MemoryOptions.names(),
+)
+
+
+def locomo_options(
+    task: str, categories: str, metadata: Mapping[str, Any]
+) -> samples.LocomoOptions:
+    """The LoCoMo options of one lm-eval task from its `--metadata`, with LocomoOptions' one set
+    of defaults (a misspelt key or a bad value is an OptionError naming it).
+
+    Args:
+        task: the task's name, for messages.
+        categories: the task's category (from its YAML).
+        metadata: lm-eval's metadata (the YAML's, the model arguments and `--metadata`).
+
+    Returns:
+        The options.
+    """
+    given = common.checked_options(task, metadata, KEYS, {})
+    return common.checked(
+        task,
+        lambda: options_from(
+            samples.LocomoOptions,
+            {**given, "categories": categories},
+            where="--metadata",
+            strict=False,
+            aliases=ALIASES,
+        ),
+    )
+
+
+def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
+    """LoCoMo QA documents of `categories` (from the YAML), options from `--metadata`."""
+    task = f"locomo[{categories}]"
+    options = locomo_options(task, categories, metadata)
+    built = common.checked(task, lambda: samples.build(options))
+    return common.to_docs(common.with_memory(task, built.items, built.subject), task)
+
+
+# LoCoMo-Plus's lm-eval glue reads LoCoMo's shared options through these two until it builds its
+# options with options_from as well.
+#: The LoCoMo `--metadata` keys besides the memory options, with LocomoOptions' defaults.
 LOCOMO_OPTIONS: dict[str, Any] = {
-    "adversarial": "choice",
-    "choice_seed": 0,
-    "data_dir": None,
-    "gold": "original",
-    **common.shared_defaults("protocol"),
+    _FIELD_KEYS.get(f.name, f.name): getattr(samples.LocomoOptions(), f.name)
+    for f in fields(samples.LocomoOptions)
+    if f.name not in _INSPECT_ONLY and f.name != "memory"
 }
+LOCOMO_OPTIONS["protocol"] = str(LOCOMO_OPTIONS["protocol"])
 
 
 def shared_options(task: str, opts: Mapping[str, Any]) -> dict[str, Any]:
@@ -45,17 +103,6 @@ def shared_options(task: str, opts: Mapping[str, Any]) -> dict[str, Any]:
         "gold": str(opts["gold"]),
         "protocol": str(opts["protocol"]),
     }
-
-
-def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
-    """LoCoMo QA documents of `categories` (from the YAML), options from `--metadata`."""
-    task = f"locomo[{categories}]"
-    opts = common.checked_options(
-        task, metadata, [*LOCOMO_OPTIONS, *MemoryOptions.names()], LOCOMO_OPTIONS
-    )
-    options = samples.LocomoOptions(categories=categories, **shared_options(task, opts))
-    built = common.checked(task, lambda: samples.build(options))
-    return common.to_docs(common.with_memory(task, built.items, built.subject), task)
 
 
 #: Metrics that get a clustered standard error beside them (`<name>_stderr_clustered`).

@@ -118,12 +118,12 @@ def test_gold_option_is_checked_before_loading(tmp_path: Path) -> None:
 
 
 def test_audited_samples_take_the_corrections_and_record_both(data_dir: Path) -> None:
-    original, log_o, _ = locomo_samples.build(
-        locomo_samples.LocomoOptions(protocol="memevals", memory=NONE)
-    )
-    audited, log_a, _ = locomo_samples.build(
+    built_o = locomo_samples.build(locomo_samples.LocomoOptions(protocol="memevals", memory=NONE))
+    built_a = locomo_samples.build(
         locomo_samples.LocomoOptions(protocol="memevals", memory=NONE, gold="audited")
     )
+    original, log_o = built_o.items, built_o.metadata["memory"]
+    audited, log_a = built_a.items, built_a.metadata["memory"]
     assert log_o["gold"]["gold_ceilings"] == log_a["gold"]["gold_ceilings"]
     assert log_o["gold"]["gold"] == "original" and log_a["gold"]["gold"] == "audited"
     records = _by_question_id(load_audit())
@@ -156,11 +156,11 @@ def test_audited_samples_take_the_corrections_and_record_both(data_dir: Path) ->
 
 def test_locomo_plus_follows_gold_and_leaves_cognitive_samples(data_dir: Path) -> None:
     def build(gold: str) -> dict[str, object]:
-        items, _, _ = plus_samples.build(
+        items = plus_samples.build(
             plus_samples.LocomoPlusOptions(
                 protocol="memevals", categories="temporal,cognitive", memory=NONE, gold=gold
             )
-        )
+        ).items
         return {i.id: i for i in items}
 
     original, audited = build("original"), build("audited")
@@ -182,9 +182,9 @@ def _scripted(
     conv = load_locomo()[0]
     replies: dict[str, str] = {}
     chosen: dict[str, AuditRecord] = {}
-    items, _, _ = locomo_samples.build(
+    items = locomo_samples.build(
         locomo_samples.LocomoOptions(protocol="memevals", memory=NONE, gold=gold)
-    )
+    ).items
     by_id = {i.id: i for i in items}
     for sid in ids:
         j = int(sid.rsplit("-q", 1)[1])

@@ -263,17 +263,20 @@ def test_a_template_whose_digest_differs_is_refused(data_dir: Path) -> None:
 
 
 def test_protocol_is_checked() -> None:
-    with pytest.raises(ValueError, match="protocol='offical' is not one of official, memevals"):
+    wanted = r"protocol='offical' is not supported \(did you mean 'official'\?\); allowed values"
+    with pytest.raises(ValueError, match=wanted + ": official, memevals"):
         build(LocomoOptions(protocol="offical"))
 
 
 def test_official_log_names_the_protocol_and_digests() -> None:
     built = build(LocomoOptions(protocol="official", categories="temporal"))
-    assert built.log["protocol"] == "official"
-    assert built.log["upstream_templates"]["answer"] == official.TEMPLATES["answer"].sha256
+    log = built.metadata["memory"]
+    assert built.metadata["protocol"] == log["protocol"] == "official"
+    assert log["upstream_templates"]["answer"] == official.TEMPLATES["answer"].sha256
     assert all(i.metadata["protocol"] == "official" for i in built.items)
     memevals = build(LocomoOptions(protocol="memevals", categories="temporal"))
-    assert memevals.log["protocol"] == "memevals" and "upstream_templates" not in memevals.log
+    log = memevals.metadata["memory"]
+    assert log["protocol"] == "memevals" and "upstream_templates" not in log
 
 
 def test_inspect_judges_the_chosen_option_with_upstreams_prompt(

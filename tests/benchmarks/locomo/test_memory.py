@@ -352,8 +352,9 @@ def test_build_is_build_items_plus_the_strategy_fields(convs: list[Conversation]
     options = LocomoOptions(
         protocol="memevals", categories="temporal", seed=2, memory=MemoryOptions("truncated")
     )
-    items, log, subject = build(options)
-    assert subject is None  # no memory system under test
+    built = build(options)
+    items, log = built.items, built.metadata["memory"]
+    assert built.subject is None  # no memory system under test
     memory = memory_of("truncated")
     plain = build_items(
         convs, categories="temporal", context=memory, context_mode="truncated", seed=2

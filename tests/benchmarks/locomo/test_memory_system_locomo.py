@@ -46,8 +46,9 @@ def test_bm25_memory_gives_the_rag_contexts_and_retrieved_ids(fresh_cache: Path)
         assert a.metadata["unmatched_evidence"] == b.metadata["unmatched_evidence"]
         assert b.metadata["memory_items"] == 4 and b.metadata["memory_cut"] == 0
     assert mem.subject.run.ingestions == 10  # 10 conversations, not 1,986 questions
-    assert mem.log["memory"] == "bm25" and mem.log["top_k"] == 4
-    assert mem.log["context"] == "memory"
+    log = mem.metadata["memory"]
+    assert log["memory"] == "bm25" and log["top_k"] == 4
+    assert log["context"] == "memory" == mem.metadata["context"]
 
 
 def _eval(task: Any, **kwargs: Any) -> Any:
@@ -91,28 +92,45 @@ def test_bm25_memory_sends_the_rag_messages_through_inspect(
     assert mem.eval.metadata["context"] == "memory"
 
 
-@pytest.mark.slow
-def test_observations_ingest_ten_times_then_none_then_ten_for_new_args(
+def _per_conversation(task: Any, n: int) -> list[str]:
+    """The ids of the first `n` questions of each conversation in `task`'s dataset."""
+    ids: dict[str, list[str]] = {}
+    for sample in task.dataset:
+        conv = str(sample.id).rsplit("-q", 1)[0]
+        ids.setdefault(conv, [])
+        if len(ids[conv]) < n:
+            ids[conv].append(str(sample.id))
+    assert len(ids) == 10
+    return [i for group in ids.values() for i in group]
+
+
+def test_observations_ingest_each_conversation_once_then_never_then_again_for_new_args(
     fresh_cache: Path, tmp_path: Path
 ) -> None:
-    """The acceptance run: all 1,986 questions, the `memory` role played by a scripted model."""
+    """Every conversation is asked (its first ten questions): ingestion is per conversation, so
+    all ten are built, then all ten read from the cache; the `memory` role is a scripted model."""
     import scripted_memory  # noqa: F401  (registers scripted_memory/*)
 
     from memevals.inspect_tasks.locomo import locomo
 
     sessions = sum(len(c.sessions) for c in load_locomo())
     roles = {"memory": "scripted_memory/facts"}
+    task = locomo(memory="observations")
+    ids = _per_conversation(task, 10)
 
-    first = _eval(locomo(memory="observations"), model_roles=roles, log_dir=str(tmp_path / "1"))
+    first = _eval(task, model_roles=roles, sample_id=ids, log_dir=str(tmp_path / "1"))
     m1 = _metrics(first, "memory_system")
     assert (m1["ingestions"], m1["cache_hits"], m1["build_model_calls"]) == (10, 0, sessions)
     assert m1["build_input_tokens"] > 0 and m1["mean_items"] == 5
     assert _metrics(first, "evidence_recall")["mean"] > 0.3  # facts cite their turns
 
-    again = _eval(locomo(memory="observations"), model_roles=roles, log_dir=str(tmp_path / "2"))
+    again = _eval(
+        locomo(memory="observations"), model_roles=roles, sample_id=ids, log_dir=str(tmp_path / "2")
+    )
     m2 = _metrics(again, "memory_system")
     assert (m2["ingestions"], m2["cache_hits"]) == (0, 10)
     assert first.samples is not None and again.samples is not None
+    assert len(first.samples) == 100
     assert [s.messages[0].text for s in first.samples] == [
         s.messages[0].text for s in again.samples
     ]
@@ -124,14 +142,21 @@ def test_observations_ingest_ten_times_then_none_then_ten_for_new_args(
         log_dir=str(tmp_path / "3"),
     )
     assert _metrics(other, "memory_system")["ingestions"] == 0  # the same arguments, spelt out
-    # every conversation has temporal questions: all 10 are asked (fewer dense queries)
+    # new arguments: each conversation asked is ingested again, every session of it; the two
+    # smallest (embedding every fact of all ten is the slow part, and adds no check)
+    two = {"conv-26", "conv-30"}
+    changed_task = locomo(
+        memory="observations", memory_args="retriever=embedding", categories="temporal"
+    )
     changed = _eval(
-        locomo(memory="observations", memory_args="retriever=embedding", categories="temporal"),
+        changed_task,
         model_roles=roles,
+        sample_id=[i for i in _per_conversation(changed_task, 1) if i.rsplit("-q", 1)[0] in two],
         log_dir=str(tmp_path / "4"),
     )
     m4 = _metrics(changed, "memory_system")
-    assert (m4["ingestions"], m4["cache_hits"], m4["build_model_calls"]) == (10, 0, sessions)
+    asked = sum(len(c.sessions) for c in load_locomo() if c.sample_id in two)
+    assert (m4["ingestions"], m4["cache_hits"], m4["build_model_calls"]) == (2, 0, asked)
 
 
 def test_a_memory_model_role_changes_the_store(fresh_cache: Path, tmp_path: Path) -> None:
