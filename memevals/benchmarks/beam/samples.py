@@ -159,10 +159,10 @@ class BeamOptions:
     context_window: int | None = None
     data_dir: str | None = None
     verify_checksum: bool = True
-    #: the reader's and each rubric item's token limits (None: the protocol's, `decoding`; a
-    #: judge limit equal to memevals' default is its default too)
+    #: the reader's token limit (None: the protocol's, `decoding`)
     max_tokens: int | None = None
-    judge_max_tokens: int | None = None
+    #: each rubric item's limit under memevals; this default means the protocol's (`decoding`)
+    judge_max_tokens: int | None = MEMEVALS_JUDGE_MAX_TOKENS
 
     def __post_init__(self) -> None:
         # a protocol given by name (a caller of its own) is resolved here, the option's check
