@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_inspect_cli
+from shared_runs import SharedRuns, shared_root
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
@@ -54,3 +55,11 @@ def smollm2_dir() -> Path:
     from memevals.tools.local_model import prepare_smollm2
 
     return prepare_smollm2()
+
+
+@pytest.fixture(scope="session")
+def shared_runs(tmp_path_factory: pytest.TempPathFactory) -> SharedRuns:
+    """Expensive runs (real CLIs, full evaluations) made once per pytest run and shared by every
+    test and xdist worker that reads them (tests/support/shared_runs.py)."""
+    under_xdist = "PYTEST_XDIST_WORKER" in os.environ
+    return SharedRuns(shared_root(tmp_path_factory.getbasetemp(), under_xdist))
