@@ -368,6 +368,38 @@ def _first_byte(fh: BinaryIO) -> bytes:
             return ch
 
 
+def _open_array(p: Path) -> BinaryIO:
+    """The file open at its start, once its first character says it holds a JSON array."""
+    try:
+        fh = p.open("rb")
+    except OSError as exc:
+        raise DataError(f"cannot open ({exc})", file=p) from exc
+    first = _first_byte(fh)
+    if first != b"[":
+        fh.close()
+        raise DataError(
+            "expected a JSON array of instances (first character '['), got "
+            f"{first.decode('latin-1') or 'an empty file'!r}",
+            file=p,
+        )
+    fh.seek(0)
+    return fh
+
+
+def _check_digest(
+    p: Path, digest: str, expected_sha256: str | None, digest_out: list[str] | None
+) -> None:
+    """The bytes read are the pinned ones (when pinned); their digest goes to `digest_out`."""
+    if expected_sha256 is not None and digest != expected_sha256:
+        raise DataError(
+            f"sha256 is {digest}, expected {expected_sha256} (revision {REVISION}). "
+            "Restore the pinned file.",
+            file=p,
+        )
+    if digest_out is not None:
+        digest_out.append(digest)
+
+
 def iter_instances(
     path: str | os.PathLike[str],
     *,
@@ -385,19 +417,7 @@ def iter_instances(
     seen: set[str] = set()
     last_id: str | None = None
     count = 0
-    try:
-        fh = p.open("rb")
-    except OSError as exc:
-        raise DataError(f"cannot open ({exc})", file=p) from exc
-    with fh:
-        first = _first_byte(fh)
-        if first != b"[":
-            raise DataError(
-                "expected a JSON array of instances (first character '['), got "
-                f"{first.decode('latin-1') or 'an empty file'!r}",
-                file=p,
-            )
-        fh.seek(0)
+    with _open_array(p) as fh:
         reader = _TrackingReader(fh)
         items = ijson.items(reader, "item", use_float=True, buf_size=buf_size)
         while True:
@@ -425,15 +445,7 @@ def iter_instances(
                 )
     if count == 0:
         raise DataError("the file holds no instances (empty array)", file=p)
-    digest = reader.digest.hexdigest()
-    if expected_sha256 is not None and digest != expected_sha256:
-        raise DataError(
-            f"sha256 is {digest}, expected {expected_sha256} (revision {REVISION}). "
-            "Restore the pinned file.",
-            file=p,
-        )
-    if digest_out is not None:
-        digest_out.append(digest)
+    _check_digest(p, reader.digest.hexdigest(), expected_sha256, digest_out)
 
 
 def _date(r: Reader, field: str, value: Any) -> datetime:

@@ -42,7 +42,7 @@ from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
 from memevals.core.official_judge import OfficialJudge, split_around
-from memevals.core.options import checked_protocol, protocol_fix
+from memevals.core.protocol import MEMEVALS, Protocol
 from memevals.core.upstream import (
     Template,
     UpstreamError,
@@ -62,7 +62,6 @@ __all__ = [
     "OfficialTexts",
     "Unit",
     "answer_tokens",
-    "check_protocol",
     "history_string",
     "judge_request",
     "load_texts",
@@ -223,14 +222,17 @@ class OfficialTexts:
         return {f.name: TEMPLATES[f.name].sha256 for f in fields(self)}
 
 
-def check_protocol(protocol: str) -> str:
-    """`protocol` if it is official or memevals, else a ValueError naming the option."""
-    return checked_protocol(protocol)
+def answer_tokens(protocol: Protocol, step_by_step: bool) -> int:
+    """The answer length when none is given: upstream's 800 with step-by-step, else 500.
 
+    Args:
+        protocol: the run's protocol.
+        step_by_step: upstream's step-by-step answer template asked for.
 
-def answer_tokens(protocol: str, step_by_step: bool) -> int:
-    """The answer length when none is given: upstream's 800 with step-by-step, else 500."""
-    return STEP_BY_STEP_ANSWER_TOKENS if protocol == "official" and step_by_step else ANSWER_TOKENS
+    Returns:
+        The token limit.
+    """
+    return STEP_BY_STEP_ANSWER_TOKENS if protocol.official and step_by_step else ANSWER_TOKENS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,7 +373,7 @@ def _body(entry: Any, history_format: str, texts: OfficialTexts) -> str:
         raise ValueError(
             "history_format=text renders turns only; under protocol=official notes and facts "
             "need history_format=json (upstream's nl format cannot show them): use "
-            f"history_format=json, or {protocol_fix('memevals')}"
+            f"history_format=json, or {MEMEVALS.fix()}"
         )
     return "".join(texts.nl_turn.format(t["role"], t["content"].strip()) for t in entry)
 

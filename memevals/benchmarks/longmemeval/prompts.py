@@ -5,7 +5,7 @@ the question comes
 with `Current Date: <question_date>`, without which temporal questions cannot be answered (the
 dated history it follows is rendered by memevals.benchmarks.longmemeval.memory). Chain-of-note
 first asks for notes on each session separately, then answers from the notes; that needs extra
-model calls, so the framework glue runs it (the Inspect solver in inspect_tasks.longmemeval)
+model calls, so the framework glue runs it (the Inspect solver in inspect_tasks.notes)
 using the texts built here.
 """
 

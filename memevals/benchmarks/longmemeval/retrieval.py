@@ -33,6 +33,7 @@ __all__ = [
     "headline_keys",
     "headline_scores",
     "official_scores",
+    "retrieval_score",
     "session_metric_id",
     "session_scores",
     "session_units",
@@ -227,3 +228,29 @@ def headline_scores(metadata: Mapping[str, Any]) -> dict[str, float] | None:
     if scores is None:
         return None
     return {k: float(scores[k]) for k in headline_keys(str(metadata["retrieval_unit"]))}
+
+
+def retrieval_score(
+    sample_id: object, metadata: Mapping[str, Any]
+) -> tuple[dict[str, float] | None, str, dict[str, Any]]:
+    """A sample's retrieval score, as its context (rag, or a memory system's items) logged it.
+
+    Args:
+        sample_id: the sample's id, for messages.
+        metadata: the sample's metadata.
+
+    Returns:
+        The headline metrics (None: skipped, as the official runner skips the question), the
+        explanation, and the score's metadata (every k, the retrieved ids).
+    """
+    if metadata.get("context") not in ("rag", "memory"):
+        raise ValueError(
+            f"sample {sample_id}: retrieval metrics need context=rag or a memory system"
+        )
+    ids = metadata.get("retrieved_ids")
+    value = headline_scores(metadata)
+    if value is None:
+        why = f"skipped for retrieval metrics: {metadata.get('retrieval_skipped')}"
+        return None, why, {"retrieved_ids": ids}
+    scores = metadata["retrieval_scores"]
+    return value, f"retrieved (best first): {ids}", {"all_k": scores, "retrieved_ids": ids}

@@ -2,20 +2,21 @@
 
 `build(options)` reads a variant's file (streaming), keeps the questions of the asked
 categories, gives each its context (memory), renders the prompt for the protocol and returns
-the items with the task log. It returns a small record rather than a bare `(items, log)` pair
-because chain-of-note needs one more thing, each question's note plan (the note requests and how
-the notes become the message), which must not go into the log (the requests hold the whole
-histories) nor into the prompt (the notes replace the history at run time), and a memory system
-under test (`memory=<name>`) needs its subject, which gives each sample its context at run time
-(`subject.fill`, called by the Inspect solver and the lm-eval documents).
+the run's `Build` (memevals.core.build): the items, the task log, the reader's generation
+settings and, with a memory system under test (`memory=<name>`), its subject, which gives each
+sample its context at run time (`subject.fill`, called by the Inspect solver and the lm-eval
+documents). Chain-of-note needs one more thing, each question's note plan (the note requests and
+how the notes become the message), which must not go into the log (the requests hold the whole
+histories) nor into the prompt (the notes replace the history at run time): the Build is a
+`LongMemEvalBuild`, which carries them beside.
 
 Every sample is **one user message** under both protocols, so the Inspect task and the lm-eval
 task (whose documents are one text) hand the model the same role and the same content:
 
-- `protocol="official"` (default): upstream's message for the configuration
+- protocol=official (default): upstream's message for the configuration
   (memevals.benchmarks.longmemeval.official): its answer template with its history string,
   and its judge prompt in the metadata (`official_judge`);
-- `protocol="memevals"`: our own wording (memory, prompts): the dated history, a blank line,
+- protocol=memevals: our own wording (memory, prompts): the dated history, a blank line,
   then the current date, the question and the answer cue; our own judge.
 """
 
@@ -52,24 +53,26 @@ from memevals.benchmarks.longmemeval.prompts import (
     notes_text,
     question_text,
 )
+from memevals.core.build import Build, Generation
 from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemoryQuery
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
-from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem, parse_category_list
+from memevals.core.protocol import DEFAULT, MEMEVALS, OFFICIAL, Protocol, ProtocolError, resolve
 from memevals.core.statistics import CLUSTER_KEY
 
 __all__ = [
+    "JUDGE_MAX_TOKENS",
+    "LongMemEvalBuild",
     "LongMemEvalOptions",
-    "LongMemEvalSamples",
     "NotePlan",
     "Reader",
     "Shown",
     "answer_distance",
     "build",
     "build_item",
-    "check_protocol_options",
+    "check_options",
     "in_categories",
     "item_metadata",
     "make_reader",
@@ -81,13 +84,19 @@ __all__ = [
 ]
 
 
+#: The memevals judge's token limit (the official judge's is upstream's, in each sample).
+JUDGE_MAX_TOKENS = 256
+
+
 @dataclass(frozen=True)
 class LongMemEvalOptions:
-    """Everything that decides LongMemEval's samples (the `-T` / `--metadata` options).
+    """LongMemEval's options, the Inspect task's `-T` and lm-eval's `--metadata` alike
+    (memevals.core.options.options_from), with their one set of defaults.
 
-    `answer_tokens` is the answer length the truncation budget reserves (Inspect's
+    `answer_tokens` is the answer length, which the truncation budget reserves (Inspect's
     `max_tokens`; None: upstream's 800 with official step-by-step, else 500); `categories`
     None means all of them. `step_by_step` is upstream's `cot` answer template (official only).
+    The note and judge limits, `judge_runs` and `uncertainty` are the Inspect task's.
     """
 
     variant: str = "s"
@@ -99,8 +108,16 @@ class LongMemEvalOptions:
     chain_of_note: bool = False
     data_dir: str | None = None
     verify_checksum: bool = True
-    protocol: str = "official"
+    protocol: Protocol = DEFAULT
     step_by_step: bool = False
+    note_max_tokens: int = official.NOTE_MAX_TOKENS
+    judge_max_tokens: int = JUDGE_MAX_TOKENS
+    judge_runs: int = 1
+    uncertainty: str = "default"
+
+    def __post_init__(self) -> None:
+        # the one check of the option: a name given here is resolved once, into its Protocol
+        object.__setattr__(self, "protocol", resolve(self.protocol))
 
 
 @dataclass(frozen=True)
@@ -119,18 +136,12 @@ class NotePlan:
 
 
 @dataclass(frozen=True)
-class LongMemEvalSamples:
-    """What `build` returns: the items, the task log, for chain-of-note the sessions (in
-    date order) that each question's notes are taken on, by sample id (empty otherwise), and
-    with a memory system under test the subject that gives each sample its context (None
-    otherwise)."""
+class LongMemEvalBuild(Build):
+    """What `build` returns: the Build and, for chain-of-note, by sample id, the sessions (in
+    date order) each question's notes are taken on and its note plan (both empty otherwise)."""
 
-    items: list[PromptItem]
-    log: dict[str, Any]
-    note_blocks: Mapping[str, tuple[SessionBlock, ...]]
-    subject: MemorySubject | None = None
+    note_blocks: Mapping[str, tuple[SessionBlock, ...]] = field(default_factory=dict)
     note_plans: Mapping[str, NotePlan] = field(default_factory=dict)
-    protocol: str = "official"
 
 
 def parse_categories(categories: Iterable[str] | str | None) -> list[str]:
@@ -218,7 +229,7 @@ class Shown:
 class Reader:
     """How a protocol turns a question and its context into the one user message."""
 
-    protocol: str
+    protocol: Protocol
     history_format: str
     step_by_step: bool
     context: str
@@ -233,7 +244,7 @@ class Reader:
 
     def shown(self, inst: Instance, ctx: LmeContext) -> Shown:
         """The message for `inst` with its context."""
-        if self.protocol == "memevals":
+        if not self.protocol.official:
             user = PromptItem("", ctx.system_text, question_text(inst), "").as_text()
             ids = tuple(b.session_id for b in ctx.blocks)
             return Shown(user, ids, ctx.history_tokens, ctx.system_text)
@@ -246,7 +257,7 @@ class Reader:
             raise ValueError(
                 f"{inst.question_id}: protocol=official: the memory system shows both "
                 "verbatim sessions or turns and notes; upstream has no configuration mixing "
-                f"them: {protocol_fix('memevals')}"
+                f"them: {MEMEVALS.fix()}"
             )
         facts = bool(ctx.facts)
         chunks = official.sorted_chunks(
@@ -287,7 +298,7 @@ class Reader:
     ) -> tuple[str, str, tuple[str, ...]]:
         """A memory system's context as the one user message, the context part of it and the
         session of each block shown."""
-        if self.protocol == "memevals":
+        if not self.protocol.official:
             text = PromptItem("", ctx.system_text, user, "").as_text()
             return text, ctx.system_text, tuple(b.session_id for b in ctx.blocks)
         if not ctx.units and not ctx.facts:
@@ -301,7 +312,7 @@ class Reader:
 
     def note_plan(self, inst: Instance, ctx: LmeContext) -> NotePlan:
         """Chain-of-note's requests and the message the notes make."""
-        if self.protocol == "memevals":
+        if not self.protocol.official:
             blocks = ctx.blocks
 
             def compose_ours(notes: Sequence[str]) -> str:
@@ -321,6 +332,30 @@ class Reader:
         return NotePlan(prompts, compose_upstream, 0.0)
 
 
+def _context_metadata(
+    inst: Instance, memory: LongMemEvalMemory, ctx: LmeContext, shown: Shown
+) -> dict[str, Any]:
+    """What the context mode logs: rag's retrieval record, and the history's token count."""
+    md: dict[str, Any] = {}
+    if memory.context == "rag":
+        md |= {
+            "retrieval_unit": memory.retrieval_unit,
+            "retrieved_ids": list(ctx.retrieved_ids or ()),
+            "retrieval_scores": ctx.retrieval_scores,
+            "retrieval_skipped": ctx.retrieval_skipped,
+        }
+    if memory.context == "truncated":
+        assert memory.max_context_tokens is not None
+        total = shown.history_tokens if shown.history_tokens is not None else ctx.history_tokens
+        assert total is not None
+        md |= {"history_tokens": total, "history_truncated": total > memory.max_context_tokens}
+    else:
+        # truncated mode logs the figure it cuts by (under official: upstream's layout); every
+        # other mode the whole history's count, so reports can bucket scores by history length
+        md["history_tokens"] = whole_history_tokens(inst, memory)
+    return md
+
+
 def build_item(
     inst: Instance,
     memory: LongMemEvalMemory,
@@ -338,7 +373,7 @@ def build_item(
     if ctx is None:
         ctx = memory(inst)
     if reader is None:
-        reader = Reader("memevals", memory.history_format, False, memory.context)
+        reader = Reader(MEMEVALS, memory.history_format, False, memory.context)
     # the question alone until the notes are taken (NotePlan.compose) or the memory system
     # under test gives the context (its renderer), both at run time
     later = chain_of_note or memory.system is not None
@@ -346,7 +381,7 @@ def build_item(
     user = shown.user
     md = item_metadata(inst, variant=variant)
     md |= {
-        "protocol": reader.protocol,
+        "protocol": reader.protocol.name,
         "context": memory.context,
         "history_format": memory.history_format,
         "n_sessions_shown": len(ctx.blocks),
@@ -354,7 +389,7 @@ def build_item(
         "chain_of_note": chain_of_note,
         "missing_answer_sessions": list(inst.missing_answer_session_ids),
     }
-    if reader.protocol == "official":
+    if reader.protocol.official:
         assert reader.texts is not None
         md[OFFICIAL_JUDGE_KEY] = official.judge_request(inst, reader.texts).as_metadata()
         if not later:
@@ -362,22 +397,7 @@ def build_item(
                 "n_sessions_shown": len(shown.session_ids),
                 "session_ids_shown": list(shown.session_ids),
             }
-    if memory.context == "rag":
-        md |= {
-            "retrieval_unit": memory.retrieval_unit,
-            "retrieved_ids": list(ctx.retrieved_ids or ()),
-            "retrieval_scores": ctx.retrieval_scores,
-            "retrieval_skipped": ctx.retrieval_skipped,
-        }
-    if memory.context == "truncated":
-        assert memory.max_context_tokens is not None
-        total = shown.history_tokens if shown.history_tokens is not None else ctx.history_tokens
-        assert total is not None
-        md |= {"history_tokens": total, "history_truncated": total > memory.max_context_tokens}
-    else:
-        # truncated mode logs the figure it cuts by (under official: upstream's layout); every
-        # other mode the whole history's count, so reports can bucket scores by history length
-        md["history_tokens"] = whole_history_tokens(inst, memory)
+    md |= _context_metadata(inst, memory, ctx, shown)
     md |= answer_distance(inst)
     if not chain_of_note:
         # as chat APIs count a message (chat-template tokens not included); both frameworks
@@ -391,22 +411,63 @@ def build_item(
     )
 
 
-def check_protocol_options(options: LongMemEvalOptions) -> int:
-    """Check the protocol and the options that depend on it; returns the answer length.
+def _check_limits(options: LongMemEvalOptions) -> None:
+    """Token limits are positive; the judge's belong to our judge (the official one judges
+    once, with upstream's 10 tokens)."""
+    for name, value in (
+        ("max_tokens", options.answer_tokens),
+        ("note_max_tokens", options.note_max_tokens),
+        ("judge_max_tokens", options.judge_max_tokens),
+        ("judge_runs", options.judge_runs),
+    ):
+        if value is not None and value < 1:
+            lm_eval = " (lm-eval: answer_tokens)" if name == "max_tokens" else ""
+            raise ValueError(f"{name} must be at least 1, got {value}{lm_eval}")
+    if not options.protocol.judges_once:
+        return
+    for name, value, default in (
+        ("judge_runs", options.judge_runs, 1),
+        ("judge_max_tokens", options.judge_max_tokens, JUDGE_MAX_TOKENS),
+    ):
+        if value != default:
+            raise ProtocolError(
+                f"{name}={value}: protocol={options.protocol} judges once with upstream's 10 "
+                f"tokens; {name} applies to protocol=memevals: {MEMEVALS.fix(lm_eval=False)}"
+            )
 
-    An option combination upstream has no prompt for is an error naming the option."""
-    protocol = official.check_protocol(options.protocol)
-    if options.step_by_step and protocol == "memevals":
+
+def check_options(options: LongMemEvalOptions) -> int:
+    """Check the options that depend on each other or on the protocol; returns the answer
+    length. An option combination upstream has no prompt for is an error naming the option.
+
+    Args:
+        options: the run's options.
+
+    Returns:
+        The answer length (upstream's when none is given).
+    """
+    _check_limits(options)
+    protocol = options.protocol
+    if options.step_by_step and not protocol.official:
         raise ValueError(
             "step_by_step is upstream's step-by-step answer template (protocol=official); "
-            f"protocol=memevals has no step-by-step prompt: {protocol_fix('official')}"
+            f"protocol={protocol} has no step-by-step prompt: {OFFICIAL.fix()}"
         )
-    if protocol == "official" and options.chain_of_note and options.history_format != "json":
+    if protocol.official and options.chain_of_note and options.history_format != "json":
         raise ValueError(
             f"chain_of_note with history_format={options.history_format!r}: under "
-            "protocol=official the notes are shown as JSON, as upstream can only show them "
-            "(its nl format reads turns): use history_format=json, or "
-            f"{protocol_fix('memevals')}"
+            f"protocol={protocol} the notes are shown as JSON, as upstream can only show them "
+            f"(its nl format reads turns): use history_format=json, or {MEMEVALS.fix()}"
+        )
+    if options.chain_of_note and options.memory.context == "truncated":
+        raise ValueError(
+            "chain_of_note takes notes on each session separately, so there is no single "
+            "history to truncate; use chain_of_note with context=full, rag or oracle"
+        )
+    if options.chain_of_note and options.memory.memory is not None:
+        raise ValueError(
+            f"chain_of_note takes notes on every haystack session, while memory="
+            f"{options.memory.memory!r} gives the context itself; use one or the other"
         )
     if options.answer_tokens is None:
         return official.answer_tokens(protocol, options.step_by_step)
@@ -416,7 +477,7 @@ def check_protocol_options(options: LongMemEvalOptions) -> int:
 def make_reader(options: LongMemEvalOptions, memory: LongMemEvalMemory) -> Reader:
     """The protocol's reader; under official the upstream texts are loaded (and verified) here,
     before any data is read."""
-    texts = official.load_texts(options.data_dir) if options.protocol == "official" else None
+    texts = official.load_texts(options.data_dir) if options.protocol.official else None
     budget = memory.max_context_tokens if memory.context == "truncated" else None
     return Reader(
         options.protocol,
@@ -432,14 +493,14 @@ def make_reader(options: LongMemEvalOptions, memory: LongMemEvalMemory) -> Reade
 def question_context(reader: Reader, memory: LongMemEvalMemory, inst: Instance) -> LmeContext:
     """The question's context; under official, context=truncated shows every session and the
     reader cuts upstream's history string (not our layout) to the budget."""
-    if reader.protocol == "official" and memory.context == "truncated":
+    if reader.protocol.official and memory.context == "truncated":
         return LmeContext((), units=tuple((s, None) for s in inst.sessions))
     return memory(inst)
 
 
 def _protocol_log(options: LongMemEvalOptions, reader: Reader, answer: int) -> dict[str, Any]:
     log: dict[str, Any] = {
-        "protocol": options.protocol,
+        "protocol": options.protocol.name,
         "step_by_step": options.step_by_step,
         "answer_tokens": answer,
     }
@@ -453,47 +514,36 @@ def _protocol_log(options: LongMemEvalOptions, reader: Reader, answer: int) -> d
     return log
 
 
-def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
-    """The samples of `options`; every option is checked before the file is read."""
-    spec = data_file(options.variant)
-    categories = parse_categories(options.categories)
-    if options.chain_of_note and options.memory.context == "truncated":
-        raise ValueError(
-            "chain_of_note takes notes on each session separately, so there is no single "
-            "history to truncate; use chain_of_note with context=full, rag or oracle"
-        )
-    if options.chain_of_note and options.memory.memory is not None:
-        raise ValueError(
-            f"chain_of_note takes notes on every haystack session, while memory="
-            f"{options.memory.memory!r} gives the context itself; use one or the other"
-        )
-    answer = check_protocol_options(options)
-    memory = longmemeval_memory(
-        options.memory,
-        history_format=options.history_format,
-        context_window=options.context_window,
-        answer_tokens=answer,
-    )
-    if options.chain_of_note and memory.context == "none":
-        raise ValueError("chain_of_note needs sessions to take notes on; context=none has none")
-    reader = make_reader(options, memory)
-    warn_if_oversized(options.variant, memory.context)
+@dataclass
+class _Questions:
+    """The questions of a build, gathered while the file streams past."""
 
-    digest: list[str] = []
-    items: list[PromptItem] = []
-    note_blocks: dict[str, tuple[SessionBlock, ...]] = {}
-    note_plans: dict[str, NotePlan] = {}
-    kept: list[Instance] = []  # only with a memory system: it ingests every haystack
+    items: list[PromptItem] = field(default_factory=list)
+    note_blocks: dict[str, tuple[SessionBlock, ...]] = field(default_factory=dict)
+    note_plans: dict[str, NotePlan] = field(default_factory=dict)
+    kept: list[Instance] = field(default_factory=list)  # a memory system ingests each haystack
+    digest: list[str] = field(default_factory=list)
+
+
+def _questions(
+    options: LongMemEvalOptions,
+    categories: Sequence[str],
+    memory: LongMemEvalMemory,
+    reader: Reader,
+) -> _Questions:
+    """Every question of the asked categories as an item (with its note plan and, for a memory
+    system, its instance)."""
+    out = _Questions()
     for inst in iter_longmemeval(
         options.variant,
         options.data_dir,
         verify_checksum=options.verify_checksum,
-        digest_out=digest,
+        digest_out=out.digest,
     ):
         if not in_categories(inst.category, inst.is_abstention, categories):
             continue
         ctx = question_context(reader, memory, inst)
-        items.append(
+        out.items.append(
             build_item(
                 inst,
                 memory,
@@ -504,15 +554,43 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
             )
         )
         if options.chain_of_note:
-            note_blocks[inst.question_id] = ctx.blocks
-            note_plans[inst.question_id] = reader.note_plan(inst, ctx)
+            out.note_blocks[inst.question_id] = ctx.blocks
+            out.note_plans[inst.question_id] = reader.note_plan(inst, ctx)
         if memory.system is not None:
-            kept.append(inst)
-    if not items:
+            out.kept.append(inst)
+    if not out.items:
         raise ValueError(
             f"no LongMemEval question matches categories={options.categories!r} in variant "
             f"{options.variant}"
         )
+    return out
+
+
+def build(options: LongMemEvalOptions) -> LongMemEvalBuild:
+    """The run of `options`; every option is checked before the file is read.
+
+    Args:
+        options: the run's options.
+
+    Returns:
+        The items, the task log, the reader's generation settings (the answer length; the
+        protocol's temperature), the memory system under test and the chain-of-note plans.
+    """
+    spec = data_file(options.variant)
+    categories = parse_categories(options.categories)
+    answer = check_options(options)
+    memory = longmemeval_memory(
+        options.memory,
+        history_format=options.history_format,
+        context_window=options.context_window,
+        answer_tokens=answer,
+    )
+    if options.chain_of_note and memory.context == "none":
+        raise ValueError("chain_of_note needs sessions to take notes on; context=none has none")
+    reader = make_reader(options, memory)
+    warn_if_oversized(options.variant, memory.context)
+    found = _questions(options, categories, memory, reader)
+    digest = found.digest
     log = {
         "benchmark": "longmemeval",
         "variant": options.variant,
@@ -527,10 +605,18 @@ def build(options: LongMemEvalOptions) -> LongMemEvalSamples:
         **_protocol_log(options, reader, answer),
     }
     data_sha256 = digest[0] if digest else (spec.sha256 or spec.filename)
-    subject = memory_subject(kept, memory, data_sha256, reader)
+    subject = memory_subject(found.kept, memory, data_sha256, reader)
     if subject is not None:
         log |= subject.settings()
-    return LongMemEvalSamples(items, log, note_blocks, subject, note_plans, options.protocol)
+    return LongMemEvalBuild(
+        items=tuple(found.items),
+        metadata=log,
+        generation=Generation(max_tokens=answer, temperature=options.protocol.temperature),
+        subject=subject,
+        dataset=f"longmemeval_{options.variant}",
+        note_blocks=found.note_blocks,
+        note_plans=found.note_plans,
+    )
 
 
 def memory_subject(
@@ -547,7 +633,7 @@ def memory_subject(
     if memory.system is None:
         return None
     if reader is None:
-        reader = Reader("memevals", memory.history_format, False, memory.context)
+        reader = Reader(MEMEVALS, memory.history_format, False, memory.context)
     choice = memory.system
     depth = memory_depth(choice.top_k)
     queries = {

@@ -12,12 +12,14 @@ and counted, never treated as wrong.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from memevals.core.judge import YES_NO, CriterionSpec, criterion, register_criteria
 
 __all__ = [
+    "JUDGE_FIGURES",
     "LME_ABSTENTION",
     "LME_KNOWLEDGE_UPDATE",
     "LME_PREFERENCE",
@@ -25,10 +27,16 @@ __all__ = [
     "LME_TEMPORAL",
     "LME_TYPES",
     "LONGMEMEVAL_CRITERIA",
+    "Judged",
     "LmeLabel",
     "LmeSummary",
+    "abstention_accuracy",
     "criterion_for_longmemeval",
+    "overall_accuracy",
     "summarize",
+    "summary_of",
+    "task_averaged_accuracy",
+    "type_accuracy",
 ]
 
 #: The six question types in snake case, paper order.
@@ -96,6 +104,73 @@ def summarize(labels: Iterable[LmeLabel]) -> LmeSummary:
         n_scored=len(everything),
         n_unscored=unscored,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# The judge's figures over judged samples (the run's metrics of the same names)
+
+
+class Judged(Protocol):
+    """One judged sample as a figure reads it: its id, metadata and label (None: unscored)."""
+
+    @property
+    def sample_id(self) -> str | int | None: ...
+
+    @property
+    def metadata(self) -> Mapping[str, Any]: ...
+
+    @property
+    def value(self) -> float | None: ...
+
+
+def summary_of(judged: Iterable[Judged]) -> LmeSummary:
+    """The official aggregates of judged samples, by the type and `_abs` flag they carry.
+
+    Args:
+        judged: the samples (metadata `category` and `abstention`, as the tasks log them).
+
+    Returns:
+        The summary.
+    """
+    labels = []
+    for s in judged:
+        md = s.metadata
+        if "category" not in md or "abstention" not in md:
+            raise ValueError(
+                f"sample {s.sample_id}: LongMemEval metrics need metadata 'category' and "
+                "'abstention' (samples of the longmemeval tasks carry them)"
+            )
+        labels.append(LmeLabel(str(md["category"]), bool(md["abstention"]), s.value))
+    return summarize(labels)
+
+
+def _or_left_out(value: float | None) -> float | dict[str, float]:
+    # "no item to average" is left out (an empty mapping is no row), never NaN or a made-up 0
+    return {} if value is None else value
+
+
+def overall_accuracy(judged: Sequence[Judged]) -> float | dict[str, float]:
+    """Micro mean over all judged questions."""
+    return _or_left_out(summary_of(judged).overall)
+
+
+def task_averaged_accuracy(judged: Sequence[Judged]) -> float | dict[str, float]:
+    """Unweighted mean of the per-type accuracies (the types present in the run)."""
+    return _or_left_out(summary_of(judged).task_averaged)
+
+
+def abstention_accuracy(judged: Sequence[Judged]) -> float | dict[str, float]:
+    """Mean over the `_abs` questions (left out when the run has none)."""
+    return _or_left_out(summary_of(judged).abstention)
+
+
+def type_accuracy(judged: Sequence[Judged]) -> dict[str, float]:
+    """Accuracy per question type (`_abs` items count in their type)."""
+    return dict(summary_of(judged).per_type)
+
+
+#: The judge's figures, in the order a run shows them (each its metric's name).
+JUDGE_FIGURES = (overall_accuracy, task_averaged_accuracy, abstention_accuracy, type_accuracy)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from memevals.benchmarks.longmemeval.memory import (
     longmemeval_history,
     memory_context,
 )
-from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, LongMemEvalSamples, build
+from memevals.benchmarks.longmemeval.samples import LongMemEvalBuild, LongMemEvalOptions, build
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemoryItem
 from memevals.core.prompt_item import PromptItem
@@ -52,7 +52,7 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMEVALS_CACHE_DIR", str(tmp_path / "cache"))
 
 
-def _build(variant: str = "s", **memory: Any) -> LongMemEvalSamples:
+def _build(variant: str = "s", **memory: Any) -> LongMemEvalBuild:
     history_format = memory.pop("history_format", "json")
     protocol = memory.pop("protocol", "memevals")  # these tests read our own layout
     return build(
@@ -67,7 +67,7 @@ def _build(variant: str = "s", **memory: Any) -> LongMemEvalSamples:
     )
 
 
-def _filled(built: LongMemEvalSamples) -> dict[str, PromptItem]:
+def _filled(built: LongMemEvalBuild) -> dict[str, PromptItem]:
     assert built.subject is not None
     return {i.id: built.subject.fill(i) for i in built.items}
 
@@ -114,9 +114,9 @@ def test_query_asks_max_top_k_50_and_the_log_says_so(top_k: int | None, depth: i
     assert query.date == "2023/12/01 (Fri) 09:00"
     assert query.history_id == "fx09e9f0"
     assert query.k == depth
-    assert built.log["top_k"] == (5 if top_k is None else top_k)
-    assert built.log["retrieval_depth"] == depth
-    assert built.log["context"] == "memory" and built.log["memory"] == "bm25"
+    assert built.metadata["top_k"] == (5 if top_k is None else top_k)
+    assert built.metadata["retrieval_depth"] == depth
+    assert built.metadata["context"] == "memory" and built.metadata["memory"] == "bm25"
     assert set(built.subject.histories) == set(S)
 
 

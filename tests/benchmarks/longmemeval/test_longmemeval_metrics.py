@@ -6,15 +6,31 @@ from __future__ import annotations
 import math
 
 import pytest
-from inspect_ai.scorer import SampleScore, Score
+from inspect_ai._util.registry import registry_unqualified_name
+from inspect_ai.scorer import Metric, SampleScore, Score
 
 from memevals.benchmarks.longmemeval.scoring import LmeLabel, summarize
-from memevals.inspect_tasks.longmemeval import (
-    abstention_accuracy,
-    overall_accuracy,
-    task_averaged_accuracy,
-    type_accuracy,
-)
+from memevals.inspect_tasks.longmemeval import LME_METRICS
+
+#: The task's metrics by the names its logs show.
+METRICS = {registry_unqualified_name(m): m for m in LME_METRICS}
+
+
+def overall_accuracy() -> Metric:
+    return METRICS["overall_accuracy"]
+
+
+def task_averaged_accuracy() -> Metric:
+    return METRICS["task_averaged_accuracy"]
+
+
+def abstention_accuracy() -> Metric:
+    return METRICS["abstention_accuracy"]
+
+
+def type_accuracy() -> Metric:
+    return METRICS["type_accuracy"]
+
 
 # 10 judged questions:
 #   single_session_user:  1, 1, 0(_abs)          -> 2/3

@@ -29,8 +29,8 @@ from memevals.benchmarks.longmemeval.data import iter_longmemeval
 from memevals.benchmarks.longmemeval.memory import longmemeval_memory, memory_context
 from memevals.benchmarks.longmemeval.prompts import question_text
 from memevals.benchmarks.longmemeval.samples import (
+    LongMemEvalBuild,
     LongMemEvalOptions,
-    LongMemEvalSamples,
     build,
     make_reader,
 )
@@ -47,7 +47,7 @@ FILES = {"oracle": "longmemeval_oracle.json", "s": "longmemeval_s_cleaned.json"}
 NL = {"json": "json", "text": "nl"}
 
 
-def _build(variant: str, context: str = "full", **options: Any) -> LongMemEvalSamples:
+def _build(variant: str, context: str = "full", **options: Any) -> LongMemEvalBuild:
     memory = {
         k: options.pop(k)
         for k in ("top_k", "retrieval_unit", "max_context_tokens", "memory")
@@ -91,9 +91,9 @@ def test_full_history_is_upstreams_message(
         assert (item.system, item.user) == ("", want), item.id
         assert item.metadata["protocol"] == "official"
         assert item.metadata["prompt_tokens"] == get_token_counter()(want)
-    assert built.log["protocol"] == "official"
-    assert built.log["answer_tokens"] == (800 if step_by_step else 500)
-    assert built.log["upstream"]["commit"] == official.COMMIT
+    assert built.metadata["protocol"] == "official"
+    assert built.metadata["answer_tokens"] == (800 if step_by_step else 500)
+    assert built.metadata["upstream"]["commit"] == official.COMMIT
     # the oracle file lists its sessions out of date order: upstream sorts them, so do we
     if variant == "oracle":
         assert any(e["haystack_dates"] != sorted(e["haystack_dates"]) for e in entries.values())
@@ -195,10 +195,10 @@ def test_chain_of_note_is_upstreams_con(variant: str) -> None:
         assert item.user == question_text_of(built, item.id)
 
 
-def question_text_of(built: LongMemEvalSamples, qid: str) -> str:
+def question_text_of(built: LongMemEvalBuild, qid: str) -> str:
     [inst] = [
         i
-        for i in iter_longmemeval(built.log["variant"], FIXTURES, verify_checksum=False)
+        for i in iter_longmemeval(built.metadata["variant"], FIXTURES, verify_checksum=False)
         if i.question_id == qid
     ]
     return question_text(inst)
@@ -268,7 +268,7 @@ def test_memevals_protocol_is_our_text_in_one_user_message() -> None:
         assert item.user == f"{memory(inst).system_text}\n\n{question_text(inst)}"
         assert OFFICIAL_JUDGE_KEY not in item.metadata
         assert item.metadata["protocol"] == "memevals"
-    assert "upstream" not in built.log
+    assert "upstream" not in built.metadata
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ def test_every_item_carries_its_prompt_size(memory: MemoryOptions) -> None:
 
 def test_the_log_says_which_data_and_settings_built_the_items() -> None:
     built = build(options(categories="multi_session,abstention"))
-    log = built.log
+    log = built.metadata
     assert log["variant"] == "oracle" and log["data_file"] == "longmemeval_oracle.json"
     assert log["categories"] == ["multi_session", "abstention"]
     assert len(log["data_sha256"]) == 64 and log["data_sha256_pinned"] is None
