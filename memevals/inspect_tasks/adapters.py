@@ -115,8 +115,8 @@ def grader_score(judge: Judge) -> Scorer:
 
 
 class Scored(NamedTuple):
-    """One scored sample, framework-free: its id and metadata, the value (None: unscored or
-    not a number) and the score's metadata."""
+    """One scored sample as framework-free figures read it (memevals.core.scored.ScoredSample):
+    its id and metadata, the value (None: unscored or not a number) and the score's metadata."""
 
     sample_id: str | int | None
     metadata: Mapping[str, Any]

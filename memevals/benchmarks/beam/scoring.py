@@ -12,7 +12,7 @@
   ordering reports `tau_norm`, every other ability its rubric score), per ability the mean over
   conversations, overall the mean of the ability means. The report's figures are computed
   here from the scored samples (`overall_figure`, `ability_figures`, `event_ordering_figures`);
-  a framework only hands them over (`Scored`).
+  a framework only hands them over (memevals.core.scored.ScoredSample).
 """
 
 from __future__ import annotations
@@ -20,21 +20,21 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from scipy.stats import kendalltau
 
 from memevals.benchmarks.beam.data import ABILITIES
 from memevals.core.judge import json_object_reply
+from memevals.core.scored import ScoredSample
 
 __all__ = [
     "EVENT_ORDERING",
     "BeamRow",
     "BeamSummary",
     "EventOrderScore",
-    "Scored",
     "ability_figures",
     "align",
     "beam_event_order",
@@ -306,24 +306,7 @@ def summarize(rows: Iterable[BeamRow]) -> BeamSummary:
     return BeamSummary(overall, per_ability, scored, unscored)
 
 
-class Scored(Protocol):
-    """One scored sample as a framework hands it over: its id and metadata, the score's value
-    (None: unscored) and the score's metadata."""
-
-    @property
-    def sample_id(self) -> str | int | None: ...
-
-    @property
-    def metadata(self) -> Mapping[str, Any]: ...
-
-    @property
-    def value(self) -> float | None: ...
-
-    @property
-    def score_metadata(self) -> Mapping[str, Any]: ...
-
-
-def report_rows(scored: Iterable[Scored]) -> list[BeamRow]:
+def report_rows(scored: Iterable[ScoredSample]) -> list[BeamRow]:
     """The report's rows of scored samples (ValueError naming a sample that lacks its
     conversation or ability)."""
     rows = []
@@ -336,7 +319,7 @@ def report_rows(scored: Iterable[Scored]) -> list[BeamRow]:
     return rows
 
 
-def overall_figure(scored: Sequence[Scored]) -> float:
+def overall_figure(scored: Sequence[ScoredSample]) -> float:
     """Upstream's overall figure: the mean of the ability means (NaN when nothing is scored).
 
     Args:
@@ -349,7 +332,7 @@ def overall_figure(scored: Sequence[Scored]) -> float:
     return math.nan if value is None else value
 
 
-def ability_figures(scored: Sequence[Scored]) -> dict[str, float]:
+def ability_figures(scored: Sequence[ScoredSample]) -> dict[str, float]:
     """Per ability, the mean over conversations of each conversation's mean (bare ability
     names; event ordering reports tau_norm, as upstream's report does).
 
@@ -362,7 +345,7 @@ def ability_figures(scored: Sequence[Scored]) -> dict[str, float]:
     return dict(summarize(report_rows(scored)).per_ability)
 
 
-def event_ordering_figures(scored: Sequence[Scored]) -> dict[str, float]:
+def event_ordering_figures(scored: Sequence[ScoredSample]) -> dict[str, float]:
     """Event ordering's other figures, means over its scored questions: `event_ordering_f1`,
     `event_ordering_final_score` (tau_norm × F1) and `event_ordering_rubric` (its rubric
     score, which upstream computes but does not report), from each score's `event_order`
