@@ -68,7 +68,7 @@ def test_unreachable_memory_endpoint_is_one_line(data_dir: Path, tmp_path: Path)
     ), errors
     assert "a response_format json_object (JSON mode) request" in errors[0]  # what is missing
     assert 'memory_args="llm_base_url=http://HOST:PORT/v1,llm_model=NAME"' in errors[0]
-    assert "the same memory_args in --metadata" in errors[0]
+    assert "(lm-eval: the same memory_args in --metadata; docs/memory_systems.md)" in errors[0]
 
 
 def test_misspelt_option_is_one_line(data_dir: Path, tmp_path: Path) -> None:
