@@ -12,14 +12,17 @@ byte the same in the copy, and the test prints how many files the toy touches.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai.log import read_eval_log
@@ -209,3 +212,152 @@ def test_lm_eval_and_the_posthoc_judge_find_the_toy(copy: Path) -> None:
     rows = [json.loads(x) for x in (judged / "judge_toy.jsonl").read_text().splitlines()]
     assert {r["id"] for r in rows if r["label"] == "correct"} == {"c1-q1"}
     assert {r["criterion"] for r in rows} == {"toy_exact"}  # the toy's own criterion
+
+
+# --- every real benchmark stays within what the toy needs (issue 30, item 7) -------------------
+
+#: A thin Inspect module's most lines (the toy's is 66).
+THIN_MODULE_LINES = 100
+#: Files every benchmark folder has, as the toy's has them.
+REQUIRED = frozenset({"README.md", "__init__.py", "eval.yaml", "record.py", "samples.py"})
+#: A per-category task written by hand (declared_tasks makes them from the record).
+HAND_WRITTEN_TASK = "fixed_param_task("
+DECLARED = re.compile(r"^__all_tasks__ = (?:common\.)?declared_tasks\(\w+\)$", re.MULTILINE)
+#: Benchmarks whose thin module is not done yet (issue 30): the check fails for them, and must
+#: start passing (strict xfail) the moment one is, so its entry is removed here then.
+NOT_YET_THIN: dict[str, str] = {
+    "locomo": "issue 30 in progress: lm_eval_tasks/locomo/utils.py still has LOCOMO_OPTIONS",
+}
+
+
+def _kinds(names: list[str]) -> set[str]:
+    return {Path(n).suffix for n in names}
+
+
+def _option_tables(source: str) -> list[str]:
+    """Module-level dicts named `*_OPTIONS` (an option table beside the options class)."""
+    found: list[str] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        is_dict = isinstance(value, ast.Dict | ast.DictComp) or (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "dict"
+        )
+        if is_dict:
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            found += [n for n in names if n.endswith("_OPTIONS")]
+    return found
+
+
+def beyond_the_toy(package: Path, name: str, toy: Path = TOY / "memevals") -> list[str]:
+    """What a benchmark's hand-written files have that the toy's do not need: a kind of file in
+    its folder the toy has not (or a hand-written YAML or Markdown file besides eval.yaml and
+    README.md), a missing record, samples, README or eval.yaml, a second Inspect module of
+    its own, a per-category task written by hand or `__all_tasks__` not from
+    `declared_tasks`, an Inspect module over `THIN_MODULE_LINES` lines, an option table in its
+    lm-eval glue.
+
+    Args:
+        package: the `memevals` package folder.
+        name: the benchmark (its folder, Inspect module and lm-eval folder are named so).
+        toy: the toy's `memevals` folder.
+
+    Returns:
+        The problems, one line each.
+    """
+    problems: list[str] = []
+    folder = sorted(p.name for p in (package / "benchmarks" / name).iterdir() if p.is_file())
+    toy_folder = sorted(p.name for p in (toy / "benchmarks" / "toy").iterdir() if p.is_file())
+    extra_kinds = _kinds(folder) - _kinds(toy_folder)
+    if extra_kinds:
+        problems.append(f"benchmarks/{name}: kinds of files the toy has not: {sorted(extra_kinds)}")
+    texts = [n for n in folder if Path(n).suffix in (".md", ".yaml") and n not in REQUIRED]
+    if texts:
+        problems.append(f"benchmarks/{name}: hand-written text files besides the toy's: {texts}")
+    if missing := sorted(REQUIRED - set(folder)):
+        problems.append(f"benchmarks/{name}: no {', '.join(missing)}")
+    # a longer benchmark name with this one as its prefix (locomo_plus for locomo) is not its
+    longer = [p.name for p in (package / "benchmarks").glob(f"{name}_*") if p.is_dir()]
+    own = sorted(
+        p.name
+        for p in (package / "inspect_tasks").glob(f"{name}_*.py")
+        if not any(p.stem == o or p.stem.startswith(f"{o}_") for o in longer)
+    )
+    if own:
+        problems.append(f"inspect_tasks: modules of {name} besides {name}.py: {own}")
+    module = package / "inspect_tasks" / f"{name}.py"
+    source = module.read_text("utf-8")
+    if HAND_WRITTEN_TASK in source:
+        problems.append(f"inspect_tasks/{name}.py: a per-category task written by hand")
+    if not DECLARED.search(source):
+        problems.append(f"inspect_tasks/{name}.py: __all_tasks__ is not declared_tasks(...)")
+    if (lines := len(source.splitlines())) > THIN_MODULE_LINES:
+        problems.append(f"inspect_tasks/{name}.py: {lines} lines (at most {THIN_MODULE_LINES})")
+    for path in sorted((package / "lm_eval_tasks" / name).glob("*.py")):
+        if tables := _option_tables(path.read_text("utf-8")):
+            problems.append(f"lm_eval_tasks/{name}/{path.name}: option tables {tables}")
+    return problems
+
+
+def _real_benchmarks() -> list[Any]:
+    from memevals.benchmarks import records
+
+    return [
+        pytest.param(
+            name,
+            marks=[pytest.mark.xfail(strict=True, reason=NOT_YET_THIN[name])]
+            if name in NOT_YET_THIN
+            else [],
+        )
+        for name in sorted(records())
+    ]
+
+
+@pytest.mark.parametrize("name", _real_benchmarks())
+def test_every_real_benchmark_stays_within_what_the_toy_needs(name: str) -> None:
+    """Each real benchmark's hand-written files are of the kinds the toy's are, its thin
+    Inspect module writes no per-category task and is at most 100 lines, and its lm-eval glue
+    has no option table (issue 30: thin means thin)."""
+    assert beyond_the_toy(REPO / "memevals", name) == []
+
+
+def test_the_check_finds_what_the_toy_does_not_need(tmp_path: Path) -> None:
+    """A made-up benchmark with one of each thing the toy does not need: every one is named."""
+    package = tmp_path / "memevals"
+    shutil.copytree(TOY / "memevals", package)
+    folder = package / "benchmarks" / "fat"
+    (package / "benchmarks" / "toy").rename(folder)
+    (folder / "record.py").unlink()
+    (folder / "prompts.txt").write_text("a prompt\n", encoding="utf-8")
+    (folder / "tasks.yaml").write_text("tasks: []\n", encoding="utf-8")
+    thin = (package / "inspect_tasks" / "toy.py").read_text("utf-8")
+    (package / "inspect_tasks" / "toy.py").unlink()
+    assert "__all_tasks__ = declared_tasks(toy)" in thin
+    thin = thin.replace("declared_tasks(toy)", "['fat', 'fat_recall']")
+    body = thin + "\nfat_recall = fixed_param_task(fat, 'fat_recall', {}, '')\n"
+    (package / "inspect_tasks" / "fat.py").write_text(body + "#\n" * 60, encoding="utf-8")
+    (package / "inspect_tasks" / "fat_images.py").write_text("", encoding="utf-8")
+    (package / "benchmarks" / "fat_plus").mkdir()
+    (package / "inspect_tasks" / "fat_plus.py").write_text("", encoding="utf-8")  # not fat's
+    (package / "lm_eval_tasks" / "fat").mkdir(parents=True)
+    (package / "lm_eval_tasks" / "fat" / "utils.py").write_text(
+        "FAT_OPTIONS = {'seed': 0}\nNAMES_OPTIONS = ('seed',)\nMORE_OPTIONS: dict = dict(a=1)\n",
+        encoding="utf-8",
+    )
+    lines = len(body.splitlines()) + 60
+    assert beyond_the_toy(package, "fat") == [
+        "benchmarks/fat: kinds of files the toy has not: ['.txt']",
+        "benchmarks/fat: hand-written text files besides the toy's: ['tasks.yaml']",
+        "benchmarks/fat: no record.py",
+        "inspect_tasks: modules of fat besides fat.py: ['fat_images.py']",
+        "inspect_tasks/fat.py: a per-category task written by hand",
+        "inspect_tasks/fat.py: __all_tasks__ is not declared_tasks(...)",
+        f"inspect_tasks/fat.py: {lines} lines (at most 100)",
+        "lm_eval_tasks/fat/utils.py: option tables ['FAT_OPTIONS', 'MORE_OPTIONS']",
+    ]
