@@ -30,6 +30,7 @@ __all__ = [
     "template_digest",
     "upstream_module",
     "upstream_source",
+    "verified",
 ]
 
 _RAW_URL = "https://raw.githubusercontent.com/{repo}/{commit}/{path}"
@@ -150,13 +151,29 @@ def extract_template(template: Template, data_dir: str | os.PathLike[str] | None
         The template's text.
     """
     node = _locate(upstream_module(template.file, data_dir), template)
-    text = _text_of(node, template)
+    return verified(_text_of(node, template), template)
+
+
+def verified(text: str, pinned: Template | InlineText) -> str:
+    """`text`, once its digest is the one pinned for the template it was extracted as (a
+    benchmark that locates a text its own way checks it here too).
+
+    Args:
+        text: the extracted text.
+        pinned: the Template or InlineText it was extracted as.
+
+    Returns:
+        The text.
+
+    Raises:
+        UpstreamError: naming the locator, both digests and the file.
+    """
     actual = template_digest(text)
-    if actual != template.sha256:
+    if actual != pinned.sha256:
         raise UpstreamError(
-            f"template {template.locator!r} extracted with sha256 {actual}, expected "
-            f"{template.sha256}: the upstream file or the locator changed",
-            file=template.file.relpath,
+            f"template {pinned.locator!r} extracted with sha256 {actual}, expected "
+            f"{pinned.sha256}: the upstream file or the locator changed",
+            file=pinned.file.relpath,
         )
     return text
 
@@ -307,11 +324,4 @@ def inline_text(text: InlineText, data_dir: str | os.PathLike[str] | None = None
         )
     value = found[text.nth].value
     assert isinstance(value, str)
-    actual = template_digest(value)
-    if actual != text.sha256:
-        raise UpstreamError(
-            f"template {text.locator!r} extracted with sha256 {actual}, expected "
-            f"{text.sha256}: the upstream file or the locator changed",
-            file=text.file.relpath,
-        )
-    return value
+    return verified(value, text)

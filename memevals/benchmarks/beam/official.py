@@ -33,8 +33,8 @@ from memevals.core.upstream import (
     UpstreamError,
     UpstreamFile,
     extract_template,
-    template_digest,
     upstream_module,
+    verified,
 )
 
 __all__ = [
@@ -156,15 +156,7 @@ def question_template(data_dir: str | os.PathLike[str] | None = None) -> str:
             f"template {QUESTION.locator!r}: {len(found)} matches in {QUESTION.file}, expected 1",
             file=QUESTION.file.relpath,
         )
-    text = _fstring_template(found[0], QUESTION)
-    actual = template_digest(text)
-    if actual != QUESTION.sha256:
-        raise UpstreamError(
-            f"template {QUESTION.locator!r} extracted with sha256 {actual}, expected "
-            f"{QUESTION.sha256}: the upstream file or the locator changed",
-            file=QUESTION.file.relpath,
-        )
-    return text
+    return verified(_fstring_template(found[0], QUESTION), QUESTION)
 
 
 @dataclass(frozen=True)
