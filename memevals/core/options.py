@@ -420,6 +420,7 @@ def options_from(
     where: str,
     strict: bool = True,
     aliases: Mapping[str, str] | None = None,
+    ignored: Iterable[str] = (),
 ) -> OptionsT:
     """A benchmark's options (a dataclass) from a mapping of option values: Inspect's `-T`
     arguments (a task's `locals()`) or lm-eval's `--metadata`, with the class's one set of
@@ -436,6 +437,8 @@ def options_from(
         where: what the values configure, for messages (e.g. the task's name).
         strict: refuse every unknown key (Inspect) or only near-misses (lm-eval).
         aliases: given key -> field name (e.g. lm-eval's `choice_seed` for `seed`).
+        ignored: fields that are no option here (an Inspect-only one under lm-eval): a value
+            given for one is dropped, and they are not offered as options in messages.
 
     Returns:
         The options.
@@ -448,7 +451,11 @@ def options_from(
     known = set(names) | set(aliases or {})
     if memory_field is not None:
         known = (known - {memory_field}) | set(MemoryOptions.names())
+    known -= set(ignored)
+    values = {k: v for k, v in values.items() if k not in set(ignored)}
     given = {(aliases or {}).get(k, k): v for k, v in values.items()}
+    # a message names an option as it was given (lm-eval's `turn_seed`, not the field `seed`)
+    spelled = {(aliases or {}).get(k, k): k for k in values}
     for key in values:
         if key in known or key in LM_EVAL_OWN_KEYS:
             continue
@@ -464,5 +471,5 @@ def options_from(
         if name == memory_field:
             kwargs[name] = MemoryOptions.from_mapping(given)
         elif name in given:
-            kwargs[name] = _coerce(where, name, hints.get(name), given[name])
+            kwargs[name] = _coerce(where, spelled[name], hints.get(name), given[name])
     return cls(**kwargs)

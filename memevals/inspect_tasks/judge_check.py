@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from inspect_ai import Task
 from inspect_ai.model import ChatMessageUser
-from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
+from inspect_ai.scorer import Metric, SampleScore, Scorer, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from memevals.benchmarks.judge_check import samples
@@ -21,7 +21,7 @@ from memevals.benchmarks.judge_check.scoring import REPLIES_KEY, figures, verdic
 from memevals.core.judge import parse_verdict, repair_message
 from memevals.core.options import options_from
 from memevals.inspect_tasks.common import declared_tasks, memevals_task, task_from_build
-from memevals.inspect_tasks.task_parts import with_solver
+from memevals.inspect_tasks.task_parts import from_fields, with_solver
 
 __all__ = ["grade_candidate", "judge_check", "judge_check_metrics", "judge_check_scorer"]
 
@@ -63,10 +63,7 @@ def judge_check_scorer() -> Scorer:
     """1 when the grader's verdict gives the candidate any credit, 0 when none, NaN (unscored)
     when no reply could be read."""
 
-    async def score(state: TaskState, target: Target) -> Score:
-        return Score(**verdict_score(state.output.completion, target.text, state.metadata))
-
-    return score
+    return from_fields(verdict_score)
 
 
 @memevals_task

@@ -10,12 +10,14 @@ scores with the benchmark's own rules; nothing here knows a benchmark.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
 import json
 import logging
 import math
 import sys
+import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
@@ -31,8 +33,9 @@ from memevals.core.memory_harness import (
     ingest_totals,
     latency_percentiles,
 )
+from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemorySystemError
-from memevals.core.options import OPTIONS
+from memevals.core.options import OPTIONS, OptionValueError, options_from
 from memevals.core.prompt_item import PromptItem
 from memevals.core.tokens import get_token_counter
 
@@ -49,6 +52,8 @@ __all__ = [
     "doc_item",
     "doc_to_text",
     "keyword_names",
+    "metadata_keys",
+    "metadata_options",
     "only_reply",
     "prompt_tokens_of",
     "shared_defaults",
@@ -154,6 +159,75 @@ def checked_options(
     out = dict(defaults)
     out.update({k: v for k, v in given.items() if k in known})
     return out
+
+
+OptionsT = TypeVar("OptionsT")
+
+
+def metadata_keys(
+    cls: type[Any], *, ignored: Iterable[str] = (), aliases: Mapping[str, str] | None = None
+) -> set[str]:
+    """The `--metadata` keys `metadata_options` takes for `cls`: its fields (a MemoryOptions
+    field as the memory knobs' names), an aliased field under its alias, less `ignored`.
+
+    Args:
+        cls: the benchmark's options dataclass.
+        ignored: its fields that are no lm-eval option.
+        aliases: lm-eval key -> field name.
+
+    Returns:
+        The keys.
+    """
+    hints = typing.get_type_hints(cls)
+    keys: set[str] = set()
+    for f in dataclasses.fields(cls):
+        keys |= set(MemoryOptions.names()) if hints.get(f.name) is MemoryOptions else {f.name}
+    renamed = set((aliases or {}).values())
+    return (keys - renamed | set(aliases or {})) - set(ignored)
+
+
+def metadata_options(
+    cls: type[OptionsT],
+    task: str,
+    metadata: Mapping[str, Any],
+    *,
+    ignored: Iterable[str] = (),
+    aliases: Mapping[str, str] | None = None,
+) -> OptionsT:
+    """A benchmark's options (its one options class, `core.options.options_from`) from lm-eval's
+    `--metadata`, which also holds the model's arguments: a key that is no option is ignored
+    unless it looks like a misspelt one. `ignored` fields (Inspect-only ones) are dropped, so
+    a model argument of that name cannot reach the options; an aliased field given under its
+    own name (e.g. a model's `seed`) is dropped with a warning naming the alias.
+
+    Args:
+        cls: the options dataclass.
+        task: the task's name, first in every message.
+        metadata: what lm-eval passed.
+        ignored: fields that are no lm-eval option.
+        aliases: lm-eval key -> field name.
+
+    Returns:
+        The options; a bad one raises OptionError.
+    """
+    dropped = set(ignored) | set((aliases or {}).values())
+    for key, name in (aliases or {}).items():
+        if name in metadata and key not in metadata:
+            logger.warning(
+                "%s: %r (a model argument?) is not this task's option; use --metadata "
+                "'{\"%s\": ...}'",
+                task,
+                name,
+                key,
+            )
+    try:
+        return options_from(
+            cls, metadata, where=task, strict=False, aliases=aliases, ignored=dropped
+        )
+    except OptionValueError as exc:
+        raise OptionError(str(exc)) from exc
+    except ValueError as exc:
+        raise OptionError(f"{task}: {exc}") from exc
 
 
 def keyword_names(fn: Callable[..., Any]) -> list[str]:

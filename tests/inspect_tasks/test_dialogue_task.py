@@ -17,7 +17,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ContentImage, ContentText, ModelOutput, get_model
 
-import memevals.inspect_tasks.locomo_dialogue as dialogue_task
+import memevals.inspect_tasks.images as images_glue
 from memevals.benchmarks.locomo import memory as memory
 from memevals.benchmarks.locomo.data import load_locomo, load_locomo_file
 from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_memory, render_sessions
@@ -42,7 +42,8 @@ from memevals.core.files import DataError
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import packaged_minilm_path
 from memevals.core.tokens import get_token_counter
-from memevals.inspect_tasks.locomo_dialogue import ImageUnavailable, fetch_image, locomo_dialogue
+from memevals.inspect_tasks.images import ImageUnavailable, fetch_image
+from memevals.inspect_tasks.locomo_dialogue import locomo_dialogue
 
 MINILM = str(packaged_minilm_path())
 PNG = base64.b64decode(
@@ -210,7 +211,7 @@ def test_rag_ranks_a_conversations_queries_in_one_batch(
         turns_per_conversation=6,
         memory=MemoryOptions(context="rag", retrieval_unit="observation", top_k=4),
     )
-    items, _ = build(options)
+    items = build(options).items
     assert batches == [6, 6]
     assert [
         (i.parts, i.system, i.metadata["retrieved_ids"], i.metadata["turns_shown"]) for i in items
@@ -308,7 +309,7 @@ def test_images_are_sent_or_fall_back_to_captions(
             return good
         raise ImageUnavailable("HTTPError: 404")
 
-    monkeypatch.setattr(dialogue_task, "fetch_image", fake_fetch)
+    monkeypatch.setattr(images_glue, "fetch_image", fake_fetch)
     task = locomo_dialogue(
         conversations="conv-26",
         turns_per_conversation=4,

@@ -152,7 +152,8 @@ def lm_eval_problems(task: str, options: Iterable[str], keys: set[str]) -> list[
 
 def lm_eval_keys(module: ModuleType) -> set[str]:
     """The `--metadata` keys an lm-eval task's loader accepts, as it hands them to
-    `common.checked_options` (captured there; the loader stops before reading any data)."""
+    `common.checked_options` or `common.metadata_options` (captured there; the loader stops
+    before reading any data)."""
     short = module.__name__.rsplit(".", 1)[-1]
     utils = __import__(f"memevals.lm_eval_tasks.{short}.utils", fromlist=["utils"])
     loader = next(
@@ -169,12 +170,17 @@ def lm_eval_keys(module: ModuleType) -> set[str]:
         captured.update(known)
         raise Captured
 
+    def capture_options(cls: type[Any], task: str, given: Any, **kwargs: Any) -> None:
+        captured.update(lm_common.metadata_keys(cls, **kwargs))
+        raise Captured
+
     params = inspect.signature(loader).parameters.values()
     positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
     # the YAML's arguments: a category, or a variant and a category
     yaml_args = {0: [], 1: ["single_hop"], 2: ["s", "single_session_user"]}[len(positional)]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lm_common, "checked_options", capture)
+        mp.setattr(lm_common, "metadata_options", capture_options)
         with pytest.raises(Captured):
             loader(*yaml_args)
     return captured

@@ -107,7 +107,7 @@ def test_options_lm_eval_cannot_honour_fail_clearly(
         dialogue_docs(context="session", top_k=3)
     with pytest.raises(OptionError, match="did you mean 'turns_per_conversation'"):
         dialogue_docs(turns_per_conversaton=3)
-    with pytest.raises(OptionError, match="'turn_seed' must be an integer"):
+    with pytest.raises(OptionError, match="'turn_seed' must be a whole number"):
         dialogue_docs(turn_seed="abc")
     with pytest.raises(OptionError, match="conversations='conv-1'"):
         dialogue_docs(conversations="conv-1")

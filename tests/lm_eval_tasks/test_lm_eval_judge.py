@@ -378,7 +378,7 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
     from memevals.inspect_tasks.locomo_event_summary import locomo_event_summary
 
     convs = "conv-26,conv-30"
-    items, _ = build(EventSummaryOptions(conversations=convs))
+    items = build(EventSummaryOptions(conversations=convs)).items
     assert len(items) == 4
 
     def reply(n: int, item: PromptItem) -> str:

@@ -44,7 +44,9 @@ from memevals.core.retrievers import Index, MemoryUnit
 
 __all__ = [
     "DIALOGUE_CONTEXT_MODES",
+    "DIALOGUE_OPTION_VALUES",
     "DIALOGUE_RETRIEVAL_UNIT",
+    "DIALOGUE_RETRIEVAL_UNITS",
     "DialogueContext",
     "DialogueTurn",
     "ImagePart",
@@ -64,6 +66,16 @@ DIALOGUE_CONTEXT_MODES: tuple[str, ...] = ("full", "truncated", "session", "rag"
 #: What context=rag retrieves when retrieval_unit is not given: observations, the paper's best
 #: setting (the QA tasks default to dialog turns instead).
 DIALOGUE_RETRIEVAL_UNIT = "observation"
+#: The retrieval units `rag` takes, its default first.
+DIALOGUE_RETRIEVAL_UNITS: tuple[str, ...] = (
+    DIALOGUE_RETRIEVAL_UNIT,
+    *(u for u in locomo.RETRIEVAL_UNITS if u != DIALOGUE_RETRIEVAL_UNIT),
+)
+#: The allowed values of the shared options the task takes (its options' docs show them).
+DIALOGUE_OPTION_VALUES: dict[str, tuple[str, ...]] = {
+    "context": DIALOGUE_CONTEXT_MODES,
+    "retrieval_unit": DIALOGUE_RETRIEVAL_UNITS,
+}
 
 
 @dataclass(frozen=True)

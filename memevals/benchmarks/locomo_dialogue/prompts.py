@@ -12,10 +12,11 @@ from memevals.benchmarks.locomo_dialogue.memory import (
     DialogueTurn,
     ImagePart,
     Part,
+    caption_text,
 )
 from memevals.core.prompt_item import PromptItem
 
-__all__ = ["DialogueItem", "dialogue_item", "item_metadata", "reply_instruction"]
+__all__ = ["DialogueItem", "dialogue_item", "item_metadata", "photo_layout", "reply_instruction"]
 
 
 def reply_instruction(target: DialogueTurn) -> str:
@@ -68,3 +69,32 @@ def dialogue_item(target: DialogueTurn, ctx: DialogueContext, context: str) -> D
         metadata={**item_metadata(target, ctx), "context": context},
         parts=tuple(ctx.parts),
     )
+
+
+def photo_layout(item: PromptItem) -> tuple[list[str], list[dict[str, Any]]]:
+    """The prompt as one message of text parts, for a framework that sends images: the history
+    with each photo as its caption part, then the instruction; and the photos' metadata
+    entries, each with the index of its caption part (`part`).
+
+    Args:
+        item: the held-out turn's item (a `DialogueItem`).
+
+    Returns:
+        The text parts and the photo entries.
+    """
+    if not isinstance(item, DialogueItem):
+        raise TypeError(f"{item.id}: not a dialogue item, it has no photos as parts")
+    texts: list[str] = []
+    photos = [dict(info) for info in item.metadata["images"]]
+    pending = iter(photos)
+    for p in item.parts:
+        if isinstance(p, ImagePart):
+            info = next(pending)
+            if info["dia_id"] != p.dia_id:
+                raise ValueError(f"{item.id}: photo {p.dia_id} is not in the item's metadata")
+            info["part"] = len(texts)
+            texts.append(caption_text(p))
+        elif p:
+            texts.append(p)
+    texts.append(f"\n\n{item.user}")
+    return texts, photos

@@ -1,5 +1,6 @@
 """The one assembly of the locomo_dialogue samples, called by the Inspect task and by the
-lm-eval task alike: options record in, items and the task-log summary out."""
+lm-eval task alike: the options in, a `Build` (items, the task's log metadata, the reply's
+token limit) out."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from memevals.benchmarks.locomo.data import load_conversations
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, load_conversations
 from memevals.benchmarks.locomo_dialogue.memory import (
     DIALOGUE_CONTEXT_MODES,
     dialogue_context,
@@ -16,6 +17,8 @@ from memevals.benchmarks.locomo_dialogue.memory import (
     select_turns,
 )
 from memevals.benchmarks.locomo_dialogue.prompts import DialogueItem, dialogue_item
+from memevals.benchmarks.locomo_dialogue.scoring import check_bertscore_options
+from memevals.core.build import Build
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.statistics import CLUSTER_KEY
 
@@ -24,29 +27,46 @@ __all__ = ["DialogueOptions", "build"]
 
 @dataclass(frozen=True)
 class DialogueOptions:
-    """What decides the samples (the scorers' and the image fetcher's options stay with the
-    frameworks). `max_images` applies only with `images`."""
+    """Every option of the dialogue task (Inspect's `-T`, lm-eval's `--metadata`), with their
+    one set of defaults (the Inspect task's signature takes its defaults from here; lm-eval
+    leaves BERTScore off unless asked, and sends no images)."""
 
-    conversations: str | None = None  # comma-separated sample ids; None = all 10
     turns_per_conversation: int = 20  # 0 = every eligible turn
-    seed: int = 0  # the draw of held-out turns
-    images: bool = False
-    max_images: int = 8
+    seed: int = 0  # the draw of held-out turns (lm-eval: `turn_seed`)
+    conversations: str | None = None  # comma-separated sample ids; None = all 10
     memory: MemoryOptions = field(default_factory=MemoryOptions)
+    images: bool = False  # Inspect: send the history's photos as images
+    max_images: int = 8  # with images: how many of the most recent photos are sent
+    image_timeout: float = 10.0  # with images: seconds to wait for each download
+    bertscore: bool = True  # also report BERTScore F1
+    bertscore_model: str | None = None  # None: the library's default for English
+    bertscore_layers: int | None = None
+    max_tokens: int = 128  # the reply's token limit (lm-eval's is the YAML's max_gen_toks)
     data_dir: str | None = None
+    uncertainty: str = "default"  # Inspect: which uncertainty figures are shown
 
     def __post_init__(self) -> None:
         if isinstance(self.max_images, bool) or self.max_images < 0:
             raise ValueError(f"max_images must be >= 0, got {self.max_images!r}")
         self.memory.checked(DIALOGUE_CONTEXT_MODES)  # a bad context fails before any work
+        if self.image_timeout <= 0:
+            raise ValueError(f"image_timeout must be positive, got {self.image_timeout!r}")
+        check_bertscore_options(self.bertscore, self.bertscore_model, self.bertscore_layers)
 
 
-def build(options: DialogueOptions) -> tuple[list[DialogueItem], dict[str, Any]]:
-    """One item per held-out turn of the chosen conversations, and the memory log.
+def build(options: DialogueOptions) -> Build:
+    """One item per held-out turn of the chosen conversations, the task's log metadata (its
+    `memory` entry: the strategy's settings, the prompt tokens' total, the index builds of
+    `rag`) and the reply's token limit.
 
     Each item's `prompt_tokens` is the system count plus the user count by the strategy's
-    counter (chat APIs tokenize each message on its own); the log holds the strategy's
-    settings, the total, and the index builds of `rag`.
+    counter (chat APIs tokenize each message on its own).
+
+    Args:
+        options: the task's options.
+
+    Returns:
+        The build (its items are `DialogueItem`s).
     """
     strategy = dialogue_memory(options.memory)
     context = options.memory.context
@@ -78,4 +98,16 @@ def build(options: DialogueOptions) -> tuple[list[DialogueItem], dict[str, Any]]
     }
     if strategy.index_cache is not None:
         log["index_builds"] = strategy.index_cache.builds
-    return items, log
+    metadata = {
+        "benchmark": "locomo",
+        "task": "dialogue",
+        "turns_per_conversation": options.turns_per_conversation,
+        "seed": options.seed,
+        "images": options.images,
+        "max_images": options.max_images if options.images else None,
+        "bertscore_model": options.bertscore_model,
+        "bertscore_layers": options.bertscore_layers,
+        "memory": log,
+        "data_sha256": LOCOMO_FILE.sha256,
+    }
+    return Build.of(items, metadata, max_tokens=options.max_tokens)

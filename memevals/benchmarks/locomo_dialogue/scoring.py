@@ -34,13 +34,16 @@ __all__ = [
     "BertScore",
     "BleuStats",
     "bertscore",
+    "bertscore_score",
     "bleu",
     "bleu_stats",
     "check_bertscore_options",
     "clean_reply",
+    "cleaned",
     "corpus_bleu",
     "corpus_bleu_of_rows",
     "get_bertscorer",
+    "overlap_score",
     "overlap_scores",
     "rouge_l",
 ]
@@ -125,6 +128,33 @@ def overlap_scores(prediction: str, reference: str) -> tuple[dict[str, float], B
         "rougeL": rouge_l(prediction, reference),
     }
     return values, _stats(second)
+
+
+def cleaned(reply: str, metadata: Mapping[str, Any]) -> str:
+    """The reply as scored: `clean_reply` with the sample's two speakers."""
+    return clean_reply(reply, str(metadata["speaker"]), str(metadata["other_speaker"]))
+
+
+def overlap_score(reply: str, reference: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """One reply's overlap score as both frameworks log it: sentence BLEU-1/2 and ROUGE-L of
+    the cleaned reply, the raw reply and the BLEU statistics (for corpus BLEU) beside them.
+
+    Args:
+        reply: the model's reply.
+        reference: the real turn.
+        metadata: the sample's metadata (its two speakers).
+
+    Returns:
+        The score's fields: value, answer, explanation, metadata.
+    """
+    prediction = cleaned(reply, metadata)
+    values, stats = overlap_scores(prediction, reference)
+    return {
+        "value": dict(values),
+        "answer": prediction,
+        "explanation": f"reference: {reference!r}",
+        "metadata": {"reply": reply, "bleu_stats": stats.as_row()},
+    }
 
 
 def corpus_bleu(stats: Sequence[BleuStats], order: int) -> float:
@@ -218,6 +248,35 @@ def get_bertscorer(model: str | None = None, num_layers: int | None = None) -> A
                 else "Without network, pass a local model folder or 'all-MiniLM-L6-v2'."
             )
         ) from exc
+
+
+def bertscore_score(
+    reply: str, reference: str, metadata: Mapping[str, Any], scorer: Any
+) -> dict[str, Any]:
+    """One reply's BERTScore F1 of the cleaned reply (precision, recall and the model in its
+    metadata).
+
+    Args:
+        reply: the model's reply.
+        reference: the real turn.
+        metadata: the sample's metadata (its two speakers).
+        scorer: a `get_bertscorer` scorer.
+
+    Returns:
+        The score's fields: value, answer, metadata.
+    """
+    prediction = cleaned(reply, metadata)
+    [result] = bertscore([prediction], [reference], scorer)
+    return {
+        "value": {"bertscore_f1": result.f1},
+        "answer": prediction,
+        "metadata": {
+            "precision": result.precision,
+            "recall": result.recall,
+            "model": scorer.model_type,
+            "num_layers": scorer.num_layers,
+        },
+    }
 
 
 def bertscore(

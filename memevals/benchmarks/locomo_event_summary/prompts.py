@@ -9,15 +9,19 @@ the wording is ours. What the model reads of the conversation comes from `memory
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from memevals.benchmarks.locomo.data import Conversation, Event, Session
 from memevals.benchmarks.locomo_event_summary.memory import conversation_text
 from memevals.core.prompt_item import PromptItem
 
 __all__ = [
+    "Step",
     "empty_events",
     "incremental_prompt",
+    "incremental_steps",
     "reference_events",
     "reference_text",
     "sample_id",
@@ -62,6 +66,35 @@ def incremental_prompt(
         "session."
     )
     return system, user
+
+
+#: One step of incremental summarisation: the summary so far (None first) -> (system, user).
+Step = Callable[[str | None], tuple[str, str]]
+
+
+def incremental_steps(
+    conversations: Mapping[str, Conversation],
+) -> Callable[[Mapping[str, Any]], list[Step]]:
+    """The steps of a sample (by its metadata: conversation, speaker, sessions shown): one per
+    session shown, in order, each made from the summary the step before returned.
+
+    Args:
+        conversations: the run's conversations by sample id.
+
+    Returns:
+        sample metadata -> its steps.
+    """
+
+    def steps(md: Mapping[str, Any]) -> list[Step]:
+        conv = conversations[str(md["conversation_id"])]
+        wanted = set(md["sessions"])
+        return [
+            functools.partial(incremental_prompt, conv, str(md["speaker"]), session)
+            for session in conv.sessions
+            if session.index in wanted
+        ]
+
+    return steps
 
 
 def reference_events(conv: Conversation, speaker: str, sessions: int | None) -> list[Event]:

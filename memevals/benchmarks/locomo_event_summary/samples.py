@@ -1,5 +1,6 @@
 """The one assembly of the locomo_event_summary samples, called by the Inspect task and by the
-lm-eval task alike: options record in, `PromptItem`s and the task-log summary out."""
+lm-eval task alike: the options in, a `Build` (the items, the task's log metadata, the
+summary's token limit) out."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memevals.benchmarks.locomo.data import Conversation, load_conversations
+from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_conversations
 from memevals.benchmarks.locomo_event_summary.memory import conversation_text, shown_sessions
 from memevals.benchmarks.locomo_event_summary.prompts import (
     empty_events,
@@ -16,6 +17,12 @@ from memevals.benchmarks.locomo_event_summary.prompts import (
     sample_id,
     summary_item,
 )
+from memevals.benchmarks.locomo_event_summary.scoring import (
+    DEFAULT_FACTS_PER_CALL,
+    DEFAULT_LINES_PER_CALL,
+    check_grading,
+)
+from memevals.core.build import Build
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 from memevals.core.tokens import get_token_counter
@@ -27,28 +34,63 @@ __all__ = ["EventSummaryOptions", "build", "build_for"]
 
 @dataclass(frozen=True)
 class EventSummaryOptions:
-    """What decides the samples (the scorer's options belong to the frameworks' scorers)."""
+    """Every option of the event summary task (Inspect's `-T`, lm-eval's `--metadata`), with
+    their one set of defaults (the Inspect task's signature takes its defaults from here)."""
 
-    conversations: str | None = None  # comma-separated sample ids; None = all 10
+    #: one session per model call, the summary so far carried forward (Inspect only)
+    incremental: bool = False
     sessions: int | None = None  # the first N sessions (the reference keeps their events)
-    incremental: bool = False  # one session per model call, the summary so far carried forward
+    conversations: str | None = None  # comma-separated sample ids; None = all 10
+    #: the grader's reference facts: "decompose" (split by the grader) or "events"
+    reference_facts: str = "decompose"
+    max_tokens: int = 2048  # the summary's token limit (per step when incremental)
+    lines_per_call: int = DEFAULT_LINES_PER_CALL  # text lines per decomposition call
+    facts_per_call: int = DEFAULT_FACTS_PER_CALL  # facts per support-check call
+    grader_max_tokens: int = 2048  # the grader's token limit per reply
     data_dir: str | None = None
+    uncertainty: str = "default"  # Inspect: which uncertainty figures are shown
 
     def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be positive, got {self.max_tokens}")
         s = self.sessions
         if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 1):
             raise ValueError(f"sessions must be a positive number of sessions, got {s!r}")
+        check_grading(self.reference_facts, self.grader_max_tokens, retries=1)
 
 
-def build(options: EventSummaryOptions) -> tuple[list[PromptItem], dict[str, Any]]:
-    """The samples of the chosen conversations (read from `options.data_dir`); see `build_for`."""
+def _warn_left_out(skipped: list[str], empty: list[str]) -> None:
+    """Say which samples had no events and which empty event strings were left out."""
+    if skipped:
+        logger.warning(
+            "locomo_event_summary: %d sample(s) have no annotated events in the chosen sessions "
+            "and are left out: %s",
+            len(skipped),
+            ", ".join(skipped),
+        )
+    if empty:
+        logger.warning(
+            "locomo_event_summary: %d empty event string(s) in 'event_summary' are left out of "
+            "the references: %s",
+            len(empty),
+            ", ".join(empty),
+        )
+
+
+def build(options: EventSummaryOptions) -> Build:
+    """The samples of the chosen conversations (read from `options.data_dir`); see `build_for`.
+
+    Args:
+        options: the task's options.
+
+    Returns:
+        The build.
+    """
     return build_for(load_conversations(options.data_dir, options.conversations), options)
 
 
-def build_for(
-    conversations: Iterable[Conversation], options: EventSummaryOptions
-) -> tuple[list[PromptItem], dict[str, Any]]:
-    """One item per conversation and speaker (speaker A first), and the log summary.
+def build_for(conversations: Iterable[Conversation], options: EventSummaryOptions) -> Build:
+    """One item per conversation and speaker (speaker A first), and the task's log metadata.
 
     The system message is the conversation's first `sessions` sessions; the target is the
     speaker's reference events of those sessions. A speaker without any has nothing to score
@@ -78,27 +120,23 @@ def build_for(
                 tokens = counter(item.system) + counter(item.user)
                 item = replace(item, metadata={**item.metadata, "prompt_tokens": tokens})
             items.append(item)
-    if skipped:
-        logger.warning(
-            "locomo_event_summary: %d sample(s) have no annotated events in the chosen sessions "
-            "and are left out: %s",
-            len(skipped),
-            ", ".join(skipped),
-        )
-    if empty:
-        logger.warning(
-            "locomo_event_summary: %d empty event string(s) in 'event_summary' are left out of "
-            "the references: %s",
-            len(empty),
-            ", ".join(empty),
-        )
+    _warn_left_out(skipped, empty)
     if not items:
         raise ValueError(
             f"no speaker has annotated events in the first {options.sessions} session(s) of "
             "the chosen conversations; use more sessions"
         )
-    log: dict[str, Any] = {"skipped_without_events": skipped, "empty_events_ignored": empty}
+    log: dict[str, Any] = {
+        "benchmark": "locomo",
+        "task": "event_summary",
+        "incremental": options.incremental,
+        "sessions": options.sessions,
+        "reference_facts": options.reference_facts,
+        "skipped_without_events": skipped,
+        "empty_events_ignored": empty,
+    }
     if not options.incremental:
         log["prompt_tokens_total"] = sum(int(i.metadata["prompt_tokens"]) for i in items)
         log["token_counter"] = counter.name
-    return items, log
+    log["data_sha256"] = LOCOMO_FILE.sha256
+    return Build.of(items, log, max_tokens=options.max_tokens)

@@ -22,22 +22,30 @@ module stays framework-free: the Inspect scorer passes `get_model(role="grader")
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memevals.core.build import Generation
 from memevals.core.judge import candidate_tag, json_object_reply
 from memevals.core.text_overlap import ROUGE_TYPES, rouge_scores
 
 __all__ = [
     "DEFAULT_FACTS_PER_CALL",
     "DEFAULT_LINES_PER_CALL",
+    "FACT_KEYS",
+    "REFERENCE_FACTS",
     "ROUGE_TYPES",
+    "SCORE_KEYS",
     "FactCheck",
     "FactScore",
     "FactScoreResult",
     "GraderCall",
     "GraderFailure",
+    "Grading",
+    "check_grading",
+    "check_judged_once",
     "decompose_prompt",
     "fact_score",
     "factscore",
@@ -45,6 +53,7 @@ __all__ = [
     "parse_support",
     "rouge_scores",
     "split_chunks",
+    "summary_score",
     "support_prompt",
 ]
 
@@ -396,24 +405,11 @@ async def factscore(
         gen_facts = await decompose(
             summary, subject, call, lines_per_call=lines_per_call, retries=retries, log=log
         )
-        gen_ok = await check_support(
-            gen_facts,
-            reference,
-            subject,
-            call,
-            facts_per_call=facts_per_call,
-            retries=retries,
-            log=log,
+        check = functools.partial(
+            check_support, facts_per_call=facts_per_call, retries=retries, log=log
         )
-        ref_ok = await check_support(
-            ref_facts,
-            summary,
-            subject,
-            call,
-            facts_per_call=facts_per_call,
-            retries=retries,
-            log=log,
-        )
+        gen_ok = await check(gen_facts, reference, subject, call)
+        ref_ok = await check(ref_facts, summary, subject, call)
     score = fact_score(gen_ok, ref_ok)
     return FactScoreResult(
         score=score,
@@ -421,3 +417,133 @@ async def factscore(
         reference=[FactCheck(f, ok) for f, ok in zip(ref_facts, ref_ok, strict=True)],
         replies=log,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# One summary's score (what both the Inspect scorer and memevals.tools.judge report)
+
+#: How the reference's facts are found: the grader decomposes it, or one fact per event.
+REFERENCE_FACTS = ("decompose", "events")
+FACT_KEYS = ("fact_precision", "fact_recall", "fact_f1")
+#: The scores of a summary, each a mean with its uncertainty (besides the `unscored` count).
+SCORE_KEYS = (*ROUGE_TYPES, *FACT_KEYS)
+
+
+def check_grading(reference_facts: str, grader_max_tokens: int, retries: int) -> None:
+    """Refuse grading options that cannot work, naming the option.
+
+    Args:
+        reference_facts: one of `REFERENCE_FACTS`.
+        grader_max_tokens: the grader's token limit per reply.
+        retries: extra attempts after an unreadable grader reply.
+    """
+    if reference_facts not in REFERENCE_FACTS:
+        raise ValueError(
+            f"reference_facts={reference_facts!r} is not supported; allowed values: "
+            + ", ".join(REFERENCE_FACTS)
+        )
+    if grader_max_tokens < 1 or retries < 0:
+        raise ValueError("grader_max_tokens must be positive and retries >= 0")
+
+
+def check_judged_once(judge_runs: int) -> None:
+    """Refuse repeated judging: FactScore makes several grader calls per summary, judged once.
+
+    Args:
+        judge_runs: how many times each summary would be judged.
+    """
+    if judge_runs != 1:
+        raise ValueError(
+            f"judge_runs={judge_runs}: event summaries (FactScore) are judged once; repeated "
+            "judging covers the benchmarks whose judge gives one verdict per reply"
+        )
+
+
+def _facts_md(result: FactScoreResult) -> dict[str, Any]:
+    return {
+        "generated_facts": [{"fact": c.fact, "supported": c.supported} for c in result.generated],
+        "reference_facts": [{"fact": c.fact, "covered": c.supported} for c in result.reference],
+        "counts": {
+            "generated": result.score.generated,
+            "supported": result.score.supported,
+            "reference": result.score.reference,
+            "covered": result.score.covered,
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Grading:
+    """How a summary's facts are graded: the options of the task's scorer."""
+
+    reference_facts: str = "decompose"
+    lines_per_call: int = DEFAULT_LINES_PER_CALL
+    facts_per_call: int = DEFAULT_FACTS_PER_CALL
+    retries: int = 1
+    grader_max_tokens: int = 2048  # the grader's token limit per reply (temperature 0)
+
+
+#: A grader asked with its call settings: (messages as (role, text) pairs, settings) -> reply.
+Ask = Callable[[Sequence[tuple[str, str]], Generation], Awaitable[str]]
+
+
+async def summary_score(
+    summary: str, reference: str, metadata: Mapping[str, Any], ask: Ask, grading: Grading
+) -> dict[str, Any]:
+    """ROUGE-1/2/L of one summary, and its fact precision/recall/F1 from the grader; facts the
+    grader cannot be read on leave the fact scores unscored (NaN, counted as `unscored`).
+
+    Args:
+        summary: the model's summary.
+        reference: the speaker's reference events (the sample's target).
+        metadata: the sample's metadata (speaker, reference_events).
+        ask: the grader.
+        grading: the scorer's options.
+
+    Returns:
+        The score's fields: value, answer, explanation, metadata (grader fields added by the
+        caller).
+    """
+    value: dict[str, float] = dict(rouge_scores(summary, reference))
+    meta: dict[str, Any] = {"reference_facts_mode": grading.reference_facts}
+    sent = Generation(max_tokens=grading.grader_max_tokens, temperature=0.0)
+
+    async def call(messages: Sequence[tuple[str, str]]) -> str:
+        return await ask(messages, sent)
+
+    events = metadata.get("reference_events") or []
+    given = (
+        [f"{e['date']}: {e['text']}" for e in events]
+        if grading.reference_facts == "events"
+        else None
+    )
+    try:
+        result = await factscore(
+            summary,
+            reference,
+            str(metadata["speaker"]),
+            call,
+            reference_facts=given,
+            lines_per_call=grading.lines_per_call,
+            facts_per_call=grading.facts_per_call,
+            retries=grading.retries,
+        )
+    except GraderFailure as exc:
+        value |= {k: math.nan for k in FACT_KEYS} | {"unscored": 1}
+        return {
+            "value": value,
+            "answer": summary,
+            "explanation": f"UNSCORED facts: {exc}. ROUGE is still reported.",
+            "metadata": meta | {"grader_replies": exc.replies, "failed_step": exc.step},
+        }
+    s = result.score
+    value |= {"fact_precision": s.precision, "fact_recall": s.recall, "fact_f1": s.f1}
+    return {
+        "value": value | {"unscored": 0},
+        "answer": summary,
+        "explanation": (
+            f"facts: {s.supported}/{s.generated} generated supported, "
+            f"{s.covered}/{s.reference} reference covered"
+        ),
+        "metadata": meta | _facts_md(result) | {"grader_replies": result.replies},
+    }

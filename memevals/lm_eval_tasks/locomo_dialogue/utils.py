@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -15,97 +14,61 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import shared_options
 from memevals.lm_eval_tasks import common
 
-__all__ = [
-    "DIALOGUE_OPTIONS",
-    "MEMORY_OPTIONS",
-    "corpus_bleu1",
-    "corpus_bleu2",
-    "dialogue_docs",
-    "dialogue_results",
-]
+__all__ = ["corpus_bleu1", "corpus_bleu2", "dialogue_docs", "dialogue_results"]
 
-logger = logging.getLogger(__name__)
-
-
-#: Dialogue options besides the memory options (`MEMORY_OPTIONS`). `turn_seed` is the Inspect
-#: task's `seed` (the draw of held-out turns), renamed for the reason `choice_seed` is: a `seed`
-#: model argument, which lm-eval merges in, must not change the documents.
-DIALOGUE_OPTIONS: dict[str, Any] = {
-    "turns_per_conversation": 20,
-    "turn_seed": 0,
-    "conversations": None,
-    "data_dir": None,
-    "images": False,
-    "bertscore": False,
-    "bertscore_model": None,
-    "bertscore_layers": None,
-}
-
-#: The memory options of `MemoryOptions` the dialogue task takes: the context knobs but
-#: `token_counter`, which neither framework exposes for it (budgets and prompt sizes use the
-#: default counter). It has no memory-system mode (nor has the Inspect task).
-MEMORY_OPTIONS = tuple(
-    o.name
-    for o in shared_options(MemoryOptions.names())
-    if o.group == "context" and o.name != "token_counter"
-)
-#: Memory-system options, refused (a key lm-eval would otherwise ignore must not run the
-#: task without the system it names).
+#: Options no lm-eval dialogue task has: the reply's length is the YAML's max_gen_toks, the
+#: uncertainty figures are Inspect's, and budgets and prompt sizes use the default counter.
+_NOT_HERE = ("max_tokens", "uncertainty", "token_counter")
+#: Memory-system options, refused (a key lm-eval would otherwise ignore must not run the task
+#: without the system it names): the dialogue task has no memory-system mode.
 _MEMORY_SYSTEM_OPTIONS = tuple(
     o.name for o in shared_options(MemoryOptions.names()) if o.group == "memory"
 )
-
 #: Inspect options that only make sense when images are sent, which lm-eval cannot do.
 _IMAGE_ONLY_OPTIONS = ("max_images", "image_timeout")
 
 
-def dialogue_docs(**metadata: Any) -> DatasetDict:
-    """LoCoMo dialogue generation: one document per held-out turn, built as the Inspect task
-    builds its samples (photos always as their captions: lm-eval sends text only)."""
-    task = "locomo_dialogue"
+def _refused(task: str, metadata: Mapping[str, Any]) -> None:
+    """A memory system or images asked of a task that sends text only."""
     systems_given = [k for k in _MEMORY_SYSTEM_OPTIONS if k in metadata]
     if systems_given:
         raise common.OptionError(
             f"{task}: {', '.join(systems_given)}: the dialogue task has no memory-system mode; "
             "its context options are context, max_context_tokens and the context=rag options"
         )
-    opts = common.checked_options(
-        task, metadata, [*DIALOGUE_OPTIONS, *MEMORY_OPTIONS, *_IMAGE_ONLY_OPTIONS], DIALOGUE_OPTIONS
-    )
-    if "seed" in metadata and "turn_seed" not in metadata:
-        logger.warning(
-            "%s: 'seed' (a model argument?) does not change the held-out turns; "
-            "use --metadata '{\"turn_seed\": N}'",
-            task,
-        )
     images_given = [k for k in _IMAGE_ONLY_OPTIONS if k in metadata]
-    if common.as_bool(task, "images", opts["images"]) or images_given:
+    if images_given or common.as_bool(task, "images", metadata.get("images", False)):
         raise common.OptionError(
             f"{task}: {', '.join(images_given) or 'images=true'}: lm-eval tasks send text only, "
             "so each photo is its caption; to send images use the Inspect task "
             "(inspect eval memevals/locomo_dialogue -T images=true)"
         )
-    bert = common.as_bool(task, "bertscore", opts["bertscore"])
-    bert_model = None if opts["bertscore_model"] is None else str(opts["bertscore_model"])
-    layers = opts["bertscore_layers"]
-    bert_layers = None if layers is None else common.as_int(task, "bertscore_layers", layers)
-    common.checked(task, lambda: scoring.check_bertscore_options(bert, bert_model, bert_layers))
-    options = common.checked(
+
+
+def dialogue_docs(**metadata: Any) -> DatasetDict:
+    """LoCoMo dialogue generation: one document per held-out turn, built as the Inspect task
+    builds its samples (photos always as their captions: lm-eval sends text only). BERTScore
+    is off unless asked (`bertscore: true`); `turn_seed` is the Inspect task's `seed` (a
+    `seed` model argument, which lm-eval merges in, must not change the documents)."""
+    task = "locomo_dialogue"
+    _refused(task, metadata)
+    options = common.metadata_options(
+        DialogueOptions,
         task,
-        lambda: DialogueOptions(
-            conversations=opts["conversations"],
-            turns_per_conversation=common.as_int(
-                task, "turns_per_conversation", opts["turns_per_conversation"]
-            ),
-            seed=common.as_int(task, "turn_seed", opts["turn_seed"]),
-            memory=MemoryOptions.from_mapping(opts),
-            data_dir=opts["data_dir"],
-        ),
+        {"bertscore": False, **metadata},
+        ignored=(*_NOT_HERE, *_MEMORY_SYSTEM_OPTIONS),
+        aliases={"turn_seed": "seed"},
     )
-    if bert:  # load the model once, now, so a missing one fails before any model call
-        common.checked(task, lambda: scoring.get_bertscorer(bert_model, bert_layers))
-    items, _ = common.checked(task, lambda: build(options))
-    extra = {"bertscore": bert, "bertscore_model": bert_model, "bertscore_layers": bert_layers}
+    if options.bertscore:  # load the model once, now, so a missing one fails before any call
+        common.checked(
+            task, lambda: scoring.get_bertscorer(options.bertscore_model, options.bertscore_layers)
+        )
+    items = common.checked(task, lambda: build(options)).items
+    extra = {
+        "bertscore": options.bertscore,
+        "bertscore_model": options.bertscore_model,
+        "bertscore_layers": options.bertscore_layers,
+    }
     return common.to_docs(
         [replace(item, metadata={**item.metadata, **extra}) for item in items], task
     )

@@ -11,39 +11,31 @@ from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions
 from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
 from memevals.lm_eval_tasks import common
 
-__all__ = ["EVENT_SUMMARY_OPTIONS", "event_summary_docs", "event_summary_results"]
+__all__ = ["event_summary_docs", "event_summary_results"]
 
-#: The `--metadata` options and their defaults (those of `EventSummaryOptions`).
-EVENT_SUMMARY_OPTIONS: dict[str, Any] = {
-    "sessions": None,
-    "conversations": None,
-    "data_dir": None,
-    "incremental": False,
-}
+#: Options of the Inspect task only: the summary's length is the YAML's max_gen_toks, and the
+#: grader runs after lm-eval (`python -m memevals.tools.judge`).
+INSPECT_ONLY = (
+    "max_tokens",
+    "reference_facts",
+    "lines_per_call",
+    "facts_per_call",
+    "grader_max_tokens",
+    "uncertainty",
+)
 
 
 def event_summary_docs(**metadata: Any) -> DatasetDict:
     """LoCoMo event summarisation: one document per conversation and speaker."""
     task = "locomo_event_summary"
-    opts = common.checked_options(task, metadata, EVENT_SUMMARY_OPTIONS, EVENT_SUMMARY_OPTIONS)
-    if common.as_bool(task, "incremental", opts["incremental"]):
+    options = common.metadata_options(EventSummaryOptions, task, metadata, ignored=INSPECT_ONLY)
+    if options.incremental:
         raise common.OptionError(
             f"{task}: incremental summarisation needs one model call per session, which an "
             "lm-eval generate_until task cannot make; use the Inspect task "
             "(inspect eval memevals/locomo_event_summary -T incremental=true)"
         )
-    sessions = (
-        None if opts["sessions"] is None else common.as_int(task, "sessions", opts["sessions"])
-    )
-    items, _ = common.checked(
-        task,
-        lambda: build(
-            EventSummaryOptions(
-                conversations=opts["conversations"], sessions=sessions, data_dir=opts["data_dir"]
-            )
-        ),
-    )
-    return common.to_docs(items, task)
+    return common.to_docs(common.checked(task, lambda: build(options)).items, task)
 
 
 def event_summary_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
