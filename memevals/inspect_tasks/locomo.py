@@ -1,5 +1,4 @@
-"""LoCoMo QA on Inspect: `locomo` and one task per category (its record declares them), scored
-with the official F1; samples, prompts and log metadata from memevals.benchmarks.locomo."""
+"""LoCoMo QA on Inspect: `locomo` and its per-category tasks (from its record), official F1."""
 
 from __future__ import annotations
 
@@ -20,7 +19,9 @@ from memevals.inspect_tasks import common, retrieval
 from memevals.inspect_tasks import official_judge as upstream
 from memevals.inspect_tasks.answer import answer_scorer
 
-__all__ = ["evidence_recall", "locomo", "locomo_f1_scorer", "locomo_official_judge"]
+__all__ = [
+    "evidence_recall", "locomo", "locomo_f1_scorer", "locomo_official_judge", "posthoc_scorers"
+]  # fmt: skip
 _O = samples.LocomoOptions
 
 

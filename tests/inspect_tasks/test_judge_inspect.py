@@ -287,6 +287,15 @@ def test_missing_judge_metadata_is_an_error(tmp_path: Path) -> None:
     assert log.error is not None and "sample y: metadata['judge']" in log.error.message
     assert "unknown key(s) ['answer']" in log.error.message
 
+    # a prediction map is "completion" or a benchmark's name whose record declares one
+    unknown = judge_task(
+        [("z", "c", {"criterion": "factual", "reference": "Paris"}, "Paris")], prediction="nope"
+    )
+    log = eval(unknown, model=echo_answerer(), display="none", log_dir=str(tmp_path))[0]
+    assert log.status == "error" and log.error is not None
+    known = log.error.message.split("unknown prediction map 'nope'; known: ", 1)[1]
+    assert known.split(",")[0] == "completion" and "locomo" in known
+
 
 # --- LoCoMo: -T judge, re-judging through the CLI, agreement command --------------------------
 

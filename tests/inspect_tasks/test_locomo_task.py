@@ -73,6 +73,18 @@ def test_category_filter_and_per_category_tasks(data_dir: Path) -> None:
         locomo(context="windowed")
 
 
+def test_official_judges_once_refused_before_the_data(tmp_path: Path) -> None:
+    """protocol=official (the default) judges once with upstream's judge: judge_runs=3 with the
+    judge is refused with the fix before the data (an empty data_dir) is read; without the
+    judge judge_runs is not read, and the run gets as far as the missing data."""
+    with pytest.raises(ValueError, match=r"^judge_runs: protocol=official judges once") as err:
+        locomo(judge=True, judge_runs=3, data_dir=str(tmp_path))
+    fix = "repeated judging applies to protocol=memevals: add -T protocol=memevals"
+    assert str(err.value).endswith(fix)
+    with pytest.raises(ValueError, match=r"locomo/locomo10\.json: not found under the data dir"):
+        locomo(judge_runs=3, data_dir=str(tmp_path))
+
+
 def test_temporal_hint_and_adversarial_choice(data_dir: Path) -> None:
     samples = {s.id: s for s in locomo(protocol="memevals").dataset}
     temporal = samples["conv-26-q0"]
