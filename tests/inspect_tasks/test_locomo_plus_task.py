@@ -232,11 +232,27 @@ def test_all_2387_samples_with_scripted_answerer_and_grader(full_task: Any, tmp_
 
 
 @pytest.mark.slow
-def test_cli_bare_name_runs_all_2387_samples(
-    inspect_cli: Any, tmp_path: Path, data_dir: Path
+def test_cli_bare_name_runs_every_category(
+    full_task: Any, inspect_cli: Any, tmp_path: Path, data_dir: Path
 ) -> None:
     """`inspect eval locomo_plus` end to end. mockllm's default grader reply is no verdict, so
-    every judge score is unscored (counted); F1 is real for the 1,986 LoCoMo questions."""
+    every judge score is unscored (counted); F1 is real for the LoCoMo questions. The run asks
+    ten samples of each category and every LoCoMo question whose gold shares a token with
+    mockllm's reply; all 2,387 samples run through Inspect in the scripted test above."""
+    default = "Default output from mockllm/model"
+    golds = {
+        f"{conv.sample_id}-q{i}": qa
+        for conv in load_locomo(data_dir)
+        for i, qa in enumerate(conv.qa)
+    }
+    ids: list[str] = [i for i, qa in golds.items() if locomo_f1(default, qa.answer, qa.category)]
+    per_category: dict[str, int] = defaultdict(int)
+    for sample in full_task.dataset:
+        category = sample.metadata["category"]
+        if per_category[category] < 10 and str(sample.id) not in ids:
+            per_category[category] += 1
+            ids.append(str(sample.id))
+    assert set(per_category) == set(SIX)
     res = inspect_cli(
         "eval",
         "locomo_plus",
@@ -247,6 +263,8 @@ def test_cli_bare_name_runs_all_2387_samples(
         # the memevals judge: a reply that is no verdict stays unscored
         "-T",
         "protocol=memevals",
+        "--sample-id",
+        ",".join(ids),
         "--max-connections",
         "64",
         "--no-log-realtime",
@@ -260,19 +278,18 @@ def test_cli_bare_name_runs_all_2387_samples(
     [path] = (tmp_path / "logs").glob("*.eval")
     log = read_eval_log(str(path), header_only=True)
     assert log.status == "success" and log.eval.task.endswith("locomo_plus")
-    assert log.results is not None and log.results.completed_samples == 2387
+    assert log.results is not None and log.results.completed_samples == len(ids) == 81
     got = _metrics(log)
-    assert got[("unscored", "", "count")] == 2387  # "Default output from mockllm" is no verdict
-    # F1 of mockllm's fixed reply against every LoCoMo gold, computed here from the adapter
-    default = "Default output from mockllm/model"
-    golds = [qa for conv in load_locomo(data_dir) for qa in conv.qa]
-    expected_f1 = sum(locomo_f1(default, qa.answer, qa.category) for qa in golds) / len(golds)
-    assert 0 < expected_f1 < 0.01  # a few golds share a token ("model") with the reply
+    assert got[("unscored", "", "count")] == 81  # "Default output from mockllm" is no verdict
+    # F1 of mockllm's fixed reply against each asked LoCoMo gold, computed here from the adapter
+    asked = [golds[i] for i in ids if i in golds]
+    expected_f1 = sum(locomo_f1(default, qa.answer, qa.category) for qa in asked) / len(asked)
+    assert 0 < expected_f1 < 1  # a few golds share a token ("model") with the reply
     assert math.isclose(got[("locomo_plus_f1", "", "mean")], expected_f1, abs_tol=1e-12)
     assert {k[2] for k in got if k[:2] == ("locomo_plus_f1", "grouped")} == set(SIX[:5])
     scores = {s.name: s for s in log.results.scores}
-    assert scores["locomo_plus_f1"].scored_samples == 1986
-    assert scores["judge"].unscored_samples == 2387
+    assert scores["locomo_plus_f1"].scored_samples == len(asked) == 71
+    assert scores["judge"].unscored_samples == 81
 
 
 @pytest.mark.slow

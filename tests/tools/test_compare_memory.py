@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from cli_support import run_inspect_cli
 from inspect_ai.log import EvalLog, read_eval_log
+from shared_runs import SharedRuns
 
 from memevals.core.memory_harness import ingest_totals, latency_percentiles
 from memevals.tools.compare import Row, load_rows, markdown_tables, write_csv
@@ -29,22 +30,23 @@ RUNS: Mapping[str, list[str]] = {
 
 
 @pytest.fixture(scope="module")
-def logs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, Path]:
-    """One log folder per run, all sharing one fresh memory cache (in run order)."""
-    root = tmp_path_factory.mktemp("memory-compare")
-    env = {
-        "MEMEVALS_DATA_DIR": str(data_dir),
-        "MEMEVALS_CACHE_DIR": str(root / "cache"),
-        "HF_HUB_OFFLINE": "1",
-    }
-    out = {}
-    for name, args in RUNS.items():
-        folder = root / name
-        cmd = ["eval", "memevals/locomo", "--model", "mockllm/model", "--limit", "10", *args]
-        proc = run_inspect_cli([*cmd, "--log-dir", str(folder)], cwd=root, env=env)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        out[name] = folder
-    return out
+def logs(shared_runs: SharedRuns, data_dir: Path) -> dict[str, Path]:
+    """One log folder per run, all sharing one fresh memory cache (in run order); made once per
+    pytest run, whichever xdist worker asks first (tests/support/shared_runs.py)."""
+
+    def produce(root: Path) -> None:
+        env = {
+            "MEMEVALS_DATA_DIR": str(data_dir),
+            "MEMEVALS_CACHE_DIR": str(root / "cache"),
+            "HF_HUB_OFFLINE": "1",
+        }
+        for name, args in RUNS.items():
+            cmd = ["eval", "memevals/locomo", "--model", "mockllm/model", "--limit", "10", *args]
+            proc = run_inspect_cli([*cmd, "--log-dir", str(root / name)], cwd=root, env=env)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+
+    root = shared_runs.folder({"memory-compare": RUNS, "data": str(data_dir)}, produce)
+    return {name: root / name for name in RUNS}
 
 
 def _log(folder: Path) -> EvalLog:
