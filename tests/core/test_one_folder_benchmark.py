@@ -225,9 +225,7 @@ HAND_WRITTEN_TASK = "fixed_param_task("
 DECLARED = re.compile(r"^__all_tasks__ = (?:common\.)?declared_tasks\(\w+\)$", re.MULTILINE)
 #: Benchmarks whose thin module is not done yet (issue 30): the check fails for them, and must
 #: start passing (strict xfail) the moment one is, so its entry is removed here then.
-NOT_YET_THIN: dict[str, str] = {
-    "locomo": "issue 30 in progress: lm_eval_tasks/locomo/utils.py still has LOCOMO_OPTIONS",
-}
+NOT_YET_THIN: dict[str, str] = {}
 
 
 def _kinds(names: list[str]) -> set[str]:

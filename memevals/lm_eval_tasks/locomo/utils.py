@@ -20,12 +20,10 @@ __all__ = [
     "ALIASES",
     "CLUSTERED_METRICS",
     "KEYS",
-    "LOCOMO_OPTIONS",
     "locomo_docs",
     "locomo_metrics",
     "locomo_options",
     "locomo_results",
-    "shared_options",
 ]
 
 #: `--metadata` key -> LocomoOptions field. `choice_seed` is the two-option seed: lm-eval
@@ -80,29 +78,6 @@ def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
     options = locomo_options(task, categories, metadata)
     built = common.checked(task, lambda: samples.build(options))
     return common.to_docs(common.with_memory(task, built.items, built.subject), task)
-
-
-# LoCoMo-Plus's lm-eval glue reads LoCoMo's shared options through these two until it builds its
-# options with options_from as well.
-#: The LoCoMo `--metadata` keys besides the memory options, with LocomoOptions' defaults.
-LOCOMO_OPTIONS: dict[str, Any] = {
-    _FIELD_KEYS.get(f.name, f.name): getattr(samples.LocomoOptions(), f.name)
-    for f in fields(samples.LocomoOptions)
-    if f.name not in _INSPECT_ONLY and f.name != "memory"
-}
-LOCOMO_OPTIONS["protocol"] = str(LOCOMO_OPTIONS["protocol"])
-
-
-def shared_options(task: str, opts: Mapping[str, Any]) -> dict[str, Any]:
-    """The `samples.LocomoOptions` fields LoCoMo-Plus shares, from common.checked `--metadata`."""
-    return {
-        "adversarial": opts["adversarial"],
-        "seed": common.as_int(task, "choice_seed", opts["choice_seed"]),
-        "data_dir": opts["data_dir"],
-        "memory": MemoryOptions.from_mapping(opts),
-        "gold": str(opts["gold"]),
-        "protocol": str(opts["protocol"]),
-    }
 
 
 #: Metrics that get a clustered standard error beside them (`<name>_stderr_clustered`).
