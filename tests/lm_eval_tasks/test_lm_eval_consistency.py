@@ -160,13 +160,13 @@ def test_locomo_plus_factual_scores_match_across_frameworks(data_dir: Path, tmp_
     from memevals.inspect_tasks.locomo_plus import locomo_plus
 
     factual = list(CATEGORY_NAMES.values())
-    items, _, _ = samples.build(
+    items = samples.build(
         samples.LocomoPlusOptions(
             protocol="memevals",
             categories=",".join(factual),
             memory=MemoryOptions(context="oracle"),
         )
-    )
+    ).items
     chosen: list[PromptItem] = []
     for name in factual:
         chosen += [i for i in items if i.metadata["category"] == name][:PER_CATEGORY]

@@ -37,6 +37,7 @@ from memevals.core.upstream import (
 )
 
 __all__ = [
+    "EMPTY_REPLY",
     "JUDGE_CATEGORY",
     "JUDGE_MAX_TOKENS",
     "JUDGE_RULE",
@@ -97,6 +98,8 @@ JUDGE_RULE = "locomo_plus_label"
 #: The names LoCoMo-Plus's call wrapper puts into its start sentence: its parameters' defaults
 #: (`llm_as_judge.py` calls `call_model` without them).
 JUDGE_WRAPPER_NAMES = ("A", "B")
+#: What LoCoMo-Plus's model call returns for an empty reply (and its judge then reads).
+EMPTY_REPLY = "(empty)"
 
 
 def _t(file: UpstreamFile, locator: str, sha256: str) -> Template:

@@ -19,7 +19,7 @@ is the speaker-mapped cue, one `<speaker>：<text>` line per turn (§2.5). All w
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +32,7 @@ from memevals.benchmarks.locomo_plus.scoring import criterion_for_locomo_plus
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.prompt_item import PromptItem, parse_category_list
+from memevals.core.protocol import MEMEVALS, OFFICIAL
 
 __all__ = [
     "CATEGORIES",
@@ -43,12 +44,25 @@ __all__ = [
     "cognitive_item",
     "cue_evidence",
     "format_locomo_time",
+    "is_cognitive",
+    "is_question",
     "parse_plus_categories",
 ]
 
 COGNITIVE = "cognitive"
 #: The six categories, in the order the tasks report them.
 CATEGORIES: tuple[str, ...] = (*CATEGORY_NAMES.values(), COGNITIVE)
+
+
+def is_cognitive(metadata: Mapping[str, Any]) -> bool:
+    """Whether a sample, by its metadata, is a cognitive one (no reference reply)."""
+    return metadata.get("category") == COGNITIVE
+
+
+def is_question(metadata: Mapping[str, Any]) -> bool:
+    """Whether a sample, by its metadata, is one of LoCoMo's questions (gold and evidence)."""
+    return not is_cognitive(metadata)
+
 
 #: The one instruction of the unified input: the same words for every category.
 UNIFIED_INSTRUCTION = (
@@ -128,6 +142,33 @@ def _locomo_items(
     return out
 
 
+def _instance_fields(st: StitchedInstance, gap_fix: bool, evidence: str) -> dict[str, Any]:
+    """A cognitive sample's metadata about its instance and its stitching (in the log's order)."""
+    inst = st.instance
+    return {
+        "instance_index": inst.index,
+        "category": COGNITIVE,
+        "relation_type": inst.relation_type,
+        "host": st.host.sample_id,
+        "host_index": st.host_index,
+        "time_gap": inst.time_gap,
+        "gap_days": st.gap_days,
+        "gap_parsed": st.gap_parsed,
+        "gap_fix": gap_fix,
+        "cue_session_idx": st.cue_session_idx,
+        "cue_position": st.cue_position,
+        "sessions_before_cue": st.sessions_before_cue,
+        "sessions_between": st.sessions_between,
+        "dialogue_turns": len(st.dialogue),
+        "cue_time": st.cue_time.isoformat(),
+        "query_time": st.query_time.isoformat(),
+        "cue": evidence,
+        "trigger": "\n".join(t.text for t in st.trigger_turns),
+        "cue_model": inst.model_name,
+        "similarity": inst.similarity,
+    }
+
+
 def cognitive_item(
     st: StitchedInstance,
     *,
@@ -149,31 +190,12 @@ def cognitive_item(
     metadata: dict[str, Any] = {
         "benchmark": "locomo_plus",
         "source": "locomo_plus",
-        "instance_index": inst.index,
-        "category": COGNITIVE,
-        "relation_type": inst.relation_type,
-        "host": st.host.sample_id,
-        "host_index": st.host_index,
-        "time_gap": inst.time_gap,
-        "gap_days": st.gap_days,
-        "gap_parsed": st.gap_parsed,
-        "gap_fix": gap_fix,
-        "cue_session_idx": st.cue_session_idx,
-        "cue_position": st.cue_position,
-        "sessions_before_cue": st.sessions_before_cue,
-        "sessions_between": st.sessions_between,
-        "dialogue_turns": len(st.dialogue),
-        "cue_time": st.cue_time.isoformat(),
-        "query_time": st.query_time.isoformat(),
-        "cue": evidence,
-        "trigger": "\n".join(t.text for t in st.trigger_turns),
-        "cue_model": inst.model_name,
-        "similarity": inst.similarity,
+        **_instance_fields(st, gap_fix, evidence),
         "context": context_mode,
         "shown_turns": list(ctx.shown_turns) if ctx.shown_turns is not None else None,
         "retrieved_ids": list(ctx.retrieved_ids) if ctx.retrieved_ids is not None else None,
         "disclose_task": disclose_task,
-        "protocol": "memevals",
+        "protocol": MEMEVALS.name,
         "judge": {
             "criterion": criterion_for_locomo_plus(COGNITIVE),
             # As in the official judge, the grader sees only the cue and the reply: showing the
@@ -268,7 +290,7 @@ def _official_locomo_items(
             source="locomo",
             relation_type=None,
             disclose_task=False,
-            protocol="official",
+            protocol=OFFICIAL.name,
         )
         md[OFFICIAL_JUDGE_KEY] = official.question_judge(texts, conv, qa).as_metadata()
         user = whole[len(item.system) + 2 :]
@@ -290,7 +312,7 @@ def build_official_plus_items(
     if COGNITIVE in wanted:
         for st in stitched:
             item = cognitive_item(st)
-            md = {**item.metadata, "protocol": "official"}
+            md = {**item.metadata, "protocol": OFFICIAL.name}
             md[OFFICIAL_JUDGE_KEY] = official.cognitive_judge(texts, cue_evidence(st)).as_metadata()
             whole = official.model_input(texts, True, official.cognitive_input(st))
             items.append(dataclasses.replace(item, system="", user=whole, metadata=md))

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from memevals.benchmarks.locomo.audit import apply_gold, check_gold
 from memevals.benchmarks.locomo.data import LOCOMO_FILE, Conversation, load_locomo
 from memevals.benchmarks.locomo.memory import LocomoMemory, locomo_history, locomo_memory
-from memevals.benchmarks.locomo.official import DEFAULT_PROTOCOL, check_protocol
 from memevals.benchmarks.locomo.prompts import check_adversarial
 from memevals.benchmarks.locomo.samples import (
     annotate_items,
@@ -31,6 +30,7 @@ from memevals.benchmarks.locomo.samples import (
 )
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, load_locomo_plus
 from memevals.benchmarks.locomo_plus.memory import (
+    CognitiveContextFn,
     cognitive_context,
     cognitive_full,
     cue_turn_recall,
@@ -48,19 +48,22 @@ from memevals.benchmarks.locomo_plus.prompts import (
     build_plus_items,
     parse_plus_categories,
 )
+from memevals.benchmarks.locomo_plus.scoring import JUDGE_MAX_TOKENS
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance, stitch_all
+from memevals.core.build import Build
 from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import History, MemoryQuery
-from memevals.core.options import protocol_fix
 from memevals.core.prompt_item import PromptItem
+from memevals.core.protocol import DEFAULT, MEMEVALS, Protocol, resolve
 from memevals.core.statistics import CLUSTER_KEY
 from memevals.core.tokens import TokenCounter
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TEMPERATURE",
     "SAMPLE_ORDERS",
     "LocomoPlusOptions",
-    "LocomoPlusSamples",
     "annotate_cognitive_items",
     "build",
     "check_official",
@@ -68,15 +71,21 @@ __all__ = [
     "cue_distance",
     "memory_subject",
     "order_samples",
+    "task_metadata",
 ]
 
 #: `sample_order` values: the official file order, or grouped by host conversation.
 SAMPLE_ORDERS: tuple[str, ...] = ("file", "host")
+#: The LoCoMo-Plus framework's answering settings (`evaluate_qa.py`), under both protocols
+#: (README.md#protocol).
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_TEMPERATURE = 0.3
 
 
 @dataclass(frozen=True)
 class LocomoPlusOptions:
-    """Everything that decides the LoCoMo-Plus samples (the `-T` / `--metadata` options)."""
+    """Every option of the LoCoMo-Plus tasks (Inspect's `-T`, lm-eval's `--metadata`), with
+    their one set of defaults (the Inspect task's signature takes its defaults from here)."""
 
     #: comma-separated category names (LoCoMo file numbers too), as `-T categories=`;
     #: None = all six
@@ -85,28 +94,27 @@ class LocomoPlusOptions:
     gap_fix: bool = False  # vague time gaps read as numbers (our deviation, off for parity)
     sample_order: str = "file"  # or "host" (grouped for provider prompt caches)
     adversarial: str = "choice"  # with disclose_task: "choice" (two options) or "open"
-    seed: int = 0  # of the two-option order
+    seed: int = 0  # of the two-option order (lm-eval: `choice_seed`)
+    #: the reader's answer length (lm-eval's is the YAML's max_gen_toks)
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    judge_max_tokens: int = JUDGE_MAX_TOKENS  # Inspect: memevals' judge's limit per verdict
+    judge_runs: int = 1  # Inspect: judge each reply this many times (protocol=memevals)
     data_dir: str | os.PathLike[str] | None = None
     memory: MemoryOptions = field(default_factory=MemoryOptions)
     #: the LoCoMo questions' gold: "original" or "audited" (cognitive samples have none)
     gold: str = "original"
-    #: "official" (LoCoMo-Plus's unified input and judge) or "memevals" (ours)
-    protocol: str = DEFAULT_PROTOCOL
+    #: official (LoCoMo-Plus's unified input and judge) or memevals (ours); a name is resolved
+    protocol: Protocol = DEFAULT
+    uncertainty: str = "default"  # Inspect: which uncertainty figures are shown
+
+    def __post_init__(self) -> None:
+        # the one check of the option (core.protocol), also for a name given directly
+        object.__setattr__(self, "protocol", resolve(self.protocol))
 
 
 def check_sample_order(sample_order: str) -> None:
     if sample_order not in SAMPLE_ORDERS:
         raise ValueError(f"sample_order={sample_order!r} is not one of {', '.join(SAMPLE_ORDERS)}")
-
-
-class LocomoPlusSamples(NamedTuple):
-    """What `build` returns: the samples, the memory log the task records (LoCoMo's summary and
-    the cognitive one), and with a memory system under test the subject that gives each sample
-    its context (`subject.fill`, as in `locomo.samples.LocomoSamples`); None otherwise."""
-
-    items: list[PromptItem]
-    log: dict[str, Any]
-    subject: MemorySubject | None
 
 
 def check_official(options: LocomoPlusOptions, context: str) -> None:
@@ -122,21 +130,27 @@ def check_official(options: LocomoPlusOptions, context: str) -> None:
         raise ValueError(
             f"protocol='official' is LoCoMo-Plus's own input (context='full', "
             f"disclose_task=False, gap_fix=False); {', '.join(wrong)} runs under "
-            f"protocol='memevals': {protocol_fix('memevals')}"
+            f"protocol='memevals': {MEMEVALS.fix()}"
         )
 
 
-def build(options: LocomoPlusOptions) -> LocomoPlusSamples:
-    """The samples, their log and memory subject. Options are checked before any file is read;
-    a bad one raises ValueError naming it."""
+def build(options: LocomoPlusOptions) -> Build:
+    """The samples, the run's log metadata, the reader's generation settings and the memory
+    subject. Options are checked before any file is read; a bad one raises ValueError naming it.
+
+    Args:
+        options: the run's options.
+
+    Returns:
+        The Build (its metadata is the task's: `task_metadata`).
+    """
     wanted = parse_plus_categories(options.categories)
-    protocol = check_protocol(options.protocol)
     check_sample_order(options.sample_order)
     check_adversarial(options.adversarial)
     check_gold(options.gold)
     memory = locomo_memory(options.memory)
     texts: PlusTexts | None = None
-    if protocol == "official":
+    if options.protocol.official:
         check_official(options, memory.context)
         texts = load_plus_texts(options.data_dir)
     # Checked even before loading: rag over observations or summaries cannot see the cue.
@@ -150,21 +164,7 @@ def build(options: LocomoPlusOptions) -> LocomoPlusSamples:
         if COGNITIVE in wanted
         else []
     )
-    if texts is not None:
-        items = build_official_plus_items(conversations, stitched, texts, categories=wanted)
-    else:
-        items = build_plus_items(
-            conversations,
-            stitched,
-            categories=wanted,
-            context=memory,
-            cognitive=cognitive,
-            context_mode=memory.context,
-            disclose_task=options.disclose_task,
-            adversarial=options.adversarial,
-            seed=options.seed,
-            gap_fix=options.gap_fix,
-        )
+    items = _items(options, conversations, stitched, texts, wanted, memory, cognitive)
     locomo_items, summary = annotate_items(
         mark_gold_changes([i for i in items if i.metadata["category"] != COGNITIVE], gold.changes),
         conversations,
@@ -178,8 +178,72 @@ def build(options: LocomoPlusOptions) -> LocomoPlusSamples:
     subject = memory_subject(ordered, conversations, stitched, memory)
     if subject is not None:
         log |= subject.settings()
-    log |= {"gold": gold.log} | protocol_log(protocol, texts.digests() if texts else None)
-    return LocomoPlusSamples([one_message(i) for i in ordered], log, subject)
+    digests = texts.digests() if texts else None
+    log |= {"gold": gold.log} | protocol_log(options.protocol.name, digests)
+    return Build.of(
+        [one_message(i) for i in ordered],
+        task_metadata(options, wanted, log),
+        max_tokens=options.max_tokens,
+        temperature=DEFAULT_TEMPERATURE,
+        subject=subject,
+        dataset="locomo_plus",
+    )
+
+
+def _items(
+    options: LocomoPlusOptions,
+    conversations: Sequence[Conversation],
+    stitched: Sequence[StitchedInstance],
+    texts: PlusTexts | None,
+    wanted: list[str],
+    memory: LocomoMemory,
+    cognitive: CognitiveContextFn,
+) -> list[PromptItem]:
+    """The samples before their bookkeeping: LoCoMo-Plus's unified input when `texts`
+    (protocol=official) are given, else ours."""
+    if texts is not None:
+        return build_official_plus_items(conversations, stitched, texts, categories=wanted)
+    return build_plus_items(
+        conversations,
+        stitched,
+        categories=wanted,
+        context=memory,
+        cognitive=cognitive,
+        context_mode=memory.context,
+        disclose_task=options.disclose_task,
+        adversarial=options.adversarial,
+        seed=options.seed,
+        gap_fix=options.gap_fix,
+    )
+
+
+def task_metadata(
+    options: LocomoPlusOptions, wanted: list[str], log: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the run logs about its configuration (Inspect's Task metadata).
+
+    Args:
+        options: the run's options.
+        wanted: the categories asked.
+        log: the memory log (the strategies' settings, the gold, the protocol).
+
+    Returns:
+        The metadata, its `memory` key the log.
+    """
+    return {
+        "benchmark": "locomo_plus",
+        "protocol": str(options.protocol),
+        "categories": wanted,
+        "disclose_task": options.disclose_task,
+        "gap_fix": options.gap_fix,
+        "adversarial": options.adversarial,
+        "seed": options.seed,
+        "sample_order": options.sample_order,
+        "memory": dict(log),
+        "gold": options.gold,
+        "gold_ceilings": log["gold"]["gold_ceilings"],
+        "data_sha256": {"locomo": LOCOMO_FILE.sha256, "locomo_plus": LOCOMO_PLUS_FILE.sha256},
+    }
 
 
 def memory_subject(

@@ -15,7 +15,16 @@ from memevals.core.judge import (
     register_criteria,
 )
 
-__all__ = ["COGNITIVE_CRITERION", "LOCOMO_PLUS_CRITERIA", "criterion_for_locomo_plus"]
+__all__ = [
+    "COGNITIVE_CRITERION",
+    "JUDGE_MAX_TOKENS",
+    "LOCOMO_PLUS_CRITERIA",
+    "criterion_for_locomo_plus",
+]
+
+#: memevals' judge's token limit per verdict (the official judge's is upstream's, in each
+#: sample's request).
+JUDGE_MAX_TOKENS = 256
 
 _COGNITIVE_RULE = """\
 Earlier in a long conversation a speaker revealed something about themselves, shown below as \

@@ -153,10 +153,8 @@ def host_index_for(instance_index: int) -> int:
     return instance_index % HOST_COUNT
 
 
-def stitch(
-    instance: PlusInstance, conversations: Sequence[Conversation], *, gap_fix: bool = False
-) -> StitchedInstance:
-    """Place one instance in its host conversation with the official deterministic algorithm."""
+def _host_index(instance: PlusInstance, conversations: Sequence[Conversation]) -> int:
+    """The position of the instance's host conversation (a DataError when there is none)."""
     host_index = host_index_for(instance.index)
     if not 0 <= host_index < len(conversations):
         raise DataError(
@@ -165,6 +163,33 @@ def stitch(
             record=f"instance {instance.index}",
             field="host",
         )
+    return host_index
+
+
+def _session_blocks(host: Conversation) -> list[tuple[datetime, int, tuple[StitchedTurn, ...]]]:
+    """The host's sessions as (time, rank, turns) blocks, in the file's order."""
+    blocks: list[tuple[datetime, int, tuple[StitchedTurn, ...]]] = []
+    for rank, session in enumerate(host.sessions):
+        turns = tuple(
+            StitchedTurn(
+                speaker=t.speaker,
+                text=t.text.strip(),
+                source="session",
+                session=session.index,
+                dia_id=t.dia_id,
+                blip_caption=t.blip_caption,
+            )
+            for t in session.turns
+        )
+        blocks.append((session.when, rank, turns))
+    return blocks
+
+
+def stitch(
+    instance: PlusInstance, conversations: Sequence[Conversation], *, gap_fix: bool = False
+) -> StitchedInstance:
+    """Place one instance in its host conversation with the official deterministic algorithm."""
+    host_index = _host_index(instance, conversations)
     host = conversations[host_index]
     official_days = parse_time_gap(instance.time_gap)
     days = parse_time_gap_fixed(instance.time_gap) if gap_fix else official_days
@@ -184,20 +209,7 @@ def stitch(
 
     # (time, rank, block): rank keeps insertion order on equal times, which is what the
     # official stable sort does with sessions appended first, then the cue, then the trigger.
-    blocks: list[tuple[datetime, int, tuple[StitchedTurn, ...]]] = []
-    for rank, session in enumerate(host.sessions):
-        turns = tuple(
-            StitchedTurn(
-                speaker=t.speaker,
-                text=t.text.strip(),
-                source="session",
-                session=session.index,
-                dia_id=t.dia_id,
-                blip_caption=t.blip_caption,
-            )
-            for t in session.turns
-        )
-        blocks.append((session.when, rank, turns))
+    blocks = _session_blocks(host)
     blocks.append((cue_time, len(blocks), cue_turns))
     blocks.append((query_time, len(blocks), trigger_turns))
     blocks.sort(key=lambda b: (b[0], b[1]))

@@ -31,6 +31,7 @@ from memevals.benchmarks.locomo_plus.memory import (
     turn_id,
 )
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
+from memevals.core.build import Build
 from memevals.core.memory_harness import MemoryRun
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemoryItem, load_memory_system
@@ -53,12 +54,12 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def rag(data_dir: Path) -> samples.LocomoPlusSamples:
+def rag(data_dir: Path) -> Build:
     return samples.build(samples.LocomoPlusOptions(protocol="memevals", memory=RAG))
 
 
 @pytest.fixture(scope="module")
-def bm25(cache: Path, data_dir: Path) -> tuple[samples.LocomoPlusSamples, list[PromptItem]]:
+def bm25(cache: Path, data_dir: Path) -> tuple[Build, list[PromptItem]]:
     built = samples.build(samples.LocomoPlusOptions(protocol="memevals", memory=BM25))
     assert built.subject is not None
     return built, [built.subject.fill(i) for i in built.items]
@@ -75,7 +76,7 @@ def plus_items(data_dir: Path) -> dict[str, StitchedInstance]:
 
 
 def test_memory_bm25_is_context_rag_for_every_sample(
-    rag: samples.LocomoPlusSamples, bm25: tuple[samples.LocomoPlusSamples, list[PromptItem]]
+    rag: Build, bm25: tuple[Build, list[PromptItem]]
 ) -> None:
     built, filled = bm25
     assert [i.id for i in filled] == [i.id for i in rag.items]  # same samples, same order
@@ -90,12 +91,13 @@ def test_memory_bm25_is_context_rag_for_every_sample(
         assert item.user == want.user
     cognitive_recall = [i.metadata["cue_recall"] for i in filled if i.id.startswith("plus-")]
     assert len(cognitive_recall) == 401 and sum(cognitive_recall) == 11.0
-    assert rag.log["cognitive_cue_recall_mean"] == round(11.0 / 401, 4) == 0.0274
+    assert rag.metadata["memory"]["cognitive_cue_recall_mean"] == round(11.0 / 401, 4) == 0.0274
     # one ingestion per host conversation and per stitched history, none read twice
     assert built.subject is not None
     assert (built.subject.run.ingestions, built.subject.run.cache_hits) == (411, 0)
-    assert built.log["memory"] == "bm25" and built.log["top_k"] == 5
-    assert built.log["context"] == "memory"
+    log = built.metadata["memory"]
+    assert log["memory"] == "bm25" and log["top_k"] == 5
+    assert log["context"] == "memory"
 
 
 def test_top_k_is_k_for_both_kinds(cache: Path, data_dir: Path) -> None:
@@ -335,9 +337,7 @@ def test_inspect_cli_records_the_memory_metrics(
         ]
 
 
-def test_lm_eval_documents_carry_the_rag_contexts(
-    cache: Path, rag: samples.LocomoPlusSamples, data_dir: Path
-) -> None:
+def test_lm_eval_documents_carry_the_rag_contexts(cache: Path, rag: Build, data_dir: Path) -> None:
     pytest.importorskip("lm_eval")
     from memevals.lm_eval_tasks.locomo_plus.utils import locomo_plus_docs, locomo_plus_results
 

@@ -296,7 +296,8 @@ def test_build_annotates_both_kinds_and_logs_both_summaries(
     options = LocomoPlusOptions(
         protocol="memevals", categories="temporal,cognitive", memory=MemoryOptions("oracle")
     )
-    items, log, _ = build(options)
+    built = build(options)
+    items, log = built.items, built.metadata["memory"]
     memory = locomo_memory(MemoryOptions("oracle"))
     plain = build_plus_items(
         convs,
