@@ -31,7 +31,7 @@ from reliability_figures import count
 from memevals.inspect_tasks.locomo import locomo
 
 HERE = Path(__file__).resolve().parent
-FAULTY = HERE / "faulty_model.py"
+FAULTY = HERE.parent / "support" / "faulty_model.py"
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ def patch_mockllm_token_count() -> None:
 
 def main() -> None:
     """Inspect's own CLI on sys.argv, with the offline token count. Scripts that register a
-    provider first (tests/support/scripted_judge.py, tests/support/longmemeval_grader.py,
-    tests/reliability/faulty_model.py) end by calling this."""
+    provider first (every scripted provider, through scripted_api.run_inspect) end by calling
+    this."""
     patch_mockllm_token_count()
     from inspect_ai._cli.main import main as inspect_main
 

@@ -14,12 +14,11 @@ From the command line it is the real Inspect CLI with this grader registered as 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
-from inspect_ai.tool import ToolChoice, ToolInfo
+from inspect_ai.model import ChatMessage, GenerateConfig
+from scripted_api import Reply, mockllm_outputs, run_inspect, scripted_provider
 
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -93,50 +92,22 @@ def table_verdict(prompt: str, unreadable: frozenset[str] = frozenset()) -> str:
     return json.dumps({"label": label, "reason": f"table verdict for {qid}"})
 
 
-def mock_grader(unreadable: frozenset[str] = frozenset()) -> Any:
-    """A mockllm custom_outputs callable answering judge prompts from the table."""
+def table_reply(unreadable: frozenset[str] = frozenset()) -> Reply:
+    """The reply rule: the table's verdict on the question the judge prompt is about."""
 
-    def reply(
-        input: list[ChatMessage], tools: list[ToolInfo], tc: ToolChoice, config: GenerateConfig
-    ) -> ModelOutput:
-        return ModelOutput.from_content("mockllm/model", table_verdict(input[0].text, unreadable))
+    def reply(messages: list[ChatMessage], config: GenerateConfig) -> str:
+        return table_verdict(messages[0].text, unreadable)
 
     return reply
 
 
-_DEFAULT_CONFIG = GenerateConfig()
+def mock_grader(unreadable: frozenset[str] = frozenset()) -> Any:
+    """A mockllm custom_outputs callable answering judge prompts from the table."""
+    return mockllm_outputs(table_reply(unreadable))
 
 
-class TableGrader(ModelAPI):
-    def __init__(
-        self,
-        model_name: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        config: GenerateConfig = _DEFAULT_CONFIG,
-        **model_args: Any,
-    ) -> None:
-        super().__init__(model_name, base_url, api_key, [], config)
-
-    async def generate(
-        self,
-        input: list[ChatMessage],
-        tools: list[ToolInfo],
-        tool_choice: ToolChoice,
-        config: GenerateConfig,
-    ) -> ModelOutput:
-        return ModelOutput.from_content(
-            model=f"lmetable/{self.model_name}", content=table_verdict(input[0].text)
-        )
-
-
-@modelapi(name="lmetable")
-def lmetable() -> type[ModelAPI]:
-    return TableGrader
+scripted_provider("lmetable", table_reply())
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
-    from inspect_offline import main
-
-    main()
+    run_inspect()

@@ -18,12 +18,9 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
-from typing import Any
 
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
-from inspect_ai.tool import ToolChoice, ToolInfo
+from inspect_ai.model import ChatMessage, GenerateConfig
+from scripted_api import Reply, run_inspect, scripted_provider
 
 _OPEN = re.compile(r"<<<CANDIDATE ([0-9A-F]{12})\n")
 _LABELS = re.compile(r"The label must be one of: (.*)\.")
@@ -75,39 +72,20 @@ def scripted_verdict(prompt: str, mode: str) -> str:
     return json.dumps({"label": label, "reason": f"{mode} rule on reply {cand!r}"})
 
 
-class ScriptedJudge(ModelAPI):
-    def __init__(
-        self,
-        model_name: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        config: GenerateConfig | None = None,
-        **model_args: Any,
-    ) -> None:
-        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
-        if model_name not in ("strict", "lenient"):
-            raise ValueError(f"scripted judge mode must be strict or lenient, got {model_name}")
+def judge_reply(mode: str) -> Reply:
+    """The reply rule of `scripted/<mode>`: it checks that a judge call is deterministic and
+    short, then gives the verdict."""
 
-    async def generate(
-        self,
-        input: list[ChatMessage],
-        tools: list[ToolInfo],
-        tool_choice: ToolChoice,
-        config: GenerateConfig,
-    ) -> ModelOutput:
+    def reply(messages: list[ChatMessage], config: GenerateConfig) -> str:
         assert config.temperature == 0.0, config.temperature
         assert config.max_tokens is not None and config.max_tokens <= 512
-        reply = scripted_verdict(input[0].text, self.model_name)
-        return ModelOutput.from_content(model=f"scripted/{self.model_name}", content=reply)
+        return scripted_verdict(messages[0].text, mode)
+
+    return reply
 
 
-@modelapi(name="scripted")
-def scripted() -> type[ModelAPI]:
-    return ScriptedJudge
+scripted_provider("scripted", {mode: judge_reply(mode) for mode in ("strict", "lenient")})
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
-    from inspect_offline import main
-
-    main()
+    run_inspect()

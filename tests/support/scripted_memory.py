@@ -12,19 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.model import (
-    ChatMessage,
-    GenerateConfig,
-    ModelAPI,
-    ModelOutput,
-    ModelUsage,
-    modelapi,
-)
-from inspect_ai.tool import ToolChoice, ToolInfo
+from inspect_ai.model import ChatMessage, GenerateConfig
+from scripted_api import run_inspect, scripted_provider
 
 _TURN = re.compile(r"^\[([^\]\s]+)\] ([^:]+): (.*)$", re.MULTILINE)
 
@@ -44,38 +36,13 @@ def scripted_summary(user_prompt: str) -> str:
     return " ".join(lines) or "Nothing happened."
 
 
-class ScriptedMemory(ModelAPI):
-    def __init__(
-        self,
-        model_name: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        config: GenerateConfig | None = None,
-        **model_args: Any,
-    ) -> None:
-        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
-
-    async def generate(
-        self,
-        input: list[ChatMessage],
-        tools: list[ToolInfo],
-        tool_choice: ToolChoice,
-        config: GenerateConfig,
-    ) -> ModelOutput:
-        system, user = input[0].text, input[-1].text
-        reply = scripted_facts(user) if '"fact"' in system else scripted_summary(user)
-        out = ModelOutput.from_content(model=f"scripted_memory/{self.model_name}", content=reply)
-        out.usage = ModelUsage(
-            input_tokens=len((system + user).split()),
-            output_tokens=len(reply.split()),
-            total_tokens=len((system + user).split()) + len(reply.split()),
-        )
-        return out
+def memory_reply(messages: list[ChatMessage], config: GenerateConfig) -> str:
+    """Facts for an observations prompt (its system message asks for "fact"s), else a summary."""
+    system, user = messages[0].text, messages[-1].text
+    return scripted_facts(user) if '"fact"' in system else scripted_summary(user)
 
 
-@modelapi(name="scripted_memory")
-def scripted_memory() -> type[ModelAPI]:
-    return ScriptedMemory
+scripted_provider("scripted_memory", memory_reply, usage=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,7 +139,4 @@ def register_sparse_system(folder: Path) -> str:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
-    from inspect_offline import main
-
-    main()
+    run_inspect()

@@ -25,7 +25,7 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.protocol import OFFICIAL
 from memevals.inspect_tasks.beam import beam
 
-GRADER = Path(__file__).resolve().parent / "beam_grader.py"
+GRADER = TESTS / "support" / "beam_grader.py"
 
 
 def metrics(log: EvalLog, *names: str) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """`faulty/<name>`: a deterministic scripted model that fails on a fixed, seeded share of calls.
 
 Registered as an Inspect model API, so it runs in-process (``get_model("faulty/answerer",
-fault_rate=0.3)``) and from the real CLI (``python tests/reliability/faulty_model.py eval ...
+fault_rate=0.3)``) and from the real CLI (``python tests/support/faulty_model.py eval ...
 --model faulty/answerer -M fault_rate=0.3``; this file then hands over to Inspect's own
 command-line entry point, exactly like tests/support/inspect_offline.py).
 
@@ -22,8 +22,7 @@ Model args (``-M`` on the CLI):
     fault_log: file that gets one JSON line per injected fault (counts across processes).
     call_log: file that gets one JSON line per successful call.
     judge: answer judge prompts with a verdict JSON by tests/support/scripted_judge.py's lenient
-    rule
-        (a grader that is flaky at the transport level but never unreadable).
+        rule (a grader that is flaky at the transport level but never unreadable).
 
 The answer is a fixed function of the last user message (never of the attempt), so a retried
 call gets the same answer as a first-time call.
@@ -33,15 +32,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import anyio
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
+from inspect_ai.model import ChatMessage, GenerateConfig
 from inspect_ai.model._stream import NoStreamDataError
-from inspect_ai.tool import ToolChoice, ToolInfo
+from scripted_api import ScriptedAPI, register, run_inspect
+from scripted_judge import scripted_verdict
 from tenacity.wait import wait_fixed
 
 KINDS = ("error", "timeout", "empty", "fatal")
@@ -77,7 +76,9 @@ def scripted_answer(text: str) -> str:
     return " ".join(words[-4:]) if words else "nothing"
 
 
-class FaultyModel(ModelAPI):
+class FaultyModel(ScriptedAPI):
+    provider = "faulty"
+
     def __init__(
         self,
         model_name: str,
@@ -94,7 +95,7 @@ class FaultyModel(ModelAPI):
         judge: bool = False,
         **model_args: Any,
     ) -> None:
-        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
+        super().__init__(model_name, base_url, api_key, config)
         if model_args:
             raise ValueError(f"faulty model: unknown model args {sorted(model_args)}")
         self.fault_rate = float(fault_rate)
@@ -117,15 +118,9 @@ class FaultyModel(ModelAPI):
             with path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(entry) + "\n")
 
-    async def generate(
-        self,
-        input: list[ChatMessage],
-        tools: list[ToolInfo],
-        tool_choice: ToolChoice,
-        config: GenerateConfig,
-    ) -> ModelOutput:
+    async def answer(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
         key = hashlib.sha256(
-            "\x1e".join(f"{m.role}:{m.text}" for m in input).encode("utf-8")
+            "\x1e".join(f"{m.role}:{m.text}" for m in messages).encode("utf-8")
         ).hexdigest()
         attempt = self.attempts[key]
         self.attempts[key] += 1
@@ -143,15 +138,13 @@ class FaultyModel(ModelAPI):
                 raise NoStreamDataError(f"injected empty stream (attempt {attempt})")
             await anyio.sleep(self.hang)  # "timeout": Inspect's attempt_timeout cancels this
             raise ProviderFault(f"injected hang outlived its {self.hang}s bound")
-        last_user = next((m.text for m in reversed(input) if m.role == "user"), "")
+        last_user = next((m.text for m in reversed(messages) if m.role == "user"), "")
         if self.judge:
-            from scripted_judge import scripted_verdict
-
-            answer = scripted_verdict(input[0].text, "lenient")
+            answer = scripted_verdict(messages[0].text, "lenient")
         else:
             answer = scripted_answer(last_user)
         self._record(self.call_log, {"key": key[:16], "attempt": attempt})
-        return ModelOutput.from_content(model=f"faulty/{self.model_name}", content=answer)
+        return answer
 
     def should_retry(self, ex: Exception) -> bool:
         return isinstance(ex, ProviderFault)
@@ -164,13 +157,8 @@ class FaultyModel(ModelAPI):
         return 10
 
 
-@modelapi(name="faulty")
-def faulty() -> type[ModelAPI]:
-    return FaultyModel
+register(FaultyModel)
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-    from inspect_offline import main
-
-    main()
+    run_inspect()

@@ -15,7 +15,7 @@ memevals), so a run through the CLI fails on a call that sends another.
 
 From the command line (the provider is `beamgrader/rule`):
 
-    python tests/benchmarks/beam/beam_grader.py eval beam --model mockllm/model \
+    python tests/support/beam_grader.py eval beam --model mockllm/model \
         --model-role grader=beamgrader/rule ...
 """
 
@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
-from typing import Any
 
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, modelapi
-from inspect_ai.tool import ToolChoice, ToolInfo
+from inspect_ai.model import ChatMessage, GenerateConfig
+from scripted_api import run_inspect, scripted_provider
+from scripted_judge import norm
 
 from memevals.benchmarks.beam.official import official_texts
 from memevals.benchmarks.beam.prompts import EQUIVALENCE_SYSTEM
@@ -38,10 +36,6 @@ from memevals.core.protocol import resolve
 
 def words(text: str) -> list[str]:
     return [w for w in re.sub(r"[^\w\s]", " ", text.lower()).split() if len(w) > 3]
-
-
-def norm(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 def item_score(item: str, answer: str) -> float:
@@ -119,36 +113,15 @@ def grade(messages: list[ChatMessage]) -> str:
     return f"```json\n{reply}\n```" if len(item) % 2 else reply
 
 
-class RuleGrader(ModelAPI):
-    def __init__(
-        self,
-        model_name: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        config: GenerateConfig | None = None,
-        **model_args: Any,
-    ) -> None:
-        super().__init__(model_name, base_url, api_key, [], config or GenerateConfig())
-
-    async def generate(
-        self,
-        input: list[ChatMessage],
-        tools: list[ToolInfo],
-        tool_choice: ToolChoice,
-        config: GenerateConfig,
-    ) -> ModelOutput:
-        assert config.temperature == 0.0, config.temperature
-        assert config.max_tokens == expected_limit(input), (config.max_tokens, input[0].text)
-        return ModelOutput.from_content(model="beamgrader/rule", content=grade(input))
+def rule_reply(messages: list[ChatMessage], config: GenerateConfig) -> str:
+    """The reply rule of `beamgrader/rule`: it checks what the call sends, then grades."""
+    assert config.temperature == 0.0, config.temperature
+    assert config.max_tokens == expected_limit(messages), (config.max_tokens, messages[0].text)
+    return grade(messages)
 
 
-@modelapi(name="beamgrader")
-def beamgrader() -> type[ModelAPI]:
-    return RuleGrader
+scripted_provider("beamgrader", {"rule": rule_reply})
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
-    from inspect_offline import main
-
-    main()
+    run_inspect()
