@@ -9,8 +9,8 @@ from typing import Any
 
 from memevals.core.benchmark import Benchmark
 from memevals.core.memory_options import MemoryOptions
-from memevals.tools.runs.model import Run
-from memevals.tools.runs.records import PROTOCOL_OPTION, plain
+from memevals.tools._runs.model import Run
+from memevals.tools._runs.records import PROTOCOL_OPTION, plain
 
 #: Keys of the memory settings a task logs that are outcomes, not settings.
 _MEMORY_OUTCOME = re.compile(r".*_total$|^prompt_tokens")

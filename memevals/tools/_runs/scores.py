@@ -10,8 +10,14 @@ from typing import Any
 from inspect_ai.log import EvalSample
 
 from memevals.core.benchmark import Benchmark
-from memevals.tools.runs.model import RunError, RunSample
-from memevals.tools.runs.records import FLAGS, appended_spec, as_float, declared_spec, spec_by_label
+from memevals.tools._runs.model import RunError, RunSample
+from memevals.tools._runs.records import (
+    FLAGS,
+    appended_spec,
+    as_float,
+    declared_spec,
+    spec_by_label,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Samples

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from memevals.core.validation import json_lines
-from memevals.tools.runs.labels import subject_of, with_settings
-from memevals.tools.runs.model import Run, RunError, RunSample
-from memevals.tools.runs.records import (
+from memevals.tools._runs.labels import subject_of, with_settings
+from memevals.tools._runs.model import Run, RunError, RunSample
+from memevals.tools._runs.records import (
     LM_EVAL_ALIASES,
     MEMORY_KINDS,
     category_of,
@@ -21,7 +21,7 @@ from memevals.tools.runs.records import (
     protocol_of,
     record_of,
 )
-from memevals.tools.runs.scores import ScoreReader, criterion_of, gold_text
+from memevals.tools._runs.scores import ScoreReader, criterion_of, gold_text
 
 #: Keys of lm-eval task configs that are lm-eval's own, not task options.
 _LM_EVAL_KEYS = frozenset({"version", "config_source", "_metadata"})

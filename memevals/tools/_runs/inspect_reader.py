@@ -8,9 +8,9 @@ from pathlib import Path
 
 from inspect_ai.log import EvalLog, read_eval_log
 
-from memevals.tools.runs.labels import subject_of, used_context, with_settings
-from memevals.tools.runs.model import Run, RunError
-from memevals.tools.runs.records import (
+from memevals.tools._runs.labels import subject_of, used_context, with_settings
+from memevals.tools._runs.model import Run, RunError
+from memevals.tools._runs.records import (
     FLAGS,
     MEMORY_KINDS,
     category_of,
@@ -20,7 +20,7 @@ from memevals.tools.runs.records import (
     protocol_of,
     record_of,
 )
-from memevals.tools.runs.scores import Epochs, ScoreReader, criterion_of, gold_text
+from memevals.tools._runs.scores import Epochs, ScoreReader, criterion_of, gold_text
 
 # ---------------------------------------------------------------------------------------------
 # Inspect

@@ -32,11 +32,11 @@ from pathlib import Path
 
 from inspect_ai.log import list_eval_logs
 
-from memevals.tools.runs.inspect_reader import read_inspect_log, read_inspect_run
-from memevals.tools.runs.labels import context_label, memory_settings, system_label
-from memevals.tools.runs.lm_eval_reader import date_of, read_lm_eval_run, read_lm_eval_runs
-from memevals.tools.runs.model import Run, RunError, RunSample
-from memevals.tools.runs.records import (
+from memevals.tools._runs.inspect_reader import read_inspect_log, read_inspect_run
+from memevals.tools._runs.labels import context_label, memory_settings, system_label
+from memevals.tools._runs.lm_eval_reader import date_of, read_lm_eval_run, read_lm_eval_runs
+from memevals.tools._runs.model import Run, RunError, RunSample
+from memevals.tools._runs.records import (
     FLAGS,
     MEMORY_KINDS,
     NO_CATEGORY,
