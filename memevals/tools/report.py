@@ -985,8 +985,8 @@ def _row_of(report: Report, run: Run) -> Row | None:
 
 def _questions_data(report: Report) -> dict[str, Any]:
     """The question browser's data: one entry per question (benchmark, id), each run's reply,
-    scores, judge label, retrieved ids and a memory system's results (their texts in one
-    table, `texts`, each once)."""
+    scores, judge label, retrieved ids and a memory system's results (indices into one table,
+    `items`, that holds each distinct result once)."""
     flipped: dict[tuple[int, str], set[str]] = {}
     for c in report.comparisons:
         ia, ib = report.runs.index(c.a), report.runs.index(c.b)
@@ -994,7 +994,7 @@ def _questions_data(report: Report) -> dict[str, Any]:
             flipped.setdefault((ia, f["id"]), set()).add(c.name_b)
             flipped.setdefault((ib, f["id"]), set()).add(c.name_a)
     questions: dict[tuple[str, str], dict[str, Any]] = {}
-    texts: dict[str, int] = {}
+    items = _Items()
     runs = []
     for i, run in enumerate(report.runs):
         row = report.rows[i]
@@ -1031,12 +1031,9 @@ def _questions_data(report: Report) -> dict[str, Any]:
                     "scores": {k: (v if math.isfinite(v) else None) for k, v in s.scores.items()},
                     "label": d.get("label", ""),
                     "ret": d.get("retrieved", []),
-                    # each item's text once in the page's string table (a system retrieves
-                    # the same turns and facts for many questions)
-                    "mem": [
-                        [texts.setdefault(m["text"], len(texts)), m["ids"], m["chars"]]
-                        for m in d.get("items", [])
-                    ],
+                    # each distinct item once in the page's table (a system retrieves the
+                    # same turns and facts for many questions): here only its index
+                    "mem": [items.index(m) for m in d.get("items", [])],
                     "err": s.errored,
                     "flip": sorted(flipped.get((i, sid), ())),
                 }
@@ -1044,9 +1041,26 @@ def _questions_data(report: Report) -> dict[str, Any]:
     return {
         "runs": runs,
         "questions": list(questions.values()),
-        "texts": list(texts),
+        "items": items.entries,  # render_html writes them in a block of their own
         "view": report.view,
     }
+
+
+@dataclass
+class _Items:
+    """The page's table of memory results, each distinct one once: [text, ids] or, for a text
+    the log cut, [text, ids, whole length]."""
+
+    entries: list[list[Any]] = field(default_factory=list)
+    at: dict[str, int] = field(default_factory=dict)
+
+    def index(self, item: Mapping[str, Any]) -> int:
+        entry = [item["text"], item["ids"], *([item["chars"]] if item["chars"] else [])]
+        key = json.dumps(entry, ensure_ascii=False)
+        if key not in self.at:
+            self.at[key] = len(self.entries)
+            self.entries.append(entry)
+        return self.at[key]
 
 
 def _questions(report: Report) -> str:
@@ -1133,6 +1147,9 @@ document.querySelectorAll("table.sortable").forEach(function(table){
       rows.forEach(function(r){body.appendChild(r);});
     });});});
 var DATA=JSON.parse(document.getElementById("report-data").textContent);
+var ITEMS=null;  // the memory results, parsed when a question is first opened
+function items(){if(ITEMS===null)ITEMS=JSON.parse(
+  document.getElementById("report-items").textContent);return ITEMS;}
 var LIMIT=500;
 var tbody=document.querySelector("#questions-table tbody");
 if(!tbody)return;
@@ -1198,12 +1215,12 @@ function open(qi){var q=DATA.questions[qi];var d=document.getElementById("q-deta
     tr.appendChild(el("td",r.label||"\u2013"));
     var ret=el("td","","retrieved");r.ret.forEach(function(id){
       ret.appendChild(el("span",id+" ",q.ev.indexOf(id)>=0?"hit":"miss"));});
-    if(r.mem.length){var ol=el("ol","","mem");r.mem.forEach(function(m){
-      var li=el("li");var hit=false;
+    if(r.mem.length){var ol=el("ol","","mem");r.mem.forEach(function(mi){
+      var m=items()[mi];var li=el("li");var hit=false;
       m[1].forEach(function(id){var h=q.ev.indexOf(id)>=0;hit=hit||h;
         li.appendChild(el("span",id,h?"hit id":"miss id"));});
-      li.appendChild(el("span",DATA.texts[m[0]],"mem-text"));
-      if(m[2]!==null)li.appendChild(el("small"," \u2026 (cut; "+m[2]+" characters)"));
+      li.appendChild(el("span",m[0],"mem-text"));
+      if(m.length>2)li.appendChild(el("small"," \u2026 (cut; "+m[2]+" characters)"));
       li.setAttribute("data-hit",hit?"1":"0");ol.appendChild(li);});
       ret.appendChild(ol);}
     tr.appendChild(ret);t.appendChild(tr);});
@@ -1242,8 +1259,10 @@ def render_html(report: Report) -> str:
         f" <small>{_e(r.path)}</small></li>"
         for r in report.runs
     )
-    data = json.dumps(_questions_data(report), ensure_ascii=False, default=str)
-    data = data.replace("</", "<\\/").replace("<!--", "<\\!--")
+    questions = _questions_data(report)
+    # the memory results are read when a question is opened, not while the page loads
+    items = _json_block(questions.pop("items"))
+    data = _json_block(questions)
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
@@ -1255,8 +1274,15 @@ def render_html(report: Report) -> str:
         f"<details><summary>{len(report.runs)} run(s)</summary><ul>{runs}</ul></details>"
         f"</header><main>{sections}</main>"
         f'<script type="application/json" id="report-data">{data}</script>'
+        f'<script type="application/json" id="report-items">{items}</script>'
         f"<script>{_JS}</script></body></html>\n"
     )
+
+
+def _json_block(value: Any) -> str:
+    """`value` as JSON that an HTML script element holds as it is (no `</` or `<!--`)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
 
 
 def write_atomic(text: str, path: Path) -> None:
@@ -1272,6 +1298,8 @@ def write_atomic(text: str, path: Path) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        # mkstemp's file is the owner's alone; a page is for others to read (a web server)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,14 +1,18 @@
 """memevals-report, tested in a real browser.
 
-Real runs, as a user makes them, kept small (`--limit`): `inspect eval memevals/locomo` with
-`-T context=none` and `-T context=rag` (they differ in one declared factor, the context),
+Real runs, as a user makes them, kept small (`--sample-id`, `--limit`): `inspect eval
+memevals/locomo` with `-T context=none` and `-T context=rag` (they differ in one declared
+factor, the context),
 `-T memory=bm25` (a memory system under test), a judged run (`-T judge=true`, the scripted
-grader through the real CLI) and one `lm_eval` run. The report is built by the real command
-(`python -m memevals.tools.report`), then opened from file:// in Debian's headless chromium,
-driven by Playwright: no console error, no request but the page itself, one SVG mark per run
-and category in each chart, sorting and filtering work, a question opens with its gold and
-replies, and every number equals memevals-compare's CSV and memevals-diff's JSON. Screenshots
-of each section go to tests/artifacts/report/ (git-ignored).
+grader through the real CLI) and one `lm_eval` run. The Inspect runs' model is the scripted
+reader (tests/support/scripted_reader.py), which answers right when its prompt holds the
+question's evidence, so the runs' scores differ as their contexts do. The report is built by
+the real command (`python -m memevals.tools.report`), then opened from file:// in Debian's
+headless chromium, driven by Playwright: no console error, no request but the page itself, one
+SVG mark per run and category in each chart, sorting and filtering work, a question opens with
+its gold, replies and the memory system's results, a linked row shows below its table's sticky
+header, and every number equals memevals-compare's CSV and memevals-diff's JSON. Screenshots of
+each section go to tests/artifacts/report/ (git-ignored).
 
 The browser is part of the test set-up (scripts/setup.sh installs it): a browser that cannot
 start fails these tests, it does not skip them.
@@ -23,27 +27,47 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import TESTS, run_inspect_cli
+from cli_support import SUPPORT, TESTS
 from inspect_ai.log import read_eval_log, write_eval_log
 from lm_eval_support import run_lm_eval_cli
 
 from memevals.benchmarks import records
 from memevals.tools.report import SECTIONS, bucket, main
 
-LIMIT = 6
+#: Three questions of each of four conversations (`--sample-id`): the clustered intervals and
+#: the paired bootstrap have four clusters to resample.
+SAMPLES = [
+    f"{conv}-q{n}"
+    for conv, ns in (("conv-26", (0, 3, 4)), ("conv-30", (0, 4, 5)), ("conv-43", (0, 2, 3)),
+                     ("conv-44", (0, 2, 4)))
+    for n in ns
+]  # fmt: skip
+READER = "scripted_reader/evidence"
 CHROMIUM = os.environ.get("MEMEVALS_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = TESTS / "artifacts" / "report"
-#: Inspect runs: folder -> extra arguments (every run: memevals/locomo, mockllm, --limit).
+#: Inspect runs: folder -> extra arguments (every run: memevals/locomo, the reader, SAMPLES).
 INSPECT_RUNS: dict[str, list[str]] = {
     "none": ["-T", "context=none"],
-    "rag": ["-T", "context=rag"],
+    "rag": ["-T", "context=rag", "-T", "top_k=10"],
     "bm25": ["-T", "memory=bm25"],
+    # the whole conversation, judged by the scripted grader
+    "judged": [
+        "-T",
+        "judge=true",
+        "-T",
+        "protocol=memevals",
+        "--model-role",
+        "grader=scripted/strict",
+    ],
 }
 RESAMPLES = "300"
+#: docs/img's screenshots: one per section, and a question opened (its memory results shown)
+DOC_IMAGES = [*(anchor for anchor, _ in SECTIONS), "question-open"]
 
 
 def _tool(module: str, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -53,37 +77,22 @@ def _tool(module: str, *args: str | Path, cwd: Path) -> subprocess.CompletedProc
 
 @pytest.fixture(scope="session")
 def run_dirs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The runs' folders, each made by the real CLI."""
+    """The runs' folders, each made by the real CLI (Inspect's, with the scripted reader and
+    judges registered)."""
     root = tmp_path_factory.mktemp("report-runs")
-    env = {"MEMEVALS_DATA_DIR": str(data_dir), "MEMEVALS_CACHE_DIR": str(root / "cache")}
+    env = {
+        **os.environ,
+        "MEMEVALS_DATA_DIR": str(data_dir),
+        "MEMEVALS_CACHE_DIR": str(root / "cache"),
+    }
     out: dict[str, Path] = {}
-    base = ["eval", "memevals/locomo", "--model", "mockllm/model", "--limit", str(LIMIT)]
+    base = ["eval", "memevals/locomo", "--model", READER, "--sample-id", ",".join(SAMPLES)]
     for name, extra in INSPECT_RUNS.items():
-        proc = run_inspect_cli(
-            [*base, *extra, "--log-dir", str(root / name), "--display", "none"], cwd=root, env=env
-        )
+        cmd = [sys.executable, str(SUPPORT / "scripted_reader.py"), *base, *extra]
+        cmd += ["--log-dir", str(root / name), "--display", "none"]
+        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-3000:]
         out[name] = root / name
-    judged = [
-        sys.executable,
-        str(TESTS / "support" / "scripted_judge.py"),
-        *base,
-        "-T",
-        "judge=true",
-        "-T",
-        "protocol=memevals",
-        "--model-role",
-        "grader=scripted/strict",
-        "--log-dir",
-        str(root / "judged"),
-        "--display",
-        "none",
-    ]
-    proc = subprocess.run(
-        judged, cwd=root, env={**os.environ, **env}, capture_output=True, text=True, timeout=900
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    out["judged"] = root / "judged"
     (root / "lm").mkdir()
     args = ["--model", "dummy", "--tasks", "locomo_temporal", "--limit", "4"]
     out["lm-eval"] = run_lm_eval_cli(args, root / "lm")
@@ -98,7 +107,7 @@ def built(run_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
     page = root / "report.html"
     proc = _tool(
         "report", *folders, "-o", page, "--resamples", RESAMPLES, "--price",
-        "mockllm/model=0.15,0.60", "--title", "memevals report (test runs)", cwd=root,
+        f"{READER}=0.15,0.60", "--title", "memevals report (test runs)", cwd=root,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = _tool("compare", *folders, "--csv", root / "compare.csv", "--no-png", cwd=root)
@@ -157,6 +166,20 @@ def opened(browser: Any, built: dict[str, Any]) -> Iterator[dict[str, Any]]:
     page.close()
 
 
+@contextmanager
+def whole_page_in_view(page: Any) -> Iterator[None]:
+    """The viewport as tall as the page while it is photographed: a section taller than the
+    window would otherwise be taken scrolled, with a table's sticky header drawn over its rows.
+    """
+    size = page.viewport_size
+    height = int(page.evaluate("document.documentElement.scrollHeight"))
+    page.set_viewport_size({"width": size["width"], "height": max(height, size["height"])})
+    try:
+        yield
+    finally:
+        page.set_viewport_size(size)
+
+
 def screenshot_sections(page: Any, folder: Path) -> list[Path]:
     """One PNG per section of an open report (`report-<section>.png`); docs/img has these.
 
@@ -168,10 +191,11 @@ def screenshot_sections(page: Any, folder: Path) -> list[Path]:
         The files.
     """
     out = []
-    for anchor, _ in SECTIONS:
-        path = folder / f"report-{anchor}.png"
-        page.locator(f"section#{anchor}").screenshot(path=str(path))
-        out.append(path)
+    with whole_page_in_view(page):
+        for anchor, _ in SECTIONS:
+            path = folder / f"report-{anchor}.png"
+            page.locator(f"section#{anchor}").screenshot(path=str(path))
+            out.append(path)
     return out
 
 
@@ -204,6 +228,13 @@ def test_every_leaderboard_number_is_memevals_compare_s(opened: dict[str, Any]) 
     )
     # five runs: four with F1, one with F1 and the judge
     assert len(cells) == 6
+    # the scripted reader answers from its context, so the runs differ: nothing right without
+    # one, everything whose evidence it sees with the whole conversation
+    f1 = {log: float(value) for log, _, kind, value, *_ in cells if kind == "f1"}
+    logs = {name: _log_of(folder) for name, folder in opened["runs"].items() if name != "lm-eval"}
+    assert f1[logs["none"]] == 0.0
+    assert 0.0 < f1[logs["rag"]] < f1[logs["judged"]]
+    assert 0.0 < f1[logs["bm25"]] < f1[logs["judged"]]
     for log, benchmark, kind, value, low, high, shown in cells:
         row = _csv_row(opened["csv"], log, benchmark)
         assert float(value) == float(row[kind])
@@ -282,9 +313,72 @@ def test_typing_in_the_question_filter_leaves_the_matching_rows(opened: dict[str
     assert detail.locator(".question").text_content() == question
     replies = detail.locator("td.reply").evaluate_all("tds => tds.map(td => td.textContent)")
     assert sorted(replies) == sorted(q[2] for q in everything if q[3] == sid)
-    page.locator("#questions").screenshot(path=str(ARTIFACTS / "report-question-open.png"))
+    with whole_page_in_view(page):
+        page.locator("#questions").screenshot(path=str(ARTIFACTS / "report-question-open.png"))
     page.fill("#q-search", "")
     assert page.locator("#questions-table tbody tr").count() == len(everything)
+
+
+def test_an_opened_question_shows_the_memory_system_s_results(opened: dict[str, Any]) -> None:
+    """The question view lists what the memory system returned: each logged item's text with
+    the ids it cites, green where they are the question's evidence (as the bm25 log has it)."""
+    page = opened["page"]
+    assert "the first 10 results a sample logs, each cut to 500 characters" in (
+        page.locator("#questions > p").first.text_content() or ""
+    )
+    samples = read_eval_log(_log_of(opened["runs"]["bm25"])).samples or []
+
+    def hits(s: Any) -> bool:
+        ev = set(s.metadata["evidence_ids"])
+        return any(ev & set(r["ids"]) for r in s.metadata["memory_results"])
+
+    sample = next(s for s in samples if hits(s))
+    results, evidence = sample.metadata["memory_results"], sample.metadata["evidence_ids"]
+    assert results and all(r["text"] for r in results)
+    page.locator(f"#questions-table tbody tr[data-id='{sample.id}']").first.click()
+    lists = page.locator("#q-detail ol.mem")
+    assert lists.count() == 1  # only the memory run logs results
+    items = lists.first.locator("li")
+    assert items.count() == len(results)
+    shown = items.evaluate_all(
+        "lis => lis.map(li => [li.querySelector('.mem-text').textContent,"
+        " Array.from(li.querySelectorAll('.id')).map(s => [s.textContent, s.className])])"
+    )
+    for (text, ids), result in zip(shown, results, strict=True):
+        assert text == result["text"]
+        assert ids == [[i, "hit id" if i in evidence else "miss id"] for i in result["ids"]]
+    assert any(c == "hit id" for _, ids in shown for _, c in ids)
+
+
+def test_a_linked_row_shows_below_its_table_s_sticky_header(opened: dict[str, Any]) -> None:
+    """Each leaderboard mean links to its run's row in the benchmark's grid; followed, the row
+    stops below its table's sticky header (scroll-margin), which would otherwise cover it."""
+    page = opened["page"]
+    links = page.locator("#leaderboard-table td[data-log] a")
+    assert links.count() == 6
+    viewport = page.viewport_size
+
+    def follow(i: int) -> tuple[dict[str, float], dict[str, float]]:
+        page.evaluate("location.hash = '#leaderboard'")
+        href = links.nth(i).get_attribute("href")
+        links.nth(i).click()
+        assert page.evaluate("location.hash") == href
+        row = page.locator(f"tr{href}")
+        header = row.locator("xpath=ancestor::table[1]/thead//th").first
+        box, head = row.bounding_box(), header.bounding_box()
+        assert box is not None and head is not None
+        return box, head
+
+    for i in range(links.count()):
+        box, head = follow(i)
+        assert head["y"] >= -0.5  # in view: in its place, or stuck at the top
+        assert box["y"] >= head["y"] + head["height"] - 0.5, (box, head)
+        assert box["y"] + box["height"] <= viewport["height"]
+    # without the margin the same link leaves its row under the header
+    tag = page.add_style_tag(content="tr[id]{scroll-margin-top:0}")
+    box, head = follow(0)
+    tag.evaluate("t => t.remove()")
+    assert box["y"] < head["y"] + head["height"] - 0.5
 
 
 def _marks(page: Any, chart: str) -> int:
@@ -338,7 +432,7 @@ def test_the_paired_differences_are_memevals_diff_s(opened: dict[str, Any], tmp_
     assert "A = context=none vs B = context=rag (factor: context" in shown[0][2]
     for ci, (a, b, _) in enumerate(shown):
         out = tmp_path / f"diff-{ci}.json"
-        proc = _tool("paired", a, b, "--json", out, "--resamples", RESAMPLES, cwd=tmp_path)
+        proc = _tool("diff", a, b, "--json", out, "--resamples", RESAMPLES, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         [comparison] = json.loads(out.read_text(encoding="utf-8"))
         expected = [row for sc in comparison["scores"].values() for row in sc["rows"]]
@@ -360,7 +454,7 @@ def test_the_paired_differences_are_memevals_diff_s(opened: dict[str, Any], tmp_
                 if want[key] is not None:
                     assert float(g[attr]) == want[key], attr
     # a pair the page leaves out is one memevals-diff refuses (another protocol and judge)
-    proc = _tool("paired", logs["none"], logs["judged"], "--resamples", "10", cwd=tmp_path)
+    proc = _tool("diff", logs["none"], logs["judged"], "--resamples", "10", cwd=tmp_path)
     assert proc.returncode == 1 and "refusing to compare" in proc.stderr
 
 
@@ -375,6 +469,8 @@ def test_memory_build_cost_and_analysis_axes(opened: dict[str, Any]) -> None:
     assert table[0][6] == bm25["memory_ingestions"]
     # where memory fails: one mark per run and bucket of the record's axes, from the logs
     record = records()["locomo"]
+    keys = [a.key for a in record.analysis_axes]
+    assert keys == ["sessions_after_evidence", "turns_after_evidence", "tokens_after_evidence"]
     for axis in record.analysis_axes:
         expected = 0
         for name, folder in opened["runs"].items():
@@ -442,13 +538,13 @@ def test_docs_screenshots_come_from_this_code_path(opened: dict[str, Any]) -> No
         docs.mkdir(parents=True, exist_ok=True)
         from PIL import Image
 
-        for anchor, _ in SECTIONS:
+        for name in DOC_IMAGES:
             # a 64-colour palette keeps the committed images small
-            with Image.open(ARTIFACTS / f"report-{anchor}.png") as image:
+            with Image.open(ARTIFACTS / f"report-{name}.png") as image:
                 small = image.convert("RGB").quantize(colors=64)
-                small.save(docs / f"report-{anchor}.png", optimize=True)
-    for anchor, _ in SECTIONS:
-        assert (docs / f"report-{anchor}.png").is_file(), anchor
+                small.save(docs / f"report-{name}.png", optimize=True)
+    for name in DOC_IMAGES:
+        assert (docs / f"report-{name}.png").is_file(), name
 
 
 def test_questions_link_into_an_inspect_view_bundle_beside_the_page(
