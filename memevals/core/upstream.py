@@ -27,6 +27,7 @@ __all__ = [
     "UpstreamFile",
     "extract_template",
     "inline_text",
+    "pinned_text",
     "template_digest",
     "upstream_module",
     "upstream_source",
@@ -325,3 +326,29 @@ def inline_text(text: InlineText, data_dir: str | os.PathLike[str] | None = None
     value = found[text.nth].value
     assert isinstance(value, str)
     return verified(value, text)
+
+
+def pinned_text(
+    pinned: Template | InlineText, data_dir: str | os.PathLike[str] | None, what: str
+) -> str:
+    """An upstream text (a `Template` or an `InlineText`), its digest verified, read from
+    `data_dir` when that holds the file's copy, else from MEMEVALS_DATA_DIR or the cache.
+
+    Args:
+        pinned: the text's locator.
+        data_dir: the task's data dir, if any.
+        what: the text as an error names it first (e.g. "LoCoMo official template 'start'").
+
+    Returns:
+        The text.
+    """
+    held = data_dir is not None and (Path(data_dir) / pinned.file.relpath).is_file()
+    where = data_dir if held else None
+    try:
+        if isinstance(pinned, InlineText):
+            return inline_text(pinned, where)
+        return extract_template(pinned, where)
+    except UpstreamError as exc:
+        raise UpstreamError(
+            f"{what} ({pinned.locator} in {pinned.file}, sha256 {pinned.sha256}): {exc}"
+        ) from exc

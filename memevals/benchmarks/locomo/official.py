@@ -42,7 +42,6 @@ import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from memevals.benchmarks.locomo.data import CATEGORY_IDS, QA, Conversation, Session, Turn
@@ -60,14 +59,7 @@ from memevals.core.memory_options import MEMORY_CONTEXT
 from memevals.core.memory_system import History, MemoryItem
 from memevals.core.retrievers import MemoryUnit
 from memevals.core.tokens import TokenCounter, get_token_counter
-from memevals.core.upstream import (
-    InlineText,
-    Template,
-    UpstreamError,
-    UpstreamFile,
-    extract_template,
-    inline_text,
-)
+from memevals.core.upstream import InlineText, Template, UpstreamFile, inline_text, pinned_text
 
 __all__ = [
     "ANSWER_TOKENS",
@@ -111,14 +103,6 @@ PER_QA_TOKEN_BUDGET = 50
 FULL_WINDOW = 128_000
 #: The cl100k_base encoding: what tiktoken gives upstream's gpt-4 / gpt-3.5 models.
 WINDOW_ENCODING = "cl100k_base"
-
-
-def _source_dir(file: UpstreamFile, data_dir: str | os.PathLike[str] | None) -> str | None:
-    """The task's data dir when it holds this file's copy; else None (MEMEVALS_DATA_DIR, then
-    the verified cache). Either way the copy's sha256 is checked."""
-    if data_dir is not None and (Path(data_dir) / file.relpath).is_file():
-        return str(data_dir)
-    return None
 
 
 def _t(file: UpstreamFile, locator: str, sha256: str) -> Template:
@@ -211,17 +195,7 @@ def load_text(name: str, data_dir: str | os.PathLike[str] | None = None) -> str:
     Returns:
         The text.
     """
-    template = TEMPLATES[name]
-    where = _source_dir(template.file, data_dir)
-    try:
-        if isinstance(template, InlineText):
-            return inline_text(template, where)
-        return extract_template(template, where)
-    except UpstreamError as exc:
-        raise UpstreamError(
-            f"LoCoMo official template {name!r} ({template.locator} in {template.file}, "
-            f"sha256 {template.sha256}): {exc}"
-        ) from exc
+    return pinned_text(TEMPLATES[name], data_dir, f"LoCoMo official template {name!r}")
 
 
 @functools.lru_cache(maxsize=8)

@@ -51,7 +51,7 @@ from memevals.benchmarks.locomo_plus.official_judge import (
 )
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
 from memevals.core.official_judge import OfficialJudge
-from memevals.core.upstream import Template, UpstreamError, extract_template
+from memevals.core.upstream import Template, pinned_text
 
 __all__ = [
     "COGNITIVE_CATEGORY",
@@ -110,15 +110,7 @@ class PlusTexts:
 
 
 def _load(name: str, data_dir: str | None) -> str:
-    template = TEMPLATES[name]
-    where = data_dir if data_dir and os.path.isfile(os.path.join(data_dir, UTILS.relpath)) else None
-    try:
-        return extract_template(template, where)
-    except UpstreamError as exc:
-        raise UpstreamError(
-            f"LoCoMo-Plus official template {name!r} ({template.locator} in {template.file}, "
-            f"sha256 {template.sha256}): {exc}"
-        ) from exc
+    return pinned_text(TEMPLATES[name], data_dir, f"LoCoMo-Plus official template {name!r}")
 
 
 @functools.lru_cache(maxsize=8)

@@ -23,18 +23,10 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any, Protocol
 
 from memevals.core.official_judge import LABEL_RULES, OfficialJudge, OfficialLabel, split_around
-from memevals.core.upstream import (
-    InlineText,
-    Template,
-    UpstreamError,
-    UpstreamFile,
-    extract_template,
-    inline_text,
-)
+from memevals.core.upstream import InlineText, Template, UpstreamFile, pinned_text
 
 __all__ = [
     "EMPTY_REPLY",
@@ -196,20 +188,7 @@ class JudgeTexts:
 
 
 def _load(name: str, data_dir: str | None) -> str:
-    template = TEMPLATES[name]
-    # the task's data dir when it holds this file's copy; else MEMEVALS_DATA_DIR, then the
-    # verified cache (either way the copy's sha256 is checked)
-    held = data_dir is not None and (Path(data_dir) / template.file.relpath).is_file()
-    where = data_dir if held else None
-    try:
-        if isinstance(template, InlineText):
-            return inline_text(template, where)
-        return extract_template(template, where)
-    except UpstreamError as exc:
-        raise UpstreamError(
-            f"LoCoMo-Plus judge template {name!r} ({template.locator} in {template.file}, "
-            f"sha256 {template.sha256}): {exc}"
-        ) from exc
+    return pinned_text(TEMPLATES[name], data_dir, f"LoCoMo-Plus judge template {name!r}")
 
 
 @functools.lru_cache(maxsize=8)
