@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -9,18 +10,18 @@ from datasets import DatasetDict
 
 from memevals.benchmarks.locomo_plus import samples
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
-from memevals.core.memory_options import MemoryOptions
 from memevals.lm_eval_tasks import common
-from memevals.lm_eval_tasks.locomo.utils import LOCOMO_OPTIONS, locomo_metrics, shared_options
+from memevals.lm_eval_tasks.locomo.utils import locomo_metrics
 
-__all__ = ["LOCOMO_PLUS_OPTIONS", "locomo_plus_docs", "locomo_plus_results"]
+__all__ = ["ALIASES", "INSPECT_ONLY", "locomo_plus_docs", "locomo_plus_results"]
 
-LOCOMO_PLUS_OPTIONS: dict[str, Any] = {
-    **LOCOMO_OPTIONS,
-    "disclose_task": False,
-    "gap_fix": False,
-    "sample_order": "file",
-}
+#: `--metadata` key -> LocomoPlusOptions field. `choice_seed` is the two-option seed: lm-eval
+#: merges model arguments into the metadata, and vLLM's own `seed` must not reorder options.
+ALIASES = {"choice_seed": "seed"}
+#: LocomoPlusOptions fields with no `--metadata` key: each task's YAML fixes the category and
+#: the answer length (generation_kwargs); the judge runs after lm-eval (memevals.tools.judge)
+#: and the uncertainty figures are Inspect's.
+INSPECT_ONLY = ("categories", "max_tokens", "judge_max_tokens", "judge_runs", "uncertainty")
 
 
 def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
@@ -28,16 +29,10 @@ def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
     `--metadata '{"memory": "<name>"}'` each document's context comes from that memory system
     (`common.with_memory`), as in the Inspect task."""
     task = f"locomo_plus[{categories}]"
-    opts = common.checked_options(
-        task, metadata, [*LOCOMO_PLUS_OPTIONS, *MemoryOptions.names()], LOCOMO_PLUS_OPTIONS
+    given = common.metadata_options(
+        samples.LocomoPlusOptions, task, metadata, ignored=INSPECT_ONLY, aliases=ALIASES
     )
-    options = samples.LocomoPlusOptions(
-        categories=categories,
-        disclose_task=common.as_bool(task, "disclose_task", opts["disclose_task"]),
-        gap_fix=common.as_bool(task, "gap_fix", opts["gap_fix"]),
-        sample_order=str(opts["sample_order"]),
-        **shared_options(task, opts),
-    )
+    options = dataclasses.replace(given, categories=categories)
     built = common.checked(task, lambda: samples.build(options))
     return common.to_docs(common.with_memory(task, built.items, built.subject), task)
 
