@@ -3,7 +3,9 @@
 The ten runs are synthesised, not answered by a model: the real LoCoMo samples (all 1,986:
 ids, metadata, targets) with seeded scores that look like real ones (a conversation effect on
 each run's accuracy, F1 in [0, 1], judge labels 0 / 1 with the grader recorded, token usage per
-run), written as Inspect logs with `write_eval_log`. The page is built by the real command
+run) and, as a memory system's run logs them, ten retrieved results per sample (`memory_results`:
+turns of the sample's conversation, the evidence among them when the answer is right), written
+as Inspect logs with `write_eval_log`. The page is built by the real command
 (`--baseline` the first run: nine paired comparisons), then opened from file:// in Debian's
 headless chromium (Playwright): the render time is from navigation until the question browser
 has drawn its rows. Goals: page under 10 MB, render under 3 s.
@@ -19,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from inspect_ai import eval as inspect_eval
@@ -28,6 +31,10 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.model._providers.mockllm import MockLLM
 from inspect_ai.scorer import Score
 
+from memevals.benchmarks.locomo.data import Turn, load_locomo
+from memevals.benchmarks.locomo.memory import turn_line
+from memevals.core.memory_harness import RESULTS_KEY, RESULTS_LOGGED, logged_results
+from memevals.core.memory_system import MemoryItem
 from memevals.inspect_tasks.locomo import locomo
 from memevals.tools.report import main as report_main
 
@@ -52,9 +59,25 @@ def synthetic_log(template: EvalLog, samples: list[EvalSample], model: str, toke
     return log
 
 
-def scored_samples(task_samples: list[Sample], skill: float, seed: int) -> list[EvalSample]:
+def memory_results(
+    turns: list[Turn], evidence: list[str], right: bool, rng: np.random.Generator
+) -> list[dict[str, Any]]:
+    """Ten results as the memory harness logs them: turns of the conversation (the evidence
+    first when the answer is right), each its line with its id."""
+    by_id = {t.dia_id: t for t in turns}
+    chosen = [by_id[e] for e in evidence if e in by_id] if right else []
+    picks = rng.choice(len(turns), size=RESULTS_LOGGED, replace=False)
+    chosen += [turns[int(i)] for i in picks]
+    items = [MemoryItem(turn_line(t), (t.dia_id,), score=1.0) for t in chosen[:RESULTS_LOGGED]]
+    return logged_results(items)
+
+
+def scored_samples(
+    task_samples: list[Sample], skill: float, seed: int, turns: dict[str, list[Turn]]
+) -> list[EvalSample]:
     """The samples with seeded F1 and judge scores (a per-conversation effect on the chance of
-    a right answer: questions about one conversation succeed or fail together)."""
+    a right answer: questions about one conversation succeed or fail together) and ten memory
+    results each."""
     rng = np.random.default_rng(seed)
     effects: dict[str, float] = {}
     out: list[EvalSample] = []
@@ -67,6 +90,9 @@ def scored_samples(task_samples: list[Sample], skill: float, seed: int) -> list[
         reply = str(s.target) if right else "I do not remember that."
         f1 = float(np.clip(rng.beta(4, 2) if right else rng.beta(1, 6), 0.0, 1.0))
         label = "correct" if right else "wrong"
+        md[RESULTS_KEY] = memory_results(
+            turns[str(md["conversation_id"])], list(md.get("evidence_ids") or []), right, rng
+        )
         scores = {
             "locomo_f1_scorer": Score(value=f1, answer=reply),
             "llm_judge": Score(
@@ -123,6 +149,7 @@ def main() -> None:
     # the judge's scores are synthesised below: the template run needs no grader
     task = locomo(context="none", protocol="memevals")
     dataset = list(task.dataset)
+    turns = {c.sample_id: list(c.turns) for c in load_locomo()}
     with tempfile.TemporaryDirectory() as tmp:
         root = ns.keep or Path(tmp)
         logs = root / "logs"
@@ -133,7 +160,7 @@ def main() -> None:
         if template.status != "success" or template.results is None:
             sys.exit(f"the template run failed: {template.error}")
         for i in range(ns.runs):
-            samples = scored_samples(dataset, 0.45 + 0.03 * i, seed=i)
+            samples = scored_samples(dataset, 0.45 + 0.03 * i, seed=i, turns=turns)
             tokens = int(len(samples) * 20_000 * (1 + i % 3))
             log = synthetic_log(template, samples, f"synthetic/provider-{i}", tokens)
             write_eval_log(log, str(logs / f"provider-{i}.eval"))
@@ -149,7 +176,10 @@ def main() -> None:
         size_mb = page.stat().st_size / 1e6
         render, rows = render_seconds(page)
     print(f"machine: {platform.processor() or platform.machine()}, Python {sys.version.split()[0]}")
-    print(f"runs: {ns.runs} x {len(dataset)} LoCoMo samples (F1 and judge), baseline provider-0")
+    print(
+        f"runs: {ns.runs} x {len(dataset)} LoCoMo samples (F1 and judge, {RESULTS_LOGGED} memory "
+        "results each), baseline provider-0"
+    )
     print(f"build (read, compare, draw, write): {build:.1f} s")
     print(f"page size: {size_mb:.2f} MB (goal < {GOAL_MB} MB)")
     print(f"render in headless chromium: {render:.2f} s (goal < {GOAL_RENDER_S} s); {rows} rows")
