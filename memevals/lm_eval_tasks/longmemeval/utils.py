@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
-from functools import lru_cache
 from typing import Any
 
 from datasets import DatasetDict
@@ -19,8 +18,6 @@ from memevals.benchmarks.longmemeval.samples import (
     of_categories,
     parse_categories,
 )
-from memevals.core.memory_options import MemoryOptions
-from memevals.core.options import options_from
 from memevals.lm_eval_tasks import common
 
 __all__ = ["longmemeval_docs", "longmemeval_results"]
@@ -37,41 +34,22 @@ _NOT_METADATA = (
     "judge_runs",
     "uncertainty",
 )
-#: The `--metadata` keys: LongMemEvalOptions' other fields, its memory knobs by their own names.
-_KEYS = (
-    tuple(f.name for f in fields(LongMemEvalOptions) if f.name not in (*_NOT_METADATA, "memory"))
-    + MemoryOptions.names()
-)
+
+#: The builds of this process, newest last (two at most): every category of a variant is built
+#: once for all the category subtasks of a run, as the files are large (S 277 MB, M 2.7 GB) and
+#: each subtask would otherwise re-read it (and re-run retrieval); a memory system's ingestions
+#: are made once too (the subtasks share its subject). Keyed by the options' repr, since
+#: `memory_args` may be a mapping.
+_BUILT: OrderedDict[str, LongMemEvalBuild] = OrderedDict()
 
 
-@lru_cache(maxsize=1)
 def _every_category(options: LongMemEvalOptions) -> LongMemEvalBuild:
-    """The questions of every category of a variant (`options.categories` is None), built
-    once for all the category subtasks of a run: the files are large (S 277 MB, M 2.7 GB) and
-    each subtask would otherwise re-read it (and re-run retrieval). A memory system's
-    ingestions are made once too: the subject (and its run) is shared by the subtasks."""
-    return build(options)
-
-
-def _hashable(opts: Mapping[str, Any]) -> dict[str, Any]:
-    """`memory_args` given as a JSON object in `--metadata` arrives as a dict; as its JSON
-    text (which parse_memory_args reads the same) the options can key the cache above."""
-    args = opts.get("memory_args")
-    if isinstance(args, Mapping):
-        return {**opts, "memory_args": json.dumps(dict(args), sort_keys=True)}
-    return dict(opts)
-
-
-def _options(task: str, variant: str, metadata: Mapping[str, Any]) -> LongMemEvalOptions:
-    """LongMemEvalOptions of a variant from `--metadata` (a misspelt key is an error; the one
-    set of defaults is LongMemEvalOptions')."""
-    given = _hashable(common.checked_options(task, metadata, _KEYS, {}))
-    return common.checked(
-        task,
-        lambda: options_from(
-            LongMemEvalOptions, {**given, "variant": variant}, where=task, strict=False
-        ),
-    )
+    key = repr(options)
+    if key not in _BUILT:
+        _BUILT[key] = build(options)
+        while len(_BUILT) > 2:
+            _BUILT.popitem(last=False)
+    return _BUILT[key]
 
 
 def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetDict:
@@ -86,7 +64,8 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
         The one-split dataset lm-eval reads.
     """
     task = f"longmemeval_{variant}[{categories}]"
-    options = _options(task, variant, metadata)
+    given = common.metadata_options(LongMemEvalOptions, task, metadata, ignored=_NOT_METADATA)
+    options = dataclasses.replace(given, variant=variant)
     if options.chain_of_note:
         raise common.OptionError(
             f"{task}: chain_of_note needs one model call per session before the answer, which "

@@ -407,7 +407,7 @@ def test_lm_eval_documents_have_the_inspect_contexts(tmp_path: Path) -> None:
     from memevals.lm_eval_tasks import include_path
     from memevals.lm_eval_tasks.longmemeval import utils
 
-    utils._every_category.cache_clear()  # its subject would keep another test's cache folder
+    utils._BUILT.clear()  # its subject would keep another test's cache folder
     log = _eval(tmp_path, "inspect", memory="bm25", memory_args="unit=turn")
     assert log.samples is not None
     replies = {inspect_prompt(s.messages[:2]): "I don't know." for s in log.samples}
@@ -446,7 +446,7 @@ def test_lm_eval_documents_have_the_inspect_contexts(tmp_path: Path) -> None:
                 }
                 compared += 1
     assert compared == 10
-    utils._every_category.cache_clear()
+    utils._BUILT.clear()
 
 
 # --------------------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def test_lm_eval_reads_a_variant_once_for_all_its_subtasks(
     pytest.importorskip("datasets")
     from memevals.lm_eval_tasks.longmemeval import utils
 
-    utils._every_category.cache_clear()
+    utils._BUILT.clear()
     reads: list[str] = []
     real = samples.iter_longmemeval
 
@@ -130,4 +130,4 @@ def test_lm_eval_reads_a_variant_once_for_all_its_subtasks(
     everything = build(options())
     for category, rows in docs.items():
         assert rows["id"] == [i.id for i in of_categories(everything.items, [category])]
-    utils._every_category.cache_clear()
+    utils._BUILT.clear()
