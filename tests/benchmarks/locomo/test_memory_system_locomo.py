@@ -57,7 +57,8 @@ def _eval(task: Any, **kwargs: Any) -> Any:
     patch_mockllm_token_count()
     from inspect_ai import eval as inspect_eval
 
-    logs = inspect_eval(task, model="mockllm/model", display="none", **kwargs)
+    # the log is the same without the realtime buffer of samples in flight, which costs time
+    logs = inspect_eval(task, model="mockllm/model", display="none", log_realtime=False, **kwargs)
     assert logs[0].status == "success", logs[0].error
     return logs[0]
 
