@@ -74,15 +74,18 @@ def subset_scorers(
     """
     out: list[Callable[[], Scorer]] = []
     for make in scorers:
-        name = f"{prefix}_{make.__name__}"
-
-        def factory(make: Callable[[], Scorer] = make) -> Scorer:
-            return only(make(), keep)
-
-        factory.__name__ = factory.__qualname__ = name
+        factory = _kept(make, keep)
+        factory.__name__ = factory.__qualname__ = f"{prefix}_{make.__name__}"
         factory.__doc__ = f"{make.__name__} of the samples this task's kind rule keeps."
-        out.append(register_scorer(metrics=metrics(), name=name)(factory))
+        out.append(register_scorer(metrics=metrics(), name=factory.__name__)(factory))
     return out
+
+
+def _kept(make: Callable[[], Scorer], keep: Keep) -> Callable[[], Scorer]:
+    def factory() -> Scorer:
+        return only(make(), keep)
+
+    return factory
 
 
 def value_score(key: str, keep: Keep, ids_key: str) -> Scorer:
