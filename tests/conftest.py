@@ -23,6 +23,10 @@ os.environ["MEMEVALS_DATA_DIR"] = str(DATA_DIR)
 os.environ.setdefault("MEMEVALS_CACHE_DIR", str(REPO / ".pytest_cache" / "memevals-cache"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Every real `inspect eval` of the suite (they inherit this environment) writes its log at the
+# end, as always, without the realtime buffer of samples in flight (for `inspect view` while a
+# run goes on), which no test reads and which costs each run time per sample.
+os.environ.setdefault("INSPECT_EVAL_NO_LOG_REALTIME", "1")
 
 
 @pytest.fixture(scope="session", autouse=True)
