@@ -27,11 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from histories import history
 from loopback_graphiti import graphiti_facts
+from loopback_guard import single_torch_thread
 from loopback_openai import LoopbackOpenAI, mem0_facts
 
 from memevals.core.memory_harness import MemoryRun
-from memevals.core.memory_system import History, MemoryQuery, Session, Turn
+from memevals.core.memory_system import MemoryQuery
 
 pytest.importorskip("graphiti_core", reason="needs the [graphiti] extra")
 pytest.importorskip("mem0", reason="needs the [mem0] extra")
@@ -49,27 +51,16 @@ BOUND_S = 240.0
 THREADS = 2
 ROUNDS = 2
 
-HISTORY = History(
-    history_id="gc-load",
-    sessions=(
-        Session(
-            "session_1",
-            "1:56 pm on 8 May, 2023",
-            (
-                Turn("D1:1", "Caroline", "I went to a transgender support group yesterday."),
-                Turn("D1:2", "Melanie", "My daughter started violin lessons on Tuesday."),
-            ),
-        ),
-        Session(
-            "session_2",
-            "1:14 pm on 25 May, 2023",
-            (
-                Turn("D2:1", "Caroline", "My grandmother gave me a necklace from Sweden."),
-                Turn("D2:2", "Melanie", "I bought new running shoes for the marathon."),
-            ),
-        ),
-    ),
-    speakers=("Caroline", "Melanie"),
+HISTORY = history(
+    """
+session_1 | 1:56 pm on 8 May, 2023
+  D1:1 | Caroline | I went to a transgender support group yesterday.
+  D1:2 | Melanie | My daughter started violin lessons on Tuesday.
+session_2 | 1:14 pm on 25 May, 2023
+  D2:1 | Caroline | My grandmother gave me a necklace from Sweden.
+  D2:2 | Melanie | I bought new running shoes for the marathon.
+""",
+    "gc-load",
 )
 #: A question per system and the turn its top item must cite.
 ASKED = {
@@ -80,12 +71,9 @@ ASKED = {
 
 @pytest.fixture(scope="module", autouse=True)
 def one_torch_thread() -> Iterator[None]:
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
+    with single_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module")

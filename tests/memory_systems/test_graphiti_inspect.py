@@ -61,28 +61,7 @@ def _env(tmp: Path) -> dict[str, str]:
 
 #: Run before the CLI in its process: refuses, and writes down, every connection to an address
 #: that is not loopback, then runs the script named first on the command line.
-GUARD = """
-import os, runpy, socket, sys
-
-_connect = socket.socket.connect
-_log = os.path.abspath("refused.txt")
-
-
-def _guarded(self, address):
-    if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in (
-        "127.0.0.1",
-        "::1",
-    ):
-        with open(_log, "a", encoding="utf-8") as fh:
-            fh.write(repr(address) + "\\n")
-        raise OSError(f"test: no network ({address!r})")
-    return _connect(self, address)
-
-
-socket.socket.connect = _guarded
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
+GUARD = str(TESTS / "support" / "loopback_guard.py")
 
 
 def _inspect(script: str, args: list[str], cwd: Path) -> None:
@@ -90,9 +69,8 @@ def _inspect(script: str, args: list[str], cwd: Path) -> None:
     count; scripted_memory.py also registers the scripted memory model), in a process whose
     sockets may reach loopback only (nothing is refused: `refused.txt` stays absent)."""
     env = {**os.environ, **_env(cwd)}
-    (cwd / "guard.py").write_text(GUARD, encoding="utf-8")
     script_path = str(TESTS / "support" / script)
-    cmd = [sys.executable, "guard.py", script_path, "eval", *args, "--display", "none"]
+    cmd = [sys.executable, GUARD, script_path, "eval", *args, "--display", "none"]
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     refused = cwd / "refused.txt"
@@ -101,7 +79,6 @@ def _inspect(script: str, args: list[str], cwd: Path) -> None:
 
 def test_the_cli_guard_refuses_the_network(tmp_path: Path) -> None:
     """What the guard of every CLI run here catches: a connection beyond loopback."""
-    (tmp_path / "guard.py").write_text(GUARD, encoding="utf-8")
     (tmp_path / "dial.py").write_text(
         "import socket\n"
         "try:\n"
@@ -110,7 +87,7 @@ def test_the_cli_guard_refuses_the_network(tmp_path: Path) -> None:
         "    print(exc)\n"
     )
     done = subprocess.run(
-        [sys.executable, "guard.py", "dial.py"], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, GUARD, "dial.py"], cwd=tmp_path, capture_output=True, text=True
     )
     assert "test: no network (('192.0.2.1', 443))" in done.stdout
     assert (tmp_path / "refused.txt").read_text() == "('192.0.2.1', 443)\n"

@@ -15,14 +15,15 @@ import collections
 import gc
 import json
 import os
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from histories import caroline_and_melanie
 from loopback_graphiti import fact_sentence, graphiti_facts, schema_name, section, topic_name
+from loopback_guard import refusing_network, single_torch_thread
 from loopback_openai import HttpFailure, LoopbackOpenAI
 
 from memevals.core.memory_harness import MemoryRun
@@ -51,43 +52,8 @@ pytestmark = pytest.mark.server
 API_KEY = "sk-loopback-secret-4711"
 MODEL = "loopback-extractor"
 
-HISTORY = History(
-    history_id="conv 7",  # a space: graphiti allows only letters, digits, - and _ in groups
-    sessions=(
-        Session(
-            "session_1",
-            "1:56 pm on 8 May, 2023",
-            (
-                Turn("D1:1", "Caroline", "I went to a transgender support group yesterday."),
-                Turn("D1:2", "Melanie", "I ran a charity race for mental health last week."),
-                Turn(
-                    "D1:3",
-                    "Caroline",
-                    "Look at what I made.",
-                    image_caption="a photo of a clay pot with blue glaze",
-                ),
-            ),
-        ),
-        Session(
-            "session_2",
-            "1:14 pm on 25 May, 2023",
-            (
-                Turn("D2:1", "Melanie", "My daughter started violin lessons on Tuesday."),
-                Turn("D2:2", "Caroline", "I am researching adoption agencies."),
-                Turn("D2:3", "Melanie", "We are camping at the lake in June."),
-            ),
-        ),
-        Session(
-            "session_3",
-            "10:31 am on 2 July, 2023",
-            (
-                Turn("D3:1", "Caroline", "My grandmother gave me a necklace from Sweden."),
-                Turn("D3:2", "Melanie", "I bought new running shoes for the marathon."),
-            ),
-        ),
-    ),
-    speakers=("Caroline", "Melanie"),
-)
+# a space in the id: graphiti allows only letters, digits, - and _ in groups
+HISTORY = caroline_and_melanie()
 TURNS = [(s, t) for s in HISTORY.sessions for t in s.turns]
 
 
@@ -97,33 +63,15 @@ def _line(turn: Turn) -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def one_torch_thread() -> Iterator[None]:
-    """The embedder on one torch thread: on a shared 2-core machine torch's default of one per
-    core makes every small encoding wait for a busy core (docs/performance.md)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
+    with single_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module", autouse=True)
 def loopback_only() -> Iterator[list[Any]]:
     """Refuse (and record) every connection to an address that is not 127.0.0.1."""
-    refused: list[Any] = []
-    original = socket.socket.connect
-
-    def guarded(self: socket.socket, address: Any) -> Any:
-        if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in (
-            "127.0.0.1",
-            "::1",
-        ):
-            refused.append(address)
-            raise OSError(f"test: no network ({address!r})")
-        return original(self, address)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(socket.socket, "connect", guarded)
+    with refusing_network() as refused:
         yield refused
     assert refused == [], f"something tried the network: {refused}"
 

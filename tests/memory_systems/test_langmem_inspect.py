@@ -68,37 +68,15 @@ def _env(tmp: Path) -> dict[str, str]:
 
 #: Run before the CLI in its process: refuses, and writes down, every connection to an address
 #: that is not loopback, then runs the script named first on the command line.
-GUARD = """
-import os, runpy, socket, sys
-
-_connect = socket.socket.connect
-_log = os.path.abspath("refused.txt")
-
-
-def _guarded(self, address):
-    if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in (
-        "127.0.0.1",
-        "::1",
-    ):
-        with open(_log, "a", encoding="utf-8") as fh:
-            fh.write(repr(address) + "\\n")
-        raise OSError(f"test: no network ({address!r})")
-    return _connect(self, address)
-
-
-socket.socket.connect = _guarded
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
+GUARD = str(TESTS / "support" / "loopback_guard.py")
 
 
 def _inspect(args: list[str], cwd: Path) -> None:
     """The real Inspect CLI (offline mockllm token count) in a process whose sockets may
     reach loopback only (nothing is refused: `refused.txt` stays absent)."""
     env = {**os.environ, **_env(cwd)}
-    (cwd / "guard.py").write_text(GUARD, encoding="utf-8")
     script = str(TESTS / "support" / "inspect_offline.py")
-    cmd = [sys.executable, "guard.py", script, "eval", *args, "--display", "none"]
+    cmd = [sys.executable, GUARD, script, "eval", *args, "--display", "none"]
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     refused = cwd / "refused.txt"

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from histories import FIRST_SESSION, history
+from loopback_guard import refusing_network, single_torch_thread
 from loopback_langmem import (
     PATCHED_PREFIX,
     LangMemScript,
@@ -29,14 +31,7 @@ from loopback_langmem import (
 from loopback_openai import HttpFailure, plain
 
 from memevals.core.memory_harness import MemoryRun
-from memevals.core.memory_system import (
-    History,
-    MemoryQuery,
-    MemorySystemError,
-    Session,
-    Turn,
-    load_memory_system,
-)
+from memevals.core.memory_system import MemoryQuery, MemorySystemError, load_memory_system
 
 pytest.importorskip("langmem", reason="needs the [langmem] extra")
 pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
@@ -57,69 +52,29 @@ API_KEY = "sk-loopback-secret-4711"
 MODEL = "loopback-manager"
 MARK = "MARK"
 
-HISTORY = History(
-    history_id="conv 7",
-    sessions=(
-        Session(
-            "session_1",
-            "1:56 pm on 8 May, 2023",
-            (
-                Turn("D1:1", "Caroline", "I went to a transgender support group yesterday."),
-                Turn("D1:2", "Melanie", "I ran a charity race for mental health last week."),
-                Turn(
-                    "D1:3",
-                    "Caroline",
-                    "Look at what I made.",
-                    image_caption="a photo of a clay pot with blue glaze",
-                ),
-            ),
-        ),
-        Session(
-            "session_2",
-            "1:14 pm on 25 May, 2023",
-            (
-                Turn("D2:1", "Melanie", "My daughter started violin lessons on Tuesday."),
-                Turn("D2:2", "Caroline", f"{MARK} I am researching adoption agencies."),
-            ),
-        ),
-        Session(
-            "session_3",
-            "10:31 am on 2 July, 2023",
-            (Turn("D3:1", "Melanie", "I bought new running shoes for the marathon."),),
-        ),
-    ),
-    speakers=("Caroline", "Melanie"),
+HISTORY = history(
+    FIRST_SESSION
+    + f"""session_2 | 1:14 pm on 25 May, 2023
+  D2:1 | Melanie | My daughter started violin lessons on Tuesday.
+  D2:2 | Caroline | {MARK} I am researching adoption agencies.
+session_3 | 10:31 am on 2 July, 2023
+  D3:1 | Melanie | I bought new running shoes for the marathon.
+""",
+    "conv 7",
 )
 
 
 @pytest.fixture(scope="module", autouse=True)
 def one_torch_thread() -> Iterator[None]:
     """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with single_torch_thread():
+        yield
 
 
 @pytest.fixture(scope="module", autouse=True)
 def loopback_only() -> Iterator[list[Any]]:
     """Refuse (and record) every connection to an address that is not 127.0.0.1."""
-    refused: list[Any] = []
-    original = socket.socket.connect
-
-    def guarded(self: socket.socket, address: Any) -> Any:
-        if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in (
-            "127.0.0.1",
-            "::1",
-        ):
-            refused.append(address)
-            raise OSError(f"test: no network ({address!r})")
-        return original(self, address)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(socket.socket, "connect", guarded)
+    with refusing_network() as refused:
         yield refused
     assert refused == [], f"something tried the network: {refused}"
 

@@ -10,16 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from histories import history
 
 from memevals.core.memory_harness import MemoryRun
 from memevals.core.memory_system import (
-    History,
     MemoryItem,
     MemoryQuery,
     MemorySystemError,
     ModelReply,
-    Session,
-    Turn,
     load_memory_system,
 )
 from memevals.memory_systems import observations, summaries
@@ -33,34 +31,19 @@ from memevals.memory_systems.model_notes import (
 from memevals.memory_systems.observations import observations_system
 from memevals.memory_systems.summaries import summaries_system
 
-HISTORY = History(
-    history_id="conv-7",
-    speakers=("Caroline", "Melanie"),
-    sessions=(
-        Session(
-            "S1",
-            "8 May 2023",
-            (
-                Turn("D1:1", "Caroline", "I went to a support group yesterday."),
-                Turn("D1:2", "Melanie", "That sounds empowering!"),
-                Turn(
-                    "D1:3",
-                    "Melanie",
-                    "Look at my painting.",
-                    image_caption="a painting of a sunset over a lake",
-                ),
-            ),
-        ),
-        Session(
-            "S2",
-            "25 May 2023",
-            (
-                Turn("D2:1", "Caroline", "I am researching adoption agencies."),
-                Turn("D2:2", "Melanie", "My kids love camping at the beach."),
-            ),
-        ),
-        Session("S3", "9 June 2023", (Turn("D3:1", "Caroline", "I bought a violin last week."),)),
-    ),
+HISTORY = history(
+    """
+S1 | 8 May 2023
+  D1:1 | Caroline | I went to a support group yesterday.
+  D1:2 | Melanie | That sounds empowering!
+  D1:3 | Melanie | Look at my painting. | a painting of a sunset over a lake
+S2 | 25 May 2023
+  D2:1 | Caroline | I am researching adoption agencies.
+  D2:2 | Melanie | My kids love camping at the beach.
+S3 | 9 June 2023
+  D3:1 | Caroline | I bought a violin last week.
+""",
+    "conv-7",
 )
 
 TURN_LINE = re.compile(r"^\[(?P<id>[^\]]+)\] (?P<speaker>[^:]+): (?P<text>.*)$", re.M)
