@@ -36,33 +36,22 @@ BIN = Path(sys.executable).parent
 #: context, and "unknown" otherwise (so the context setting changes its score).
 LOOKUP_MODEL = """
 import re
-import sys
 
-from inspect_ai.model import ModelAPI, ModelOutput, modelapi
-
-
-class Lookup(ModelAPI):
-    def __init__(self, model_name, base_url=None, api_key=None, config=None, **model_args):
-        super().__init__(model_name, base_url, api_key, [], config)
-
-    async def generate(self, input, tools, tool_choice, config):
-        system = "".join(m.text for m in input if m.role == "system")
-        user = "".join(m.text for m in input if m.role == "user")
-        facts = dict(re.findall(r"^- (\\w+): (.+)$", system, re.M))
-        asked = re.search(r"What is the (\\w+)\\?", user)
-        reply = facts.get(asked.group(1), "unknown") if asked else "unknown"
-        return ModelOutput.from_content(model="lookup/facts", content=reply)
+from scripted_api import run_inspect, scripted_provider
 
 
-@modelapi(name="lookup")
-def lookup():
-    return Lookup
+def lookup(messages, config):
+    system = "".join(m.text for m in messages if m.role == "system")
+    user = "".join(m.text for m in messages if m.role == "user")
+    facts = dict(re.findall(r"^- (\\w+): (.+)$", system, re.M))
+    asked = re.search(r"What is the (\\w+)\\?", user)
+    return facts.get(asked.group(1), "unknown") if asked else "unknown"
 
+
+scripted_provider("lookup", lookup)
 
 if __name__ == "__main__":
-    from inspect_offline import main
-
-    main()
+    run_inspect()
 """
 
 

@@ -79,12 +79,8 @@ def scripted_answer(text: str) -> str:
 class FaultyModel(ScriptedAPI):
     provider = "faulty"
 
-    def __init__(
+    def configure(
         self,
-        model_name: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        config: GenerateConfig | None = None,
         fault_rate: float = 0.0,
         faults: str | list[str] = "error",
         seed: int = 0,
@@ -93,11 +89,10 @@ class FaultyModel(ScriptedAPI):
         fault_log: str | None = None,
         call_log: str | None = None,
         judge: bool = False,
-        **model_args: Any,
+        **other: Any,
     ) -> None:
-        super().__init__(model_name, base_url, api_key, config)
-        if model_args:
-            raise ValueError(f"faulty model: unknown model args {sorted(model_args)}")
+        if other:
+            raise ValueError(f"faulty model: unknown model args {sorted(other)}")
         self.fault_rate = float(fault_rate)
         # the CLI reads `-M faults=error,empty` as a list
         listed = faults if isinstance(faults, list) else str(faults).split(",")

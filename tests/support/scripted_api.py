@@ -3,8 +3,9 @@
 A scripted provider answers every call with a plain function of what it was sent,
 `reply(messages, config) -> str`, so it runs in-process (`get_model("<name>/<model>")`) and from
 the real CLI alike. `scripted_provider` registers such a rule as `<name>/<model>`; a provider
-that needs model args, its own retry policy or injected faults subclasses `ScriptedAPI`, overrides
-`answer`, and registers with `register`. A module that defines a provider ends with:
+that needs model args, its own retry policy or injected faults subclasses `ScriptedAPI`,
+overrides `configure` and `answer`, and registers with `register`. A module that defines a
+provider ends with:
 
     if __name__ == "__main__":
         run_inspect()
@@ -69,6 +70,11 @@ class ScriptedAPI(ModelAPI):
         if isinstance(rules, Mapping) and model_name not in rules:
             names = " or ".join(sorted(rules))
             raise ValueError(f"{self.provider} model must be {names}, got {model_name}")
+        self.configure(**model_args)
+
+    def configure(self, **model_args: Any) -> None:
+        """Take the model args (`-M`): a rule needs none (and ignores any); a subclass that
+        takes some names them here."""
 
     async def answer(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
         """The reply text to one call (by the model name's rule)."""

@@ -301,26 +301,18 @@ _INSPECT_TABLE_PROVIDER = '''
 -> reply, for the prompt that asks it), the default mockllm reply otherwise."""
 import json, os, sys
 sys.path.insert(0, {tests!r})
-from inspect_ai.model import ModelAPI, ModelOutput, modelapi, GenerateConfig
+from scripted_api import run_inspect, scripted_provider
 
-class TableAPI(ModelAPI):
-    def __init__(self, model_name, base_url=None, api_key=None, config=GenerateConfig(), **kw):
-        super().__init__(model_name, base_url, api_key, [], config)
-        with open(os.environ["PAIRED_REPLIES"], encoding="utf-8") as fh:
-            self.replies = json.load(fh)
+with open(os.environ["PAIRED_REPLIES"], encoding="utf-8") as fh:
+    REPLIES = json.load(fh)
 
-    async def generate(self, input, tools, tool_choice, config):
-        text = "".join(m.text for m in input)
-        asked = [reply for question, reply in self.replies.items() if question in text]
-        reply = asked[0] if len(asked) == 1 else "Default output from mockllm/model"
-        return ModelOutput.from_content(model="table/model", content=reply)
+def table(messages, config):
+    text = "".join(m.text for m in messages)
+    asked = [reply for question, reply in REPLIES.items() if question in text]
+    return asked[0] if len(asked) == 1 else "Default output from mockllm/model"
 
-@modelapi(name="table")
-def table():
-    return TableAPI
-
-from inspect_offline import main
-main()
+scripted_provider("table", table)
+run_inspect()
 '''
 
 
