@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import EvalLog, read_eval_log, read_eval_log_sample_summaries
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
 
 from memevals.benchmarks.locomo.data import load_locomo
@@ -178,6 +178,8 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
         "memevals/locomo",
         "--model",
         "mockllm/model",
+        # the same log at the end; no per-sample buffer of 1,986 whole conversations meanwhile
+        "--no-log-realtime",
         "--log-dir",
         "full",
         "--display",
@@ -201,7 +203,8 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
     # the clustered error over the 10 conversations is the core's, from the logged samples
     from memevals.core.statistics import clustered_stderr
 
-    samples = read_eval_log(str(log_path)).samples or []
+    # each sample's score and metadata, without parsing 1,986 whole conversations
+    samples = read_eval_log_sample_summaries(str(log_path))
     f1 = [float(s.scores["locomo_f1_scorer"].value) for s in samples]  # type: ignore[index, arg-type]
     clusters = [str(s.metadata["cluster"]) for s in samples]
     assert len(set(clusters)) == 10
