@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from histories import history
 from loopback_graphiti import graphiti_facts
-from loopback_guard import single_torch_thread
+from loopback_guard import one_torch_thread  # noqa: F401 (autouse fixtures)
 from loopback_openai import LoopbackOpenAI, mem0_facts
 
 from memevals.core.memory_harness import MemoryRun
@@ -67,13 +67,6 @@ ASKED = {
     "mem0": ("necklace from Sweden grandmother", ("D2:1",)),
     "graphiti": ("violin lessons daughter", ("D1:2",)),
 }
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
-    with single_torch_thread():
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from histories import caroline_and_melanie
 from loopback_graphiti import fact_sentence, graphiti_facts, schema_name, section, topic_name
-from loopback_guard import refusing_network, single_torch_thread
+from loopback_guard import loopback_only, one_torch_thread  # noqa: F401 (autouse fixtures)
 from loopback_openai import HttpFailure, LoopbackOpenAI
 
 from memevals.core.memory_harness import MemoryRun
@@ -59,21 +59,6 @@ TURNS = [(s, t) for s in HISTORY.sessions for t in s.turns]
 
 def _line(turn: Turn) -> str:
     return episode_body([turn]).split(": ", 1)[1]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
-    with single_torch_thread():
-        yield
-
-
-@pytest.fixture(scope="module", autouse=True)
-def loopback_only() -> Iterator[list[Any]]:
-    """Refuse (and record) every connection to an address that is not 127.0.0.1."""
-    with refusing_network() as refused:
-        yield refused
-    assert refused == [], f"something tried the network: {refused}"
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from histories import FIRST_SESSION, history
-from loopback_guard import refusing_network, single_torch_thread
+from loopback_guard import loopback_only, one_torch_thread  # noqa: F401 (autouse fixtures)
 from loopback_langmem import (
     PATCHED_PREFIX,
     LangMemScript,
@@ -62,21 +62,6 @@ session_3 | 10:31 am on 2 July, 2023
 """,
     "conv 7",
 )
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
-    with single_torch_thread():
-        yield
-
-
-@pytest.fixture(scope="module", autouse=True)
-def loopback_only() -> Iterator[list[Any]]:
-    """Refuse (and record) every connection to an address that is not 127.0.0.1."""
-    with refusing_network() as refused:
-        yield refused
-    assert refused == [], f"something tried the network: {refused}"
 
 
 @pytest.fixture(scope="module")

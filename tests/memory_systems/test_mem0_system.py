@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from histories import PLAIN_DATES, caroline_and_melanie
-from loopback_guard import refusing_network
+from loopback_guard import loopback_only  # noqa: F401 (autouse fixtures)
 from loopback_openai import HttpFailure, LoopbackOpenAI, fact_sentence, mem0_facts, plain
 
 from memevals.core.memory_harness import MemoryRun
@@ -48,14 +48,6 @@ def _fact(session: Session, turn: Turn) -> str:
     if turn.image_caption:
         text += f" [shared an image: {turn.image_caption}]"
     return fact_sentence(session.date, turn.speaker, text)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def loopback_only() -> Iterator[list[Any]]:
-    """Refuse (and record) every connection to an address that is not 127.0.0.1."""
-    with refusing_network() as refused:
-        yield refused
-    assert refused == [], f"something tried the network: {refused}"
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 """Nothing leaves the machine: a socket guard that refuses every address but loopback.
 
-In-process, `refusing_network()` is the body of a memory-system test module's guard fixture
-(and `single_torch_thread()` of its torch one). Around a real CLI, run this file before the
-CLI's own script:
+In-process, `refusing_network()` guards a block; a memory-system test module imports the
+autouse fixtures `loopback_only` (every test of the module guarded, and nothing refused) and
+`one_torch_thread`. Around a real CLI, run this file before the CLI's own script:
 
     python tests/support/loopback_guard.py tests/support/scripted_memory.py eval ...
 
@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import pytest
 
 LOOPBACK = ("127.0.0.1", "::1")
 
@@ -66,6 +68,21 @@ def single_torch_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def loopback_only() -> Iterator[list[Any]]:
+    """Refuse (and record) every connection to an address that is not 127.0.0.1."""
+    with refusing_network() as refused:
+        yield refused
+    assert refused == [], f"something tried the network: {refused}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
+    with single_torch_thread():
+        yield
 
 
 def _write_down(address: Any) -> None:
