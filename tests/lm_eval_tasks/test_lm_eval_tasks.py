@@ -103,7 +103,7 @@ def test_misspelt_or_misplaced_options_fail_clearly(data_dir: Path) -> None:
         event_summary_docs(incremental=True)
     with pytest.raises(OptionError, match=r"locomo_event_summary: conversations='conv-1'"):
         event_summary_docs(conversations="conv-1")
-    with pytest.raises(OptionError, match=r"option 'sessions' must be an integer, got '3\.5'"):
+    with pytest.raises(OptionError, match=r"option 'sessions' must be a whole number, got '3\.5'"):
         event_summary_docs(sessions="3.5")
     # model arguments and lm-eval's own keys are ignored, not errors
     docs = locomo_docs("temporal", pretrained="x", device="cpu", version=1.0, context="none")

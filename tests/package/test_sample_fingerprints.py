@@ -1,8 +1,8 @@
 """Every task's samples equal the ones the code built before the one-folder-per-benchmark move.
 
 The digests in fixtures/sample_fingerprints.json were written by the pre-move code (see
-tests/sample_fingerprints.py); ids, messages and targets must stay byte-identical, in Inspect
-and in lm-eval, for every case of the matrix (tasks × context modes × options).
+tests/support/sample_fingerprints.py); ids, messages and targets must stay byte-identical, in
+Inspect and in lm-eval, for every case of the matrix (tasks × context modes × options).
 """
 
 from __future__ import annotations
