@@ -13,7 +13,7 @@ import pkgutil
 from importlib.metadata import entry_points
 
 from memevals.core.benchmark import Benchmark
-from memevals.core.judge import CriterionSpec
+from memevals.core.criteria_judge import CriterionSpec
 
 __all__ = ["ENTRY_POINT_GROUP", "judge_criteria", "record_for_task", "records"]
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
+from memevals.core.criteria_judge import CriterionSpec
 from memevals.core.files import PinnedFile
-from memevals.core.judge import CriterionSpec
 
 __all__ = [
     "SCORE_KINDS",

@@ -1,9 +1,10 @@
 """Upstream judges for the official protocols (framework-free): a rendered prompt and a label rule.
 
 An official protocol judges with upstream's own prompt, limits and label rule instead of the
-memevals criteria (memevals.core.judge). The benchmark renders upstream's prompt for each sample
-when its samples are built, split around the reply it grades (`split_around`), together with
-what upstream's call function does to a prompt before sending it (a prefix, a strip), and stores
+memevals criteria (memevals.core.criteria_judge). The benchmark renders upstream's prompt for
+each sample when its samples are built, split around the reply it grades (`split_around`),
+together with what upstream's call function does to a prompt before sending it (a prefix, a
+strip), and stores
 it in the sample's metadata under OFFICIAL_JUDGE_KEY (`OfficialJudge.as_metadata()`); the
 frameworks' scorers only insert the reply, send `OfficialJudge.prompt` as one user message and
 apply the named label rule (LABEL_RULES), so they know no benchmark. A benchmark whose upstream

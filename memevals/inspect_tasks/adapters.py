@@ -27,7 +27,7 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value,
 from inspect_ai.solver import TaskState
 
 from memevals.core.build import Generation
-from memevals.inspect_tasks.judge import grader_model
+from memevals.inspect_tasks.judge_scorer import grader_model
 
 __all__ = [
     "GraderCall",

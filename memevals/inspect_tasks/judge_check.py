@@ -1,6 +1,6 @@
 """`judge_check`: the model under test is the *grader* (benchmarks/judge_check/README.md).
 
-Each sample is one judge prompt of memevals' own LoCoMo judge (core/judge.py) around one
+Each sample is one judge prompt of memevals' own LoCoMo judge (core/criteria_judge.py) around one
 candidate answer: the gold answer, the audit's specific-but-wrong answer, or its vague-but-on-
 topic one. The solver sends the prompt (temperature 0; one repair request after an unreadable
 verdict, as the llm_judge scorer does); the scorer reads the verdict strictly
@@ -18,7 +18,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from memevals.benchmarks.judge_check import samples
 from memevals.benchmarks.judge_check.scoring import REPLIES_KEY, figures, verdict_score
-from memevals.core.judge import parse_verdict, repair_message
+from memevals.core.criteria_judge import parse_verdict, repair_message
 from memevals.core.options import options_from
 from memevals.inspect_tasks.common import declared_tasks, memevals_task, task_from_build
 from memevals.inspect_tasks.task_parts import from_fields, with_solver

@@ -16,7 +16,7 @@ from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.options import options_from
 from memevals.core.protocol import DEFAULT, MEMEVALS, OFFICIAL
 from memevals.inspect_tasks import common, retrieval
-from memevals.inspect_tasks import official_judge as upstream
+from memevals.inspect_tasks import official_scorer as upstream
 from memevals.inspect_tasks.answer import answer_scorer
 
 __all__ = [

@@ -16,7 +16,7 @@ from memevals.benchmarks.locomo_event_summary import prompts, samples, scoring
 from memevals.core.options import options_from
 from memevals.inspect_tasks import common
 from memevals.inspect_tasks.adapters import ask_model
-from memevals.inspect_tasks.judge import grader_model
+from memevals.inspect_tasks.judge_scorer import grader_model
 from memevals.inspect_tasks.task_parts import stepwise, with_solver
 
 __all__ = ["event_summary_scorer", "locomo_event_summary", "posthoc_scorers"]

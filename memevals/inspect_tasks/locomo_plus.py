@@ -14,7 +14,7 @@ from memevals.core.memory_options import MemoryOptions as _M
 from memevals.core.options import options_from
 from memevals.inspect_tasks import common, retrieval
 from memevals.inspect_tasks import sample_kinds as kinds
-from memevals.inspect_tasks.judge import judge_runs_args
+from memevals.inspect_tasks.judge_scorer import judge_runs_args
 from memevals.inspect_tasks.locomo import evidence_recall, locomo_f1_scorer
 from memevals.inspect_tasks.memory_system import memory_system
 

@@ -12,7 +12,7 @@ from memevals.benchmarks.longmemeval.memory import CONTEXT_MODES, RETRIEVAL_UNIT
 from memevals.benchmarks.longmemeval.samples import JUDGE_MAX_TOKENS, LongMemEvalOptions
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import options_from
-from memevals.inspect_tasks import common, judge, notes, scorer_parts
+from memevals.inspect_tasks import common, judge_scorer, notes, scorer_parts
 from memevals.inspect_tasks.adapters import aggregate_metric
 from memevals.inspect_tasks.memory_system import memory_system
 from memevals.inspect_tasks.retrieval import prompt_tokens
@@ -28,7 +28,7 @@ LME_METRICS: list[Metric] = [
     scorer_parts.flagged_interval("abstention", "abstention_wilson"),
     _FIGURES[3],
     common.category_uncertainty(wilson=True),
-    judge.repeated_judging(),
+    judge_scorer.repeated_judging(),
 ]
 #: Inspect's answer limit is lm-eval's `answer_tokens` (lm-eval's own limit is the YAML's).
 _O, _M, _ALIASES = LongMemEvalOptions(), MemoryOptions(), {"max_tokens": "answer_tokens"}
@@ -83,7 +83,7 @@ def longmemeval(
     grader role; its own options (variant, categories, chain_of_note, ...): README#parameters."""
     options = options_from(LongMemEvalOptions, locals(), where="longmemeval", aliases=_ALIASES)
     build = samples.build(options)
-    scorers = [longmemeval_judge(max_tokens=judge_max_tokens, **judge.judge_runs_args(judge_runs))]
+    scorers = [longmemeval_judge(judge_max_tokens, **judge_scorer.judge_runs_args(judge_runs))]
     scorers += [] if chain_of_note else [prompt_tokens()]
     scorers += [longmemeval_retrieval()] if build.subject or context == "rag" else []
     scorers += [memory_system()] if build.subject else []
@@ -97,4 +97,4 @@ __all_tasks__ = common.declared_tasks(longmemeval)
 def posthoc_scorers(metadata: list[Any], max_tokens: int | None, judge_runs: int) -> list[Scorer]:
     """The judge with the official aggregation, for logged replies (memevals.tools.judge)."""
     limit = {} if max_tokens is None else {"max_tokens": max_tokens}
-    return [longmemeval_judge(**limit, **judge.judge_runs_args(judge_runs))]
+    return [longmemeval_judge(**limit, **judge_scorer.judge_runs_args(judge_runs))]

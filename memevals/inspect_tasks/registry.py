@@ -22,7 +22,7 @@ from typing import Any
 from inspect_ai.util import registry_info
 
 from memevals.benchmarks import records
-from memevals.inspect_tasks import judge as _judge  # noqa: F401  (registers llm_judge)
+from memevals.inspect_tasks import judge_scorer as _judge  # noqa: F401  (registers llm_judge)
 from memevals.inspect_tasks.inspect_internals import (
     InspectInternalsError,
     register_task,

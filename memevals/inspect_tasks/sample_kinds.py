@@ -17,7 +17,7 @@ from inspect_ai.scorer import scorer as register_scorer
 from inspect_ai.solver import TaskState
 
 from memevals.inspect_tasks.common import category_uncertainty, count, uncertainty_metrics
-from memevals.inspect_tasks.judge import repeated_judging
+from memevals.inspect_tasks.judge_scorer import repeated_judging
 from memevals.inspect_tasks.scorer_parts import judge_as_built
 
 __all__ = [

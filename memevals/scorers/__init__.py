@@ -38,11 +38,11 @@ if TYPE_CHECKING:
         criterion_for_longmemeval as criterion_for_longmemeval,
     )
     from memevals.core.agreement import cohen_kappa as cohen_kappa
-    from memevals.core.judge import CriterionSpec as CriterionSpec
-    from memevals.core.judge import JudgeInput as JudgeInput
-    from memevals.core.judge import Verdict as Verdict
-    from memevals.core.judge import judge_prompt as judge_prompt
-    from memevals.core.judge import parse_verdict as parse_verdict
+    from memevals.core.criteria_judge import CriterionSpec as CriterionSpec
+    from memevals.core.criteria_judge import JudgeInput as JudgeInput
+    from memevals.core.criteria_judge import Verdict as Verdict
+    from memevals.core.criteria_judge import judge_prompt as judge_prompt
+    from memevals.core.criteria_judge import parse_verdict as parse_verdict
     from memevals.core.retrieval_metrics import ndcg_any_at_k as ndcg_any_at_k
     from memevals.core.retrieval_metrics import recall_all_at_k as recall_all_at_k
     from memevals.core.retrieval_metrics import recall_any_at_k as recall_any_at_k
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 #: The generic names, by the core module defining them (core names no benchmark).
 CORE_SOURCES: dict[str, tuple[str, ...]] = {
     "memevals.core.agreement": ("cohen_kappa",),
-    "memevals.core.judge": (
+    "memevals.core.criteria_judge": (
         "CriterionSpec",
         "JudgeInput",
         "Verdict",

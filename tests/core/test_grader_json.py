@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memevals.benchmarks.locomo_event_summary import scoring as event_summary
-from memevals.core.judge import json_object_reply, parse_verdict
+from memevals.core.criteria_judge import json_object_reply, parse_verdict
 
 
 def test_strict_json_reader() -> None:

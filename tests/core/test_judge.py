@@ -16,7 +16,7 @@ from memevals.benchmarks.locomo.scoring import criterion_for_locomo
 from memevals.benchmarks.locomo_plus.scoring import criterion_for_locomo_plus
 from memevals.benchmarks.longmemeval.scoring import criterion_for_longmemeval
 from memevals.core.agreement import agreement_by_group, cohen_kappa
-from memevals.core.judge import (
+from memevals.core.criteria_judge import (
     JudgeInput,
     candidate_tag,
     judge_prompt,

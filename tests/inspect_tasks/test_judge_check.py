@@ -24,7 +24,7 @@ from scripted_judge import norm, quoted_candidate, section
 from memevals.benchmarks import judge_criteria
 from memevals.benchmarks.judge_check.samples import KINDS, JudgeCheckOptions, build
 from memevals.benchmarks.locomo.scoring import criterion_for_locomo
-from memevals.core.judge import COMPARISON_CRITERIA, criterion_spec, criterion_under
+from memevals.core.criteria_judge import COMPARISON_CRITERIA, criterion_spec, criterion_under
 from memevals.inspect_tasks.judge_check import judge_check, judge_check_metrics
 
 TESTS = Path(__file__).resolve().parents[1]

@@ -23,8 +23,8 @@ from scripted_judge import quoted_candidate
 from memevals.benchmarks import judge_criteria
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.prompts import NOT_MENTIONED, build_items
-from memevals.core.judge import repair_message
-from memevals.inspect_tasks.judge import llm_judge
+from memevals.core.criteria_judge import repair_message
+from memevals.inspect_tasks.judge_scorer import llm_judge
 from memevals.inspect_tasks.locomo import locomo
 
 JUDGE_CRITERIA = judge_criteria()

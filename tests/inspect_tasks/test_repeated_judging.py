@@ -23,7 +23,7 @@ from scripted_judge import quoted_candidate
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from memevals.core.agreement import fleiss_kappa, repeated_agreement
-from memevals.inspect_tasks.judge import llm_judge, majority_label
+from memevals.inspect_tasks.judge_scorer import llm_judge, majority_label
 
 TESTS = Path(__file__).resolve().parents[1]
 GARBLED = "I would say it is mostly right."  # no JSON object: an unreadable verdict
@@ -357,7 +357,7 @@ def test_lm_eval_rejudging_takes_judge_runs(data_dir: Path, tmp_path: Path) -> N
 def test_rejudging_under_the_lenient_criteria(tmp_path: Path) -> None:
     """`llm_judge(criteria="lenient")` (`-S criteria=lenient`) sends each sample the prompt of
     its criterion under the lenient rule; the default sends the sample's own criterion."""
-    from memevals.core.judge import JudgeInput, criterion_under, judge_prompt
+    from memevals.core.criteria_judge import JudgeInput, criterion_under, judge_prompt
 
     def prompts_sent(**judge_args: Any) -> dict[str, str]:
         seen: dict[str, str] = {}

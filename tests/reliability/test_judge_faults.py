@@ -25,8 +25,8 @@ from log_tools import metrics, scores_by_id
 from reliability_figures import count
 from scripted_judge import quoted_candidate
 
-from memevals.core.judge import repair_message
-from memevals.inspect_tasks.judge import llm_judge
+from memevals.core.criteria_judge import repair_message
+from memevals.inspect_tasks.judge_scorer import llm_judge
 from memevals.inspect_tasks.locomo import locomo
 
 UNREADABLE = {

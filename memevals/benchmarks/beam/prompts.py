@@ -14,7 +14,7 @@ official); nothing here is upstream's. Under `protocol=memevals`:
 
 from __future__ import annotations
 
-from memevals.core.judge import candidate_tag
+from memevals.core.criteria_judge import candidate_tag
 
 __all__ = [
     "EQUIVALENCE_SYSTEM",

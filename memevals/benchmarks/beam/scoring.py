@@ -27,7 +27,7 @@ from typing import Any
 from scipy.stats import kendalltau
 
 from memevals.benchmarks.beam.data import ABILITIES
-from memevals.core.judge import json_object_reply
+from memevals.core.criteria_judge import json_object_reply
 from memevals.core.scored import ScoredSample
 
 __all__ = [
@@ -223,9 +223,9 @@ def official_item_score(score: Any, ability: str) -> float | None:
 
 
 def memevals_reply_score(reply: str) -> float | None:
-    """A memevals-protocol grader reply: exactly one JSON object (memevals.core.judge's strict
-    reading) whose `score` is 1, 0.5 or 0; None for anything else (the grader is asked again,
-    then the item is unscored).
+    """A memevals-protocol grader reply: exactly one JSON object (the strict reading of
+    memevals.core.criteria_judge) whose `score` is 1, 0.5 or 0; None for anything else (the
+    grader is asked again, then the item is unscored).
 
     Args:
         reply: the grader's reply.

@@ -22,8 +22,8 @@ from memevals.benchmarks.locomo.data import CATEGORY_NAMES, Conversation, load_l
 from memevals.benchmarks.locomo.prompts import judge_inputs
 from memevals.benchmarks.locomo.scoring import LOCOMO_JUDGE_CRITERIA, criterion_for_locomo
 from memevals.core.build import Build
+from memevals.core.criteria_judge import JudgeInput, judge_prompt
 from memevals.core.files import DataError
-from memevals.core.judge import JudgeInput, judge_prompt
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memevals.core.judge import parse_verdict
+from memevals.core.criteria_judge import parse_verdict
 
 __all__ = ["GRADER_MAX_TOKENS", "KINDS", "REPLIES_KEY", "WRONG_KINDS", "figures", "verdict_score"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from memevals.benchmarks.locomo.porter import porter_stem
-from memevals.core.judge import (
+from memevals.core.criteria_judge import (
     CRITERIA_SETS,
     RIGHT_WRONG,
     THREE_WAY,
@@ -302,7 +302,7 @@ def evidence_recall_rule(retrieved_ids: list[str], evidence_ids: list[str]) -> t
 
 
 # ---------------------------------------------------------------------------------------------
-# The LLM judge's criteria (README.md#llm-judge; memevals.core.judge holds the machinery)
+# The LLM judge's criteria (README.md#llm-judge; memevals.core.criteria_judge holds the machinery)
 
 _FACTUAL_RULE = """\
 Compare the candidate reply with the reference answer.

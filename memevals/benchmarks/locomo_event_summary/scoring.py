@@ -11,7 +11,7 @@ module is our documented reading (README.md#scoring beside it):
    and every reference fact against the whole generated summary (recall: the share covered),
    a batch of facts per call. F1 is their harmonic mean.
 3. Grader replies must be exactly one JSON object of the asked shape (the parsing conventions of
-   `memevals.core.judge`); one retry, then the sample is *unscored*, never 0.
+   `memevals.core.criteria_judge`); one retry, then the sample is *unscored*, never 0.
 
 Everything the grader reads that came from the model under test is quoted between marker lines
 whose tag is a hash of the quoted text, so the text cannot close its own quote, and the grader is
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.core.build import Generation
-from memevals.core.judge import candidate_tag, json_object_reply
+from memevals.core.criteria_judge import candidate_tag, json_object_reply
 from memevals.core.text_overlap import ROUGE_TYPES, rouge_scores
 
 __all__ = [

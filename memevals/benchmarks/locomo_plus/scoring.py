@@ -1,13 +1,13 @@
 """LoCoMo-Plus's judge criteria (README.md#scoring); LoCoMo's questions keep LoCoMo's.
 
 A cognitive sample has no reference answer: the judge decides whether the reply takes the
-earlier cue into account. memevals.core.judge holds the judge's machinery.
+earlier cue into account. memevals.core.criteria_judge holds the judge's machinery.
 """
 
 from __future__ import annotations
 
 from memevals.benchmarks.locomo.scoring import criterion_for_locomo
-from memevals.core.judge import (
+from memevals.core.criteria_judge import (
     RIGHT_WRONG,
     CriterionSpec,
     criterion,

@@ -93,7 +93,7 @@ STEP_BY_STEP_ANSWER_TOKENS = 800
 #: Upstream's note length and judge length (both at temperature 0).
 NOTE_MAX_TOKENS = 500
 JUDGE_MAX_TOKENS = 10
-#: The label rule of upstream's judge (memevals.core.judge.LABEL_RULES).
+#: The label rule of upstream's judge (memevals.core.criteria_judge.LABEL_RULES).
 LABEL_RULE = "yes_in_reply"
 
 #: "func.NAME+=#n": the string appended by the n-th `NAME += ...` of `func` (source order),

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memevals.core.judge import YES_NO, CriterionSpec, criterion, register_criteria
+from memevals.core.criteria_judge import YES_NO, CriterionSpec, criterion, register_criteria
 
 __all__ = [
     "JUDGE_FIGURES",
@@ -174,8 +174,8 @@ JUDGE_FIGURES = (overall_accuracy, task_averaged_accuracy, abstention_accuracy, 
 
 
 # ---------------------------------------------------------------------------------------------
-# The LLM judge's criteria (README.md#scoring; memevals.core.judge holds the machinery): our own
-# wording of the official yes/no criterion per question type
+# The LLM judge's criteria (README.md#scoring; memevals.core.criteria_judge holds the
+# machinery): our own wording of the official yes/no criterion per question type
 
 _LME_STANDARD_RULE = """\
 Compare the candidate response with the reference answer.

@@ -40,7 +40,7 @@ from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge, yes_
 from memevals.core.tokens import get_token_counter
 from memevals.core.upstream import UpstreamError
 from memevals.inspect_tasks.common import to_dataset
-from memevals.inspect_tasks.official_judge import official_judge
+from memevals.inspect_tasks.official_scorer import official_judge
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FILES = {"oracle": "longmemeval_oracle.json", "s": "longmemeval_s_cleaned.json"}

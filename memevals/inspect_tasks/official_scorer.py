@@ -29,7 +29,7 @@ from inspect_ai.solver import TaskState
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.protocol import OFFICIAL, Protocol
 from memevals.inspect_tasks.common import count, uncertainty_metrics
-from memevals.inspect_tasks.judge import grader_model, judge_runs_args, llm_judge
+from memevals.inspect_tasks.judge_scorer import grader_model, judge_runs_args, llm_judge
 
 __all__ = [
     "judge_officially",

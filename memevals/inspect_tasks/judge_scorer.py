@@ -1,4 +1,4 @@
-"""`llm_judge()`: the Inspect scorer around memevals.core.judge.
+"""`llm_judge()`: the Inspect scorer around memevals.core.criteria_judge.
 
 Each sample carries ``metadata["judge"]`` — the JudgeInput fields except the prediction (the
 criterion, question, reference, evidence, dates). The prediction is the model's completion,
@@ -48,7 +48,7 @@ from inspect_ai.solver import TaskState
 
 from memevals.benchmarks import records
 from memevals.core.agreement import repeated_agreement
-from memevals.core.judge import (
+from memevals.core.criteria_judge import (
     CRITERIA_SETS,
     JudgeInput,
     Verdict,
