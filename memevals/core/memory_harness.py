@@ -361,6 +361,40 @@ class MemoryRun:
         tmp = final.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         tmp.mkdir()
         counting = _CountingModel(model) if model is not None else None
+        report, seconds = self._timed_ingest(history, tmp, counting)
+        record = IngestRecord(
+            history_id=history.history_id,
+            key=key,
+            cached=False,
+            seconds=round(seconds, 4),
+            model_calls=counting.calls if counting else 0,
+            input_tokens=counting.input_tokens if counting else 0,
+            output_tokens=counting.output_tokens if counting else 0,
+            llm_calls=report.llm_calls,
+            items_stored=report.items_stored,
+            extra=dict(report.extra),
+        )
+        (tmp / RECORD_FILE).write_text(json.dumps(record.as_dict(), indent=1), encoding="utf-8")
+        self._move_into_place(history, tmp, final)
+        with self._lock:
+            self.ingestions += 1
+        logger.info(
+            "memory %s: ingested %s in %.2f s (%d model calls)",
+            self.system.name,
+            history.history_id,
+            seconds,
+            record.model_calls,
+        )
+        return record
+
+    def _timed_ingest(
+        self, history: History, tmp: Path, counting: _CountingModel | None
+    ) -> tuple[IngestReport, float]:
+        """Run the system's ingest into `tmp`: its report (None counts as empty) and seconds.
+
+        Any failure removes `tmp` and becomes one MemorySystemError naming the history, so a
+        half-built store is never left behind for the cache to pick up.
+        """
         start = time.perf_counter()
         try:
             report = self.system.ingest(history, tmp, counting)
@@ -382,20 +416,10 @@ class MemoryRun:
                 f"{self.system.name}: ingest() returned {type(report).__name__}, not an "
                 "IngestReport or None"
             )
-        report = report or IngestReport()
-        record = IngestRecord(
-            history_id=history.history_id,
-            key=key,
-            cached=False,
-            seconds=round(seconds, 4),
-            model_calls=counting.calls if counting else 0,
-            input_tokens=counting.input_tokens if counting else 0,
-            output_tokens=counting.output_tokens if counting else 0,
-            llm_calls=report.llm_calls,
-            items_stored=report.items_stored,
-            extra=dict(report.extra),
-        )
-        (tmp / RECORD_FILE).write_text(json.dumps(record.as_dict(), indent=1), encoding="utf-8")
+        return report or IngestReport(), seconds
+
+    def _move_into_place(self, history: History, tmp: Path, final: Path) -> None:
+        """Rename the finished store `tmp` to `final` (a concurrent winner's store is kept)."""
         try:
             os.rename(tmp, final)
         except OSError:
@@ -406,16 +430,6 @@ class MemoryRun:
                     f"{self.system.name}: could not move the store of {history.history_id} "
                     f"into {final}"
                 ) from None
-        with self._lock:
-            self.ingestions += 1
-        logger.info(
-            "memory %s: ingested %s in %.2f s (%d model calls)",
-            self.system.name,
-            history.history_id,
-            seconds,
-            record.model_calls,
-        )
-        return record
 
     def _open(self, history: History, key: str) -> MemoryIndex:
         try:

@@ -84,27 +84,10 @@ def paired_comparison(
     docstring (`_paired_test`); `mde` is `_minimum_detectable_difference`. Same inputs and seed,
     same result.
     """
-    a_values = _finite_array(a, "a")
-    b_values = _finite_array(b, "b")
-    if a_values.size != b_values.size:
-        raise ValueError(
-            f"a and b must pair question by question: {a_values.size} vs {b_values.size} values"
-        )
+    a_values, b_values = _paired_arrays(a, b)
     n = int(a_values.size)
-    if n == 0:
-        raise ValueError("no paired questions to compare (a and b are empty)")
-    if resamples < 1:
-        raise ValueError(f"resamples must be at least 1, got {resamples}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
-    if not 0.0 < power < 1.0:
-        raise ValueError(f"power must lie strictly between 0 and 1, got {power}")
-
-    is_binary = _is_binary(a_values) and _is_binary(b_values)
-    if binary is None:
-        binary = is_binary
-    elif binary and not is_binary:
-        raise ValueError("binary=True but a or b holds a value other than 0 or 1")
+    _check_settings(resamples, level, power)
+    binary = _resolve_binary(a_values, b_values, binary)
 
     cluster_index = _cluster_index(clusters, n)
     cluster_count = int(cluster_index.max()) + 1
@@ -129,6 +112,39 @@ def paired_comparison(
         b_better=int(np.count_nonzero(b_values > a_values)),
         binary=binary,
     )
+
+
+def _paired_arrays(a: Scores, b: Scores) -> tuple[FloatArray, FloatArray]:
+    """Both runs' scores as finite float arrays of one non-zero length (ValueError otherwise)."""
+    a_values = _finite_array(a, "a")
+    b_values = _finite_array(b, "b")
+    if a_values.size != b_values.size:
+        raise ValueError(
+            f"a and b must pair question by question: {a_values.size} vs {b_values.size} values"
+        )
+    if a_values.size == 0:
+        raise ValueError("no paired questions to compare (a and b are empty)")
+    return a_values, b_values
+
+
+def _check_settings(resamples: int, level: float, power: float) -> None:
+    """Reject a resample count below 1 and a level or power outside (0, 1)."""
+    if resamples < 1:
+        raise ValueError(f"resamples must be at least 1, got {resamples}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    if not 0.0 < power < 1.0:
+        raise ValueError(f"power must lie strictly between 0 and 1, got {power}")
+
+
+def _resolve_binary(a_values: FloatArray, b_values: FloatArray, binary: bool | None) -> bool:
+    """The `binary` setting: detected when None, refused when True but a score is not 0 or 1."""
+    is_binary = _is_binary(a_values) and _is_binary(b_values)
+    if binary is None:
+        return is_binary
+    if binary and not is_binary:
+        raise ValueError("binary=True but a or b holds a value other than 0 or 1")
+    return binary
 
 
 def holm_adjust(p_values: Sequence[float]) -> list[float]:
