@@ -18,9 +18,10 @@ import logging
 import math
 import sys
 import typing
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from datasets import Dataset, DatasetDict
 
@@ -44,6 +45,7 @@ __all__ = [
     "LM_EVAL_KEYS",
     "USER_ERRORS",
     "OptionError",
+    "RecentBuilds",
     "as_bool",
     "as_int",
     "checked",
@@ -297,6 +299,41 @@ def with_memory(
         latency["latency_p99_s"],
     )
     return out
+
+
+class RecentBuilds(Generic[OptionsT, T]):
+    """A benchmark's builds of this process, newest last (two at most), keyed by the options'
+    repr (`memory_args` may be a mapping): every subtask of a run (one per category) shares one
+    build, so the data are read once and a memory system ingests each conversation once."""
+
+    def __init__(self, build: Callable[[OptionsT], T]) -> None:
+        """Remember the benchmark's `build` (options -> build).
+
+        Args:
+            build: the benchmark's build function.
+        """
+        self._build = build
+        self._built: OrderedDict[str, T] = OrderedDict()
+
+    def __call__(self, options: OptionsT) -> T:
+        """The build of `options`, made on first use.
+
+        Args:
+            options: the benchmark's options.
+
+        Returns:
+            The build, the same object for equal options while it is among the newest two.
+        """
+        key = repr(options)
+        if key not in self._built:
+            self._built[key] = self._build(options)
+            while len(self._built) > 2:
+                self._built.popitem(last=False)
+        return self._built[key]
+
+    def clear(self) -> None:
+        """Forget every build (a test's subject would keep another test's cache folder)."""
+        self._built.clear()
 
 
 def to_docs(items: Sequence[PromptItem], task: str) -> DatasetDict:

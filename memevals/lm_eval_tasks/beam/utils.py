@@ -12,7 +12,6 @@ as text (`plain_prompt`). BEAM is judged: run lm_eval with --log_samples, then
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
@@ -45,20 +44,9 @@ _KEYS = (
     + MemoryOptions.names()
 )
 
-#: The builds of this process, newest last (two at most): every ability of a size is built
-#: once for all the per-ability subtasks of a run (one read of each chat, one ingestion per
-#: conversation by a memory system). Keyed by the options' repr, since `memory_args` may be a
-#: mapping.
-_BUILT: OrderedDict[str, Build] = OrderedDict()
-
-
-def _every_ability(options: BeamOptions) -> Build:
-    key = repr(options)
-    if key not in _BUILT:
-        _BUILT[key] = build(options)
-        while len(_BUILT) > 2:
-            _BUILT.popitem(last=False)
-    return _BUILT[key]
+#: The builds of this process: every ability of a size is built once for all the per-ability
+#: subtasks of a run (one read of each chat, one ingestion per conversation by a memory system).
+_BUILT: common.RecentBuilds[BeamOptions, Build] = common.RecentBuilds(build)
 
 
 def _options(task: str, metadata: Mapping[str, Any]) -> BeamOptions:
@@ -95,7 +83,7 @@ def beam_docs(categories: str | None = None, **metadata: Any) -> DatasetDict:
     task = f"beam[{categories or 'all'}]"
     options = _options(task, metadata)
     wanted = common.checked(task, lambda: parse_abilities(categories))
-    everything = common.checked(task, lambda: _every_ability(options))
+    everything = common.checked(task, lambda: _BUILT(options))
     items = [i for i in everything.items if i.metadata["category"] in wanted]
     items = common.with_memory(task, items, everything.subject)
     if not items:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,21 +34,11 @@ _NOT_METADATA = (
     "uncertainty",
 )
 
-#: The builds of this process, newest last (two at most): every category of a variant is built
-#: once for all the category subtasks of a run, as the files are large (S 277 MB, M 2.7 GB) and
-#: each subtask would otherwise re-read it (and re-run retrieval); a memory system's ingestions
-#: are made once too (the subtasks share its subject). Keyed by the options' repr, since
-#: `memory_args` may be a mapping.
-_BUILT: OrderedDict[str, LongMemEvalBuild] = OrderedDict()
-
-
-def _every_category(options: LongMemEvalOptions) -> LongMemEvalBuild:
-    key = repr(options)
-    if key not in _BUILT:
-        _BUILT[key] = build(options)
-        while len(_BUILT) > 2:
-            _BUILT.popitem(last=False)
-    return _BUILT[key]
+#: The builds of this process: every category of a variant is built once for all the category
+#: subtasks of a run, as the files are large (S 277 MB, M 2.7 GB) and each subtask would
+#: otherwise re-read it (and re-run retrieval); a memory system's ingestions are made once too
+#: (the subtasks share its subject).
+_BUILT: common.RecentBuilds[LongMemEvalOptions, LongMemEvalBuild] = common.RecentBuilds(build)
 
 
 def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetDict:
@@ -80,7 +69,7 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
             "max_gen_toks=800 (the task's YAML allows 500)",
             task,
         )
-    everything = common.checked(task, lambda: _every_category(options))
+    everything = common.checked(task, lambda: _BUILT(options))
     items = of_categories(everything.items, wanted)
     return common.to_docs(common.with_memory(task, items, everything.subject), task)
 
