@@ -8,6 +8,7 @@ from pathlib import Path
 
 from inspect_ai.log import EvalLog, read_eval_log
 
+from memevals.core.benchmark import Benchmark
 from memevals.tools._runs.labels import subject_of, used_context, with_settings
 from memevals.tools._runs.model import Run, RunError
 from memevals.tools._runs.records import (
@@ -62,30 +63,7 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
     memory = metadata.get("memory")
     used = dict(memory) if isinstance(memory, Mapping) else metadata
     reader = ScoreReader(record, FLAGS | _counted_only(log))
-    by_id: dict[str, Epochs] = {}
-    for sample in sorted(log.samples or [], key=lambda s: (str(s.id), s.epoch)):
-        sid = str(sample.id)
-        md = sample.metadata or {}
-        epochs = by_id.get(sid)
-        if epochs is None:
-            epochs = by_id[sid] = Epochs(
-                sid,
-                category_of(md, record),
-                cluster_of(md, sid, record),
-                groups_of(md, record),
-                gold_text(sample.target),
-                criterion_of(md),
-            )
-        values, flags = reader.inspect_scores(sample, epochs.category)
-        epochs.scores.append(
-            {k: v for k, v in values.items() if reader.kinds.get(k) not in MEMORY_KINDS}
-        )
-        epochs.replies.append(sample.output.completion if sample.output else "")
-        epochs.errored.append(sample.error is not None)
-        for name, raised in flags.items():
-            counts = epochs.flags.setdefault(name, {})
-            for flag, n in raised.items():
-                counts[flag] = counts.get(flag, 0) + n
+    by_id = _epochs_by_sample(log, record, reader)
     epoch_md = tuple(s.metadata or {} for s in log.samples or [])
     run = Run(
         label=f"{log.eval.model}{subject_of(used)} ({Path(path).name})",
@@ -115,6 +93,37 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
         usage=_usage(log),
     )
     return with_settings(run)
+
+
+def _epochs_by_sample(
+    log: EvalLog, record: Benchmark | None, reader: ScoreReader
+) -> dict[str, Epochs]:
+    """Each sample id's epochs: scores (memory scores left out), replies, errors and flags."""
+    by_id: dict[str, Epochs] = {}
+    for sample in sorted(log.samples or [], key=lambda s: (str(s.id), s.epoch)):
+        sid = str(sample.id)
+        md = sample.metadata or {}
+        epochs = by_id.get(sid)
+        if epochs is None:
+            epochs = by_id[sid] = Epochs(
+                sid,
+                category_of(md, record),
+                cluster_of(md, sid, record),
+                groups_of(md, record),
+                gold_text(sample.target),
+                criterion_of(md),
+            )
+        values, flags = reader.inspect_scores(sample, epochs.category)
+        epochs.scores.append(
+            {k: v for k, v in values.items() if reader.kinds.get(k) not in MEMORY_KINDS}
+        )
+        epochs.replies.append(sample.output.completion if sample.output else "")
+        epochs.errored.append(sample.error is not None)
+        for name, raised in flags.items():
+            counts = epochs.flags.setdefault(name, {})
+            for flag, n in raised.items():
+                counts[flag] = counts.get(flag, 0) + n
+    return by_id
 
 
 def _counted_only(log: EvalLog) -> frozenset[str]:
