@@ -149,6 +149,49 @@ def _pick(names: list[str], wanted: str | None, location: str, which: str) -> st
     return names[0]
 
 
+def _logs_and_scores(args: argparse.Namespace) -> tuple[EvalLog, EvalLog, str, str]:
+    """The two logs and the judge score compared in each (one log: its two judge scores)."""
+    log_a = read_eval_log(args.log_a)
+    names_a = judge_score_names(log_a)
+    if args.log_b is None:
+        if args.scorer_a is None and args.scorer_b is None and len(names_a) != 2:
+            raise ValueError(
+                f"{args.log_a}: holds {len(names_a)} judge scores {names_a}; with one log, "
+                "it needs exactly two (or name them with --scorer-a/--scorer-b)"
+            )
+        score_a = args.scorer_a or names_a[0]
+        score_b = args.scorer_b or names_a[1]
+        log_b, names_b = log_a, names_a
+    else:
+        log_b = read_eval_log(args.log_b)
+        names_b = judge_score_names(log_b)
+        score_a = _pick(names_a, args.scorer_a, args.log_a, "a")
+        score_b = _pick(names_b, args.scorer_b, args.log_b, "b")
+    if score_a not in names_a or score_b not in names_b:
+        raise ValueError(f"judge scores available: A {names_a}, B {names_b}")
+    return log_a, log_b, score_a, score_b
+
+
+def _print_table(judge_a: str, judge_b: str, rows: list[Row], unpaired: dict[str, int]) -> None:
+    """Print the two judges and one aligned row per category, then any unpaired counts."""
+    print(f"judge A: {judge_a}")
+    print(f"judge B: {judge_b}")
+    width = max(len("category"), *(len(r.category) for r in rows))
+    print(
+        f"{'category':<{width}}  {'n':>5}  {'agree':>6}  {'kappa':>6}  "
+        f"{'mean_A':>6}  {'mean_B':>6}  {'unscored':>8}"
+    )
+    for r in rows:
+        print(
+            f"{r.category:<{width}}  {r.n:>5}  {_fmt(r.agree):>6}  {_fmt(r.kappa):>6}  "
+            f"{_fmt(r.mean_a):>6}  {_fmt(r.mean_b):>6}  {r.unscored:>8}"
+        )
+    if unpaired["only_a"] or unpaired["only_b"]:
+        print(
+            f"not paired: {unpaired['only_a']} sample(s) only in A, {unpaired['only_b']} only in B"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m memevals.tools.judge_agreement",
@@ -162,24 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        log_a = read_eval_log(args.log_a)
-        names_a = judge_score_names(log_a)
-        if args.log_b is None:
-            if args.scorer_a is None and args.scorer_b is None and len(names_a) != 2:
-                raise ValueError(
-                    f"{args.log_a}: holds {len(names_a)} judge scores {names_a}; with one log, "
-                    "it needs exactly two (or name them with --scorer-a/--scorer-b)"
-                )
-            score_a = args.scorer_a or names_a[0]
-            score_b = args.scorer_b or names_a[1]
-            log_b, names_b = log_a, names_a
-        else:
-            log_b = read_eval_log(args.log_b)
-            names_b = judge_score_names(log_b)
-            score_a = _pick(names_a, args.scorer_a, args.log_a, "a")
-            score_b = _pick(names_b, args.scorer_b, args.log_b, "b")
-        if score_a not in names_a or score_b not in names_b:
-            raise ValueError(f"judge scores available: A {names_a}, B {names_b}")
+        log_a, log_b, score_a, score_b = _logs_and_scores(args)
         labels_a = collect_labels(log_a, score_a)
         labels_b = collect_labels(log_b, score_b)
         rows, unpaired = report(labels_a, labels_b)
@@ -202,22 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
         return 0
-    print(f"judge A: {judge_a}")
-    print(f"judge B: {judge_b}")
-    width = max(len("category"), *(len(r.category) for r in rows))
-    print(
-        f"{'category':<{width}}  {'n':>5}  {'agree':>6}  {'kappa':>6}  "
-        f"{'mean_A':>6}  {'mean_B':>6}  {'unscored':>8}"
-    )
-    for r in rows:
-        print(
-            f"{r.category:<{width}}  {r.n:>5}  {_fmt(r.agree):>6}  {_fmt(r.kappa):>6}  "
-            f"{_fmt(r.mean_a):>6}  {_fmt(r.mean_b):>6}  {r.unscored:>8}"
-        )
-    if unpaired["only_a"] or unpaired["only_b"]:
-        print(
-            f"not paired: {unpaired['only_a']} sample(s) only in A, {unpaired['only_b']} only in B"
-        )
+    _print_table(judge_a, judge_b, rows, unpaired)
     return 0
 
 
