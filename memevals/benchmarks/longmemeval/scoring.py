@@ -12,11 +12,11 @@ and counted, never treated as wrong.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from memevals.core.criteria_judge import YES_NO, CriterionSpec, criterion, register_criteria
+from memevals.core.scored import ScoredSample
 
 __all__ = [
     "JUDGE_FIGURES",
@@ -27,7 +27,6 @@ __all__ = [
     "LME_TEMPORAL",
     "LME_TYPES",
     "LONGMEMEVAL_CRITERIA",
-    "Judged",
     "LmeLabel",
     "LmeSummary",
     "abstention_accuracy",
@@ -110,20 +109,7 @@ def summarize(labels: Iterable[LmeLabel]) -> LmeSummary:
 # The judge's figures over judged samples (the run's metrics of the same names)
 
 
-class Judged(Protocol):
-    """One judged sample as a figure reads it: its id, metadata and label (None: unscored)."""
-
-    @property
-    def sample_id(self) -> str | int | None: ...
-
-    @property
-    def metadata(self) -> Mapping[str, Any]: ...
-
-    @property
-    def value(self) -> float | None: ...
-
-
-def summary_of(judged: Iterable[Judged]) -> LmeSummary:
+def summary_of(judged: Iterable[ScoredSample]) -> LmeSummary:
     """The official aggregates of judged samples, by the type and `_abs` flag they carry.
 
     Args:
@@ -149,22 +135,22 @@ def _or_left_out(value: float | None) -> float | dict[str, float]:
     return {} if value is None else value
 
 
-def overall_accuracy(judged: Sequence[Judged]) -> float | dict[str, float]:
+def overall_accuracy(judged: Sequence[ScoredSample]) -> float | dict[str, float]:
     """Micro mean over all judged questions."""
     return _or_left_out(summary_of(judged).overall)
 
 
-def task_averaged_accuracy(judged: Sequence[Judged]) -> float | dict[str, float]:
+def task_averaged_accuracy(judged: Sequence[ScoredSample]) -> float | dict[str, float]:
     """Unweighted mean of the per-type accuracies (the types present in the run)."""
     return _or_left_out(summary_of(judged).task_averaged)
 
 
-def abstention_accuracy(judged: Sequence[Judged]) -> float | dict[str, float]:
+def abstention_accuracy(judged: Sequence[ScoredSample]) -> float | dict[str, float]:
     """Mean over the `_abs` questions (left out when the run has none)."""
     return _or_left_out(summary_of(judged).abstention)
 
 
-def type_accuracy(judged: Sequence[Judged]) -> dict[str, float]:
+def type_accuracy(judged: Sequence[ScoredSample]) -> dict[str, float]:
     """Accuracy per question type (`_abs` items count in their type)."""
     return dict(summary_of(judged).per_type)
 
