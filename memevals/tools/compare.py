@@ -992,38 +992,49 @@ def chart_figure(rows: Sequence[Row], benchmark: str) -> Figure:
         _note(axes[0, 0], NO_SCORED)
         axes[0, 0].set_title(benchmark)
         return fig
-    bar_w = 0.8 / max(1, len(sub))
     for ax, (kind, cats) in zip(axes[:, 0], layout, strict=True):
-        groups = ["overall", *cats]
-        missing: list[str] = []
-        for i, r in enumerate(sub):
-            ks = r.kinds.get(kind, KindScores())
-            xs = [g + (i - (len(sub) - 1) / 2) * bar_w for g in range(len(groups))]
-            values = [ks.overall, *(ks.categories.get(c) for c in cats)]
-            heights = [v if v is not None and not math.isnan(v) else 0.0 for v in values]
-            ax.bar(xs, heights, bar_w, label=f"run {i + 1}: {r.label}")
-            if ks.overall is None and kind in r.kinds:
-                unscored = int(ks.extras.get("unscored", 0))
-                missing.append(f"run {i + 1}" + (f" ({unscored} unscored)" if unscored else ""))
-            if ks.stderr and heights[0] and math.isfinite(ks.stderr):
-                ax.errorbar([xs[0]], [heights[0]], yerr=[ks.stderr], fmt="none", ecolor="black")
-        if missing:
-            _note(ax, f"{NO_SCORED}: {', '.join(missing)}")
-        ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels(groups, rotation=35, ha="right", rotation_mode="anchor")
-        ax.set_ylabel(_title(kind))
-        shown = [r.kinds[kind] for r in sub if kind in r.kinds]
-        unit = all(
-            0.0 <= v <= 1.0 for ks in shown for v in (ks.overall or 0.0, *ks.categories.values())
-        )
-        ax.set_ylim(0, 1.05 if unit else None)
-        ax.set_title(f"{benchmark}: {_title(kind)}")
-        ax.grid(axis="y", alpha=0.3)
+        _draw_panel(ax, sub, kind, cats, benchmark)
     # "outside": the layout engine puts the legend below every panel and its x labels (placed
     # by hand under the last panel, it ran over long rotated labels)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", fontsize=8, ncols=1)
     return fig
+
+
+def _draw_panel(
+    ax: Axes, sub: Sequence[Row], kind: str, cats: Sequence[str], benchmark: str
+) -> None:
+    """Draw one score's panel: per group (overall + `cats`), one bar per run.
+
+    Runs without a scored sample get a note; the y axis is 0-1 when every value shown is a
+    fraction.
+    """
+    groups = ["overall", *cats]
+    bar_w = 0.8 / max(1, len(sub))
+    missing: list[str] = []
+    for i, r in enumerate(sub):
+        ks = r.kinds.get(kind, KindScores())
+        xs = [g + (i - (len(sub) - 1) / 2) * bar_w for g in range(len(groups))]
+        values = [ks.overall, *(ks.categories.get(c) for c in cats)]
+        heights = [v if v is not None and not math.isnan(v) else 0.0 for v in values]
+        ax.bar(xs, heights, bar_w, label=f"run {i + 1}: {r.label}")
+        if ks.overall is None and kind in r.kinds:
+            unscored = int(ks.extras.get("unscored", 0))
+            missing.append(f"run {i + 1}" + (f" ({unscored} unscored)" if unscored else ""))
+        if ks.stderr and heights[0] and math.isfinite(ks.stderr):
+            ax.errorbar([xs[0]], [heights[0]], yerr=[ks.stderr], fmt="none", ecolor="black")
+    if missing:
+        _note(ax, f"{NO_SCORED}: {', '.join(missing)}")
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(groups, rotation=35, ha="right", rotation_mode="anchor")
+    ax.set_ylabel(_title(kind))
+    shown = [r.kinds[kind] for r in sub if kind in r.kinds]
+    unit = all(
+        0.0 <= v <= 1.0 for ks in shown for v in (ks.overall or 0.0, *ks.categories.values())
+    )
+    ax.set_ylim(0, 1.05 if unit else None)
+    ax.set_title(f"{benchmark}: {_title(kind)}")
+    ax.grid(axis="y", alpha=0.3)
 
 
 def _note(ax: Axes, text: str) -> None:
