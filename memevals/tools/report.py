@@ -213,6 +213,33 @@ def _comparisons(
     return out, notes
 
 
+def _scored_runs(paths: Sequence[str]) -> tuple[list[tuple[Run, Row]], list[Run]]:
+    """The runs with a score to compare (each with its table row), and the failed runs."""
+    if not paths:
+        raise ReportError("no runs given: name Inspect logs, lm-eval samples files or folders")
+    runs = load_runs(paths)
+    failed = [r for r in runs if not r.has_results]
+    kept: list[tuple[Run, Row]] = []
+    for run in runs:
+        row = row_from_run(run) if run.has_results else None
+        if row is not None:
+            kept.append((run, row))
+    if not kept:
+        raise ReportError(
+            f"none of the {len(runs)} run(s) has results (a failed or cancelled run): "
+            + "; ".join(f"{r.path} (status {r.status})" for r in failed)
+        )
+    scored = [
+        (r, w) for r, w in kept if any(is_compared(r.kinds.get(k), r.record) for k in w.kinds)
+    ]
+    if not scored:
+        raise ReportError(
+            "the runs have no answer, judge or retrieval score to compare "
+            "(are these logs of memevals tasks?): " + "; ".join(r.path for r, _ in kept)
+        )
+    return scored, failed
+
+
 def build_report(
     paths: Sequence[str],
     *,
@@ -238,28 +265,7 @@ def build_report(
     Returns:
         The report.
     """
-    if not paths:
-        raise ReportError("no runs given: name Inspect logs, lm-eval samples files or folders")
-    runs = load_runs(paths)
-    failed = [r for r in runs if not r.has_results]
-    kept: list[tuple[Run, Row]] = []
-    for run in runs:
-        row = row_from_run(run) if run.has_results else None
-        if row is not None:
-            kept.append((run, row))
-    if not kept:
-        raise ReportError(
-            f"none of the {len(runs)} run(s) has results (a failed or cancelled run): "
-            + "; ".join(f"{r.path} (status {r.status})" for r in failed)
-        )
-    scored = [
-        (r, w) for r, w in kept if any(is_compared(r.kinds.get(k), r.record) for k in w.kinds)
-    ]
-    if not scored:
-        raise ReportError(
-            "the runs have no answer, judge or retrieval score to compare "
-            "(are these logs of memevals tasks?): " + "; ".join(r.path for r, _ in kept)
-        )
+    scored, failed = _scored_runs(paths)
     rows = [w for _, w in scored]
     disambiguate(rows)
     runs = [r for r, _ in scored]
@@ -502,31 +508,7 @@ def _leaderboard(report: Report) -> str:
         tds = [
             f"<td>{_e(model)}</td><td>{_e(context)}</td><td>{_e(protocol)}</td><td>{_e(judge)}</td>"
         ]
-        for benchmark, kind in columns:
-            held = cells.get(benchmark)
-            ks = held.kinds.get(kind) if held is not None else None
-            summary = ks.clustered.get("") if ks is not None else None
-            if held is None or ks is None or summary is None or not _finite(ks.overall):
-                unscored = ks.extras.get("unscored") if ks is not None else None
-                note = f" ({_num(unscored, 0)} unscored)" if unscored else ""
-                tds.append(f'<td class="num" data-value="">–{_e(note)}</td>')
-                continue
-            assert ks.overall is not None
-            low, high = summary.interval.lower, summary.interval.upper
-            flags = []
-            if ks.extras.get("unscored"):
-                flags.append(f"{_num(ks.extras['unscored'], 0)} unscored")
-            tds.append(
-                f'<td class="num" data-value="{_value_attr(ks.overall)}" '
-                f'data-low="{_value_attr(low)}" data-high="{_value_attr(high)}" '
-                f'data-log="{_e(held.log)}" data-benchmark="{_e(benchmark)}" '
-                f'data-kind="{_e(kind)}">'
-                f'{_ci_glyph(ks.overall, low, high)}<a href="#{_grid_id(held, kind, report)}">'
-                f'<span class="v">{_num(ks.overall)}</span></a> '
-                f"<small>[{_num(low)}, {_num(high)}]</small>"
-                + (f' <span class="warn">{_e("; ".join(flags))}</span>' if flags else "")
-                + "</td>"
-            )
+        tds += [_leaderboard_cell(report, cells.get(b), b, k) for b, k in columns]
         body.append("<tr>" + "".join(tds) + "</tr>")
     warnings = _leaderboard_warnings(report, columns)
     return (
@@ -540,6 +522,32 @@ def _leaderboard(report: Report) -> str:
         '<th data-sort="2">protocol</th><th data-sort="3">judge</th>'
         f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
         + ("".join(f'<p class="warn">⚠ {_e(w)}</p>' for w in warnings))
+    )
+
+
+def _leaderboard_cell(report: Report, held: Row | None, benchmark: str, kind: str) -> str:
+    """One leaderboard cell: the mean with its interval glyph and link, or a dash."""
+    ks = held.kinds.get(kind) if held is not None else None
+    summary = ks.clustered.get("") if ks is not None else None
+    if held is None or ks is None or summary is None or not _finite(ks.overall):
+        unscored = ks.extras.get("unscored") if ks is not None else None
+        note = f" ({_num(unscored, 0)} unscored)" if unscored else ""
+        return f'<td class="num" data-value="">–{_e(note)}</td>'
+    assert ks.overall is not None
+    low, high = summary.interval.lower, summary.interval.upper
+    flags = []
+    if ks.extras.get("unscored"):
+        flags.append(f"{_num(ks.extras['unscored'], 0)} unscored")
+    return (
+        f'<td class="num" data-value="{_value_attr(ks.overall)}" '
+        f'data-low="{_value_attr(low)}" data-high="{_value_attr(high)}" '
+        f'data-log="{_e(held.log)}" data-benchmark="{_e(benchmark)}" '
+        f'data-kind="{_e(kind)}">'
+        f'{_ci_glyph(ks.overall, low, high)}<a href="#{_grid_id(held, kind, report)}">'
+        f'<span class="v">{_num(ks.overall)}</span></a> '
+        f"<small>[{_num(low)}, {_num(high)}]</small>"
+        + (f' <span class="warn">{_e("; ".join(flags))}</span>' if flags else "")
+        + "</td>"
     )
 
 
@@ -696,30 +704,7 @@ def _paired(report: Report) -> str:
             f"{_e(c.name_b)} <small>(factor: {_e(factor)}; protocol {_e(c.a.protocol)})"
             "</small></h3>"
         )
-        marks = []
-        rows_html = []
-        for t in c.tables:
-            for row in t.rows:
-                res = row.result
-                marks.append(_Mark(t.score, row.category, res.difference, res.ci_low, res.ci_high))
-                rows_html.append(
-                    f"<tr class='diff' id='{_anchor('diff', ci, t.score, row.category)}' "
-                    f"data-c='{ci}' "
-                    f"data-score='{_e(t.score)}' data-category='{_e(row.category)}' "
-                    f"data-difference='{_value_attr(res.difference)}' "
-                    f"data-low='{_value_attr(res.ci_low)}' data-high='{_value_attr(res.ci_high)}' "
-                    f"data-p='{_value_attr(res.p_value)}' data-holm='{_value_attr(row.holm_p)}' "
-                    f"data-mde='{_value_attr(res.mde)}'>"
-                    f"<td>{_e(t.score)}</td><td>{_e(row.category)}</td><td class='num'>{res.n}</td>"
-                    f"<td class='num'>{_num(res.mean_a)}</td>"
-                    f"<td class='num'>{_num(res.mean_b)}</td>"
-                    f"<td class='num'>{_num(res.difference)}</td>"
-                    f"<td class='num'>[{_num(res.ci_low)}, {_num(res.ci_high)}]</td>"
-                    f"<td class='num'>{_num(res.p_value, 4)}</td>"
-                    f"<td class='num'>{_num(row.holm_p, 4)}</td><td class='num'>{_num(res.mde)}"
-                    f"</td><td class='num'>{res.a_better}</td><td class='num'>{res.b_better}</td>"
-                    "</tr>"
-                )
+        marks, rows_html = _paired_rows(ci, c)
         if marks:
             parts.append(
                 _dot_whisker(
@@ -735,35 +720,70 @@ def _paired(report: Report) -> str:
             "<th>p (Holm)</th><th>MDE</th><th>A better</th><th>B better</th></tr></thead>"
             f"<tbody>{''.join(rows_html)}</tbody></table>"
         )
-        flips = flipped_rows(c)
-        parts.append(f"<details><summary>{len(flips)} flipped question(s)</summary>")
-        if flips:
-            parts.append(
-                "<table class='flips'><thead><tr><th>score</th><th>question</th><th>gold</th>"
-                "<th>reply A</th><th>A</th><th>reply B</th><th>B</th></tr></thead><tbody>"
-            )
-            details_a = report.details[report.runs.index(c.a)]
-            details_b = report.details[report.runs.index(c.b)]
-            for f in flips[:FLIPS_SHOWN]:
-                q = details_a.get(f["id"], {}).get("question", f["id"])
-                la = details_a.get(f["id"], {}).get("label", "")
-                lb = details_b.get(f["id"], {}).get("label", "")
-                parts.append(
-                    f"<tr><td>{_e(f['score'])}</td><td>{_e(q)}</td><td>{_e(f['gold'])}</td>"
-                    f"<td>{_e(f['reply_a'][:TEXT_LIMIT])}</td>"
-                    f"<td>{_num(f['score_a'])} {_e(la)}</td>"
-                    f"<td>{_e(f['reply_b'][:TEXT_LIMIT])}</td>"
-                    f"<td>{_num(f['score_b'])} {_e(lb)}</td>"
-                    "</tr>"
-                )
-            parts.append("</tbody></table>")
-            if len(flips) > FLIPS_SHOWN:
-                parts.append(
-                    f"<p>… {len(flips) - FLIPS_SHOWN} more: filter the question table by "
-                    "<em>flipped</em>, or run memevals-diff --flips.</p>"
-                )
-        parts.append("</details>")
+        parts.append(_flips_html(report, c))
     parts += [f"<p class='warn'>{_e(n)}</p>" for n in report.notes]
+    return "".join(parts)
+
+
+def _paired_rows(ci: int, c: Comparison) -> tuple[list[_Mark], list[str]]:
+    """The chart marks and table rows of one comparison: one per score and category."""
+    marks: list[_Mark] = []
+    rows_html: list[str] = []
+    for t in c.tables:
+        for row in t.rows:
+            res = row.result
+            marks.append(_Mark(t.score, row.category, res.difference, res.ci_low, res.ci_high))
+            rows_html.append(
+                f"<tr class='diff' id='{_anchor('diff', ci, t.score, row.category)}' "
+                f"data-c='{ci}' "
+                f"data-score='{_e(t.score)}' data-category='{_e(row.category)}' "
+                f"data-difference='{_value_attr(res.difference)}' "
+                f"data-low='{_value_attr(res.ci_low)}' data-high='{_value_attr(res.ci_high)}' "
+                f"data-p='{_value_attr(res.p_value)}' data-holm='{_value_attr(row.holm_p)}' "
+                f"data-mde='{_value_attr(res.mde)}'>"
+                f"<td>{_e(t.score)}</td><td>{_e(row.category)}</td><td class='num'>{res.n}</td>"
+                f"<td class='num'>{_num(res.mean_a)}</td>"
+                f"<td class='num'>{_num(res.mean_b)}</td>"
+                f"<td class='num'>{_num(res.difference)}</td>"
+                f"<td class='num'>[{_num(res.ci_low)}, {_num(res.ci_high)}]</td>"
+                f"<td class='num'>{_num(res.p_value, 4)}</td>"
+                f"<td class='num'>{_num(row.holm_p, 4)}</td><td class='num'>{_num(res.mde)}"
+                f"</td><td class='num'>{res.a_better}</td><td class='num'>{res.b_better}</td>"
+                "</tr>"
+            )
+    return marks, rows_html
+
+
+def _flips_html(report: Report, c: Comparison) -> str:
+    """The flipped questions of one comparison (the first FLIPS_SHOWN), folded."""
+    flips = flipped_rows(c)
+    parts = [f"<details><summary>{len(flips)} flipped question(s)</summary>"]
+    if flips:
+        parts.append(
+            "<table class='flips'><thead><tr><th>score</th><th>question</th><th>gold</th>"
+            "<th>reply A</th><th>A</th><th>reply B</th><th>B</th></tr></thead><tbody>"
+        )
+        details_a = report.details[report.runs.index(c.a)]
+        details_b = report.details[report.runs.index(c.b)]
+        for f in flips[:FLIPS_SHOWN]:
+            q = details_a.get(f["id"], {}).get("question", f["id"])
+            la = details_a.get(f["id"], {}).get("label", "")
+            lb = details_b.get(f["id"], {}).get("label", "")
+            parts.append(
+                f"<tr><td>{_e(f['score'])}</td><td>{_e(q)}</td><td>{_e(f['gold'])}</td>"
+                f"<td>{_e(f['reply_a'][:TEXT_LIMIT])}</td>"
+                f"<td>{_num(f['score_a'])} {_e(la)}</td>"
+                f"<td>{_e(f['reply_b'][:TEXT_LIMIT])}</td>"
+                f"<td>{_num(f['score_b'])} {_e(lb)}</td>"
+                "</tr>"
+            )
+        parts.append("</tbody></table>")
+        if len(flips) > FLIPS_SHOWN:
+            parts.append(
+                f"<p>… {len(flips) - FLIPS_SHOWN} more: filter the question table by "
+                "<em>flipped</em>, or run memevals-diff --flips.</p>"
+            )
+    parts.append("</details>")
     return "".join(parts)
 
 
@@ -792,26 +812,7 @@ def _cost(report: Report) -> str:
         kind = next(iter(rows[0].kinds))
         scored = [r for r in rows if kind in r.kinds and _finite(r.kinds[kind].overall)]
         ylabel = f"{benchmark} {_kind_title(kind)}"
-        axes: list[tuple[str, str, list[tuple[str, float, float]], bool]] = []
-        tokens = [
-            (r.label, float(r.usage["input_tokens"]), r.kinds[kind].overall or 0.0)
-            for r in scored
-            if r.usage.get("input_tokens")
-        ]
-        axes.append(("tokens", "input tokens (log scale)", tokens, True))
-        dollars = [
-            (r.label, d, r.kinds[kind].overall or 0.0)
-            for r in scored
-            if (d := _dollars(report, r)) is not None
-        ]
-        axes.append(("dollars", "dollars (log scale)", dollars, True))
-        for pct in ("p50", "p95"):
-            lat = [
-                (r.label, 1000 * float(r.memory[f"latency_{pct}_s"]), r.kinds[kind].overall or 0.0)
-                for r in scored
-                if _finite(_float(r.memory.get(f"latency_{pct}_s")))
-            ]
-            axes.append((f"latency-{pct}", f"memory latency {pct} (ms)", lat, False))
+        axes = _cost_axes(report, scored, kind)
         for name, xlabel, points, log in axes:
             if points:
                 drawn = True
@@ -824,38 +825,72 @@ def _cost(report: Report) -> str:
                 )
     if not drawn:
         parts.append("<p class='none'>No run reported its token usage or memory latency.</p>")
-    memory_rows = [r for r in report.rows if r.memory]
-    if memory_rows:
-        cols = [
-            "system",
-            "k",
-            "latency_p50_s",
-            "latency_p95_s",
-            "histories",
-            "ingestions",
-            "cache_hits",
-            "build_seconds",
-            "build_model_calls",
-            "build_llm_calls",
-            "build_input_tokens",
-            "build_output_tokens",
-        ]
-        head = "".join(f"<th>{_e(c)}</th>" for c in ["run", *cols])
-        body = "".join(
-            "<tr><td>"
-            + _e(r.label)
-            + "</td>"
-            + "".join(f"<td class='num'>{_e(_shown(r.memory.get(c)))}</td>" for c in cols)
-            + "</tr>"
-            for r in memory_rows
-        )
-        parts.append(
-            "<h4>Memory build cost</h4><p>For the histories this run ingested (each once; a "
-            "cache hit was built by an earlier run): seconds, memory-model and the system's "
-            "own LLM calls, tokens.</p>"
-            f"<table class='memory'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-        )
+    parts.append(_memory_cost_table(report))
     return "".join(parts)
+
+
+def _cost_axes(
+    report: Report, scored: list[Row], kind: str
+) -> list[tuple[str, str, list[tuple[str, float, float]], bool]]:
+    """The cost charts of one benchmark's scored rows: (name, x label, points, log scale) for
+    input tokens, dollars and memory latency p50 / p95."""
+    axes: list[tuple[str, str, list[tuple[str, float, float]], bool]] = []
+    tokens = [
+        (r.label, float(r.usage["input_tokens"]), r.kinds[kind].overall or 0.0)
+        for r in scored
+        if r.usage.get("input_tokens")
+    ]
+    axes.append(("tokens", "input tokens (log scale)", tokens, True))
+    dollars = [
+        (r.label, d, r.kinds[kind].overall or 0.0)
+        for r in scored
+        if (d := _dollars(report, r)) is not None
+    ]
+    axes.append(("dollars", "dollars (log scale)", dollars, True))
+    for pct in ("p50", "p95"):
+        lat = [
+            (r.label, 1000 * float(r.memory[f"latency_{pct}_s"]), r.kinds[kind].overall or 0.0)
+            for r in scored
+            if _finite(_float(r.memory.get(f"latency_{pct}_s")))
+        ]
+        axes.append((f"latency-{pct}", f"memory latency {pct} (ms)", lat, False))
+    return axes
+
+
+def _memory_cost_table(report: Report) -> str:
+    """The memory systems' build cost, one row per run with a memory system ("" without)."""
+    memory_rows = [r for r in report.rows if r.memory]
+    if not memory_rows:
+        return ""
+    cols = [
+        "system",
+        "k",
+        "latency_p50_s",
+        "latency_p95_s",
+        "histories",
+        "ingestions",
+        "cache_hits",
+        "build_seconds",
+        "build_model_calls",
+        "build_llm_calls",
+        "build_input_tokens",
+        "build_output_tokens",
+    ]
+    head = "".join(f"<th>{_e(c)}</th>" for c in ["run", *cols])
+    body = "".join(
+        "<tr><td>"
+        + _e(r.label)
+        + "</td>"
+        + "".join(f"<td class='num'>{_e(_shown(r.memory.get(c)))}</td>" for c in cols)
+        + "</tr>"
+        for r in memory_rows
+    )
+    return (
+        "<h4>Memory build cost</h4><p>For the histories this run ingested (each once; a "
+        "cache hit was built by an earlier run): seconds, memory-model and the system's "
+        "own LLM calls, tokens.</p>"
+        f"<table class='memory'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 def _float(value: Any) -> float | None:
@@ -915,6 +950,20 @@ def _bucket_order(axis: AnalysisAxis, names: Iterable[str]) -> list[str]:
     return sorted(set(names), key=lambda n: order.get(n, len(order)))
 
 
+def _axis_groups(
+    run: Run, details: Mapping[str, Any], axis: AnalysisAxis, kind: str | None
+) -> dict[str, list[tuple[float, str]]]:
+    """A run's scored samples of one score by bucket of an analysis axis: (value, cluster)."""
+    groups: dict[str, list[tuple[float, str]]] = {}
+    for sid, s in run.samples.items():
+        b = bucket(axis, details.get(sid, {}).get("metadata", {}).get(axis.key))
+        value = s.scores.get(kind) if kind else None
+        if b is None or value is None or not math.isfinite(value) or s.errored:
+            continue
+        groups.setdefault(b, []).append((value, s.cluster))
+    return groups
+
+
 def _failures(report: Report) -> str:
     parts = [
         "<p>Scores broken down by the analysis axes each benchmark's record declares (how far "
@@ -937,14 +986,7 @@ def _failures(report: Report) -> str:
             for i in idx:
                 run, row = report.runs[i], _row_of(report, report.runs[i])
                 kind = next(iter(row.kinds), None) if row is not None else None
-                details = report.details[i]
-                groups: dict[str, list[tuple[float, str]]] = {}
-                for sid, s in run.samples.items():
-                    b = bucket(axis, details.get(sid, {}).get("metadata", {}).get(axis.key))
-                    value = s.scores.get(kind) if kind else None
-                    if b is None or value is None or not math.isfinite(value) or s.errored:
-                        continue
-                    groups.setdefault(b, []).append((value, s.cluster))
+                groups = _axis_groups(run, report.details[i], axis, kind)
                 if not groups:
                     missing.append(run.label)
                     continue
@@ -983,16 +1025,22 @@ def _row_of(report: Report, run: Run) -> Row | None:
     return report.rows[report.runs.index(run)]
 
 
-def _questions_data(report: Report) -> dict[str, Any]:
-    """The question browser's data: one entry per question (benchmark, id), each run's reply,
-    scores, judge label, retrieved ids and a memory system's results (indices into one table,
-    `items`, that holds each distinct result once)."""
+def _flipped_by_run(report: Report) -> dict[tuple[int, str], set[str]]:
+    """(run index, sample id) -> the runs it flipped against, over every comparison."""
     flipped: dict[tuple[int, str], set[str]] = {}
     for c in report.comparisons:
         ia, ib = report.runs.index(c.a), report.runs.index(c.b)
         for f in flipped_rows(c):
             flipped.setdefault((ia, f["id"]), set()).add(c.name_b)
             flipped.setdefault((ib, f["id"]), set()).add(c.name_a)
+    return flipped
+
+
+def _questions_data(report: Report) -> dict[str, Any]:
+    """The question browser's data: one entry per question (benchmark, id), each run's reply,
+    scores, judge label, retrieved ids and a memory system's results (indices into one table,
+    `items`, that holds each distinct result once)."""
+    flipped = _flipped_by_run(report)
     questions: dict[tuple[str, str], dict[str, Any]] = {}
     items = _Items()
     runs = []
