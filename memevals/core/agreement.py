@@ -17,6 +17,7 @@ __all__ = [
     "RepeatedAgreement",
     "agreement",
     "agreement_by_group",
+    "agreement_figures",
     "cohen_kappa",
     "fleiss_kappa",
     "repeated_agreement",
@@ -143,3 +144,24 @@ def repeated_agreement(ratings: Sequence[Sequence[Hashable | None]]) -> Repeated
         return RepeatedAgreement(0, incomplete, None, None)
     agree = sum(len(set(r)) == 1 for r in complete) / len(complete)
     return RepeatedAgreement(len(complete), incomplete, agree, fleiss_kappa(complete))
+
+
+def agreement_figures(
+    prefix: str, ratings: Sequence[Sequence[Hashable | None]]
+) -> dict[str, float]:
+    """The defined figures of `repeated_agreement` as named numbers.
+
+    Args:
+        prefix: put before each name (e.g. "judge_" or a category's "temporal_").
+        ratings: per-item label lists, None marking an unreadable verdict.
+
+    Returns:
+        `{prefix}agreement` and `{prefix}kappa`, each only when it is defined.
+    """
+    result = repeated_agreement(ratings)
+    out: dict[str, float] = {}
+    if result.agree is not None:
+        out[f"{prefix}agreement"] = result.agree
+    if result.kappa is not None:
+        out[f"{prefix}kappa"] = result.kappa
+    return out

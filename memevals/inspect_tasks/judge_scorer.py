@@ -47,7 +47,7 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value,
 from inspect_ai.solver import TaskState
 
 from memevals.benchmarks import records
-from memevals.core.agreement import repeated_agreement
+from memevals.core.agreement import agreement_figures, repeated_agreement
 from memevals.core.criteria_judge import (
     CRITERIA_SETS,
     JudgeInput,
@@ -143,16 +143,6 @@ def majority_label(labels: list[str], scores: Mapping[str, float]) -> str:
     return min(counts, key=lambda label: (-counts[label], scores[label], label))
 
 
-def _group_agreement(prefix: str, rows: list[list[str | None]]) -> dict[str, float]:
-    result = repeated_agreement(rows)
-    out: dict[str, float] = {}
-    if result.agree is not None:
-        out[f"{prefix}agreement"] = result.agree
-    if result.kappa is not None:
-        out[f"{prefix}kappa"] = result.kappa
-    return out
-
-
 @metric(name="judge")
 def repeated_judging() -> Metric:
     """With judge_runs = N > 1: ``judge_runs`` (N), ``judge_compared`` (samples with N readable
@@ -180,11 +170,11 @@ def repeated_judging() -> Metric:
             "judge_runs": float(runs.pop()),
             "judge_compared": float(result.items),
             "judge_incomplete": float(result.incomplete),
-            **_group_agreement("judge_", [labels for _, labels in rows]),
+            **agreement_figures("judge_", [labels for _, labels in rows]),
         }
         for category in sorted({str(c) for c, _ in rows if c is not None}):
             group = [labels for c, labels in rows if str(c) == category]
-            out.update(_group_agreement(f"judge_{category}_", group))
+            out.update(agreement_figures(f"judge_{category}_", group))
         return out
 
     return compute

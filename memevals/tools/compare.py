@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 from inspect_ai.log import EvalLog
 
 from memevals.core import statistics
-from memevals.core.agreement import repeated_agreement
+from memevals.core.agreement import agreement_figures, repeated_agreement
 from memevals.core.benchmark import Benchmark
 from memevals.core.memory_harness import (
     CONTEXT_TOKENS_KEY,
@@ -309,24 +309,15 @@ def _repeated(rows: Sequence[tuple[str, tuple[str | None, ...]]]) -> dict[str, f
     if not rows:
         return {}
 
-    def figures(prefix: str, labels: list[tuple[str | None, ...]]) -> dict[str, float]:
-        result = repeated_agreement([list(x) for x in labels])
-        out: dict[str, float] = {}
-        if result.agree is not None:
-            out[f"{prefix}agreement"] = result.agree
-        if result.kappa is not None:
-            out[f"{prefix}kappa"] = result.kappa
-        return out
-
     overall = repeated_agreement([list(labels) for _, labels in rows])
     out: dict[str, float] = {
         "runs": float(max(len(labels) for _, labels in rows)),
         "compared": float(overall.items),
         "incomplete": float(overall.incomplete),
-        **figures("", [labels for _, labels in rows]),
+        **agreement_figures("", [labels for _, labels in rows]),
     }
     for category in sorted({c for c, _ in rows if c != NO_CATEGORY}):
-        out |= figures(f"{category}_", [labels for c, labels in rows if c == category])
+        out |= agreement_figures(f"{category}_", [labels for c, labels in rows if c == category])
     return out
 
 
