@@ -136,6 +136,16 @@ def leave_out_empty_metrics() -> None:
 
     setattr(empty_metric_value, _LEFT_OUT_MARK, True)
     results.empty_metric_value = empty_metric_value
+    _rename_dict_scores(results)
+
+
+def _rename_dict_scores(results: Any) -> None:
+    """Patch Inspect's `scorers_from_metric_dict` (module `results`) to name rows as memevals does.
+
+    A dict-valued score's rows get a plain score's names (`short_metric_names`) and a renamed
+    scorer's results get its suffix (`appended_suffix`); without that internal a warning says
+    so and Inspect's names stay.
+    """
     dict_scores = getattr(results, "scorers_from_metric_dict", None)
     if dict_scores is None:
         _warn_once(
