@@ -272,6 +272,49 @@ def _release(store: _OpenStore) -> None:
             _close_memory(store.memory)
 
 
+def _check_options(
+    *,
+    turns_per_add: int,
+    temperature: float,
+    llm_timeout_s: float,
+    llm_max_retries: int,
+    llm_max_tokens: int | None,
+    llm_preflight: bool,
+    embedding_model: str,
+) -> None:
+    """Reject a task argument of Mem0System of the wrong type or range, naming it and its fix."""
+    if isinstance(turns_per_add, bool) or not isinstance(turns_per_add, int):
+        raise ValueError(f"memory=mem0: turns_per_add must be an integer, not {turns_per_add!r}")
+    if turns_per_add < 1:
+        raise ValueError(f"memory=mem0: turns_per_add must be >= 1, not {turns_per_add}")
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        raise ValueError(f"memory=mem0: temperature must be a number, not {temperature!r}")
+    if not isinstance(llm_max_retries, int) or llm_max_retries < 0:
+        raise ValueError(
+            f"memory=mem0: llm_max_retries must be an integer >= 0, not {llm_max_retries!r}"
+        )
+    if (
+        isinstance(llm_timeout_s, bool)
+        or not isinstance(llm_timeout_s, int | float)
+        or llm_timeout_s <= 0
+    ):
+        raise ValueError(f"memory=mem0: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
+    if llm_max_tokens is not None and (
+        isinstance(llm_max_tokens, bool)
+        or not isinstance(llm_max_tokens, int)
+        or llm_max_tokens < 1
+    ):
+        raise ValueError(
+            f"memory=mem0: llm_max_tokens must be an integer >= 1, not {llm_max_tokens!r}"
+        )
+    if not isinstance(llm_preflight, bool):
+        raise ValueError(f"memory=mem0: llm_preflight must be true or false, not {llm_preflight!r}")
+    if not isinstance(embedding_model, str) or not embedding_model:
+        raise ValueError(
+            f"memory=mem0: embedding_model must be a model name or folder, not {embedding_model!r}"
+        )
+
+
 class Mem0System(EndpointClient):
     """mem0 with a local embedder, embedded qdrant and an OpenAI-compatible LLM."""
 
@@ -301,41 +344,15 @@ class Mem0System(EndpointClient):
             )
         if not isinstance(llm_model, str) or not llm_model:
             raise ValueError(f"memory=mem0: llm_model must be a model name, not {llm_model!r}")
-        if isinstance(turns_per_add, bool) or not isinstance(turns_per_add, int):
-            raise ValueError(
-                f"memory=mem0: turns_per_add must be an integer, not {turns_per_add!r}"
-            )
-        if turns_per_add < 1:
-            raise ValueError(f"memory=mem0: turns_per_add must be >= 1, not {turns_per_add}")
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-            raise ValueError(f"memory=mem0: temperature must be a number, not {temperature!r}")
-        if not isinstance(llm_max_retries, int) or llm_max_retries < 0:
-            raise ValueError(
-                f"memory=mem0: llm_max_retries must be an integer >= 0, not {llm_max_retries!r}"
-            )
-        if (
-            isinstance(llm_timeout_s, bool)
-            or not isinstance(llm_timeout_s, int | float)
-            or llm_timeout_s <= 0
-        ):
-            raise ValueError(f"memory=mem0: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
-        if llm_max_tokens is not None and (
-            isinstance(llm_max_tokens, bool)
-            or not isinstance(llm_max_tokens, int)
-            or llm_max_tokens < 1
-        ):
-            raise ValueError(
-                f"memory=mem0: llm_max_tokens must be an integer >= 1, not {llm_max_tokens!r}"
-            )
-        if not isinstance(llm_preflight, bool):
-            raise ValueError(
-                f"memory=mem0: llm_preflight must be true or false, not {llm_preflight!r}"
-            )
-        if not isinstance(embedding_model, str) or not embedding_model:
-            raise ValueError(
-                f"memory=mem0: embedding_model must be a model name or folder, not "
-                f"{embedding_model!r}"
-            )
+        _check_options(
+            turns_per_add=turns_per_add,
+            temperature=temperature,
+            llm_timeout_s=llm_timeout_s,
+            llm_max_retries=llm_max_retries,
+            llm_max_tokens=llm_max_tokens,
+            llm_preflight=llm_preflight,
+            embedding_model=embedding_model,
+        )
         self.llm_base_url = base_url.rstrip("/")
         self.llm_model = llm_model
         # never part of args, the cache key or any log
@@ -382,19 +399,10 @@ class Mem0System(EndpointClient):
         resolved = resolve_embedding_model(self.embedding_model)
         return resolved, load_embedding_model(self.embedding_model)
 
-    def _memory(self, store: Path, counter: _Counter | None) -> Any:
-        """A mem0 Memory over `store`, its embedder the process-wide model."""
-        mem0 = _mem0()
-        if os.environ.get("OPENROUTER_API_KEY"):
-            # mem0's openai LLM sends every call to OpenRouter when this is set
-            raise MemorySystemError(
-                "memory=mem0: unset OPENROUTER_API_KEY; with it mem0 ignores llm_base_url"
-            )
-        resolved, model = self._embedder()
-        measure = getattr(model, "get_embedding_dimension", None) or (
-            model.get_sentence_embedding_dimension
-        )
-        dims = int(measure())
+    def _config(
+        self, store: Path, resolved: str, dims: int, counter: _Counter | None
+    ) -> dict[str, Any]:
+        """mem0's configuration: the local embedder, qdrant under `store` and our endpoint."""
         llm_config: dict[str, Any] = {
             "model": self.llm_model,
             "api_key": self._api_key,
@@ -406,7 +414,7 @@ class Mem0System(EndpointClient):
             llm_config["max_tokens"] = self.llm_max_tokens
         if counter is not None:
             llm_config["response_callback"] = counter
-        config = {
+        return {
             "embedder": {
                 "provider": "huggingface",
                 "config": {
@@ -427,6 +435,20 @@ class Mem0System(EndpointClient):
             "llm": {"provider": "openai", "config": llm_config},
             "history_db_path": str(store / HISTORY_DB),
         }
+
+    def _memory(self, store: Path, counter: _Counter | None) -> Any:
+        """A mem0 Memory over `store`, its embedder the process-wide model."""
+        mem0 = _mem0()
+        if os.environ.get("OPENROUTER_API_KEY"):
+            # mem0's openai LLM sends every call to OpenRouter when this is set
+            raise MemorySystemError(
+                "memory=mem0: unset OPENROUTER_API_KEY; with it mem0 ignores llm_base_url"
+            )
+        resolved, model = self._embedder()
+        measure = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        config = self._config(store, resolved, int(measure()), counter)
         hf: Any = importlib.import_module("mem0.embeddings.huggingface")
         with _embedder_lock:
             original = hf.SentenceTransformer
