@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from memevals.core.files import DataError
 
-__all__ = ["Reader", "json_lines", "load_json"]
+__all__ = ["Reader", "json_lines", "json_object", "load_json"]
 
 T = TypeVar("T")
 
@@ -49,6 +49,30 @@ def json_lines(
             if not isinstance(record, dict):
                 raise error(f"{where}: expected a JSON object per line")
             yield where, number, record
+
+
+def json_object(
+    raw: Any, where: str, field: str, error: type[Exception] = ValueError
+) -> dict[str, Any]:
+    """A field of a JSON line that holds a JSON object, as itself or as JSON text (lm-eval's
+    `doc.metadata`).
+
+    Args:
+        raw: the field's value.
+        where: the record's `file:line`, for the message.
+        field: the field's dotted name, for the message.
+        error: the exception raised when the value is no JSON object.
+
+    Returns:
+        The object.
+    """
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        raise error(f"{where}: field '{field}' is not JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise error(f"{where}: field '{field}' is not a JSON object")
+    return value
 
 
 class Reader:

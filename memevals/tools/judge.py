@@ -57,7 +57,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from memevals.benchmarks import record_for_task, records
 from memevals.core.benchmark import Benchmark
-from memevals.core.validation import json_lines
+from memevals.core.validation import json_lines, json_object
 
 __all__ = [
     "POSTHOC_SCORERS",
@@ -158,12 +158,7 @@ def read_samples(path: Path) -> Iterator[LmEvalSample]:
     """The records of one samples file (errors name the file, line and field)."""
     for where, n, record in json_lines(path, SamplesError):
         raw_md = _field(record, where, "doc", "metadata")
-        try:
-            metadata = json.loads(raw_md) if isinstance(raw_md, str) else raw_md
-        except json.JSONDecodeError as exc:
-            raise SamplesError(f"{where}: field 'doc.metadata' is not JSON ({exc})") from exc
-        if not isinstance(metadata, dict):
-            raise SamplesError(f"{where}: field 'doc.metadata' is not a JSON object")
+        metadata = json_object(raw_md, where, "doc.metadata", SamplesError)
         if "benchmark" not in metadata:
             raise SamplesError(
                 f"{where}: field 'doc.metadata.benchmark' is missing; is this a memevals task?"

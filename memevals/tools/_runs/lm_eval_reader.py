@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memevals.core.validation import json_lines
+from memevals.core.validation import json_lines, json_object
 from memevals.tools._runs.labels import subject_of, with_settings
 from memevals.tools._runs.model import Run, RunError, RunSample
 from memevals.tools._runs.records import (
@@ -41,13 +41,7 @@ def _lm_eval_doc(
         raise RunError(
             f"{where}: field 'doc.id' is missing; is this a memevals task's samples file?"
         )
-    raw = doc.get("metadata", {})
-    try:
-        md = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        raise RunError(f"{where}: field 'doc.metadata' is not JSON ({exc})") from exc
-    if not isinstance(md, dict):
-        raise RunError(f"{where}: field 'doc.metadata' is not a JSON object")
+    md = json_object(doc.get("metadata", {}), where, "doc.metadata", RunError)
     return str(doc["id"]), md, doc
 
 
