@@ -105,30 +105,26 @@ FULL_WINDOW = 128_000
 WINDOW_ENCODING = "cl100k_base"
 
 
-def _t(file: UpstreamFile, locator: str, sha256: str) -> Template:
-    return Template(file, locator, sha256)
-
-
 #: Every upstream text of the protocol, by the name OfficialTexts gives it.
 TEMPLATES: dict[str, Template | InlineText] = {
     # the start sentence, the short-answer prompt, the category-5 prompt and the batch prompt
     # (upstream counts a question as its batch prompt numbers it, even when asking one)
-    "start": _t(
+    "start": Template(
         EVALUATE_GPTS,
         "CONV_START_PROMPT",
         "68e12aada9c2b0308cf3c92cc50565391d9a408f953413565a573bb15ff0a4d8",
     ),
-    "answer": _t(
+    "answer": Template(
         EVALUATE_GPTS,
         "QA_PROMPT",
         "a30fe18a6c9b58c5d22b6188860e5a99cdfef33fcc8a36141b571d954b9b0266",
     ),
-    "answer_adversarial": _t(
+    "answer_adversarial": Template(
         EVALUATE_GPTS,
         "QA_PROMPT_CAT_5",
         "57005b715f4c2a7c848ab0d7829037afd08d5bb68ba626e4f5a83e8493104986",
     ),
-    "batch": _t(
+    "batch": Template(
         EVALUATE_GPTS,
         "QA_PROMPT_BATCH",
         "b5fdfd98e371668491994977a945b384d2858b8a57cf413ed13e096408d8a18c",

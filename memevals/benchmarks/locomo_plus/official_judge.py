@@ -94,15 +94,11 @@ JUDGE_WRAPPER_NAMES = ("A", "B")
 EMPTY_REPLY = "(empty)"
 
 
-def _t(file: UpstreamFile, locator: str, sha256: str) -> Template:
-    return Template(file, locator, sha256)
-
-
 #: Every upstream text of the judge, by the name JudgeTexts gives it: the start sentence its
 #: model call (`call_llm`) puts before the prompt, the pattern its parser tries first, and its
 #: templates by category.
 TEMPLATES: dict[str, Template | InlineText] = {
-    "judge_start": _t(
+    "judge_start": Template(
         PLUS_UTILS,
         "CONV_START_PROMPT",
         "bfb101603e38a36cfecfb7e989ae51d537907ad7ac0b89020e2b7c01046d3cb7",
@@ -113,37 +109,37 @@ TEMPLATES: dict[str, Template | InlineText] = {
         4,
         "a52d3cad340081f7b19490a78252f5a235388328a3ffda970947fb98d9ff54db",
     ),
-    "judge_multi_hop": _t(
+    "judge_multi_hop": Template(
         PLUS_PROMPT,
         "PROMPT_TEMPLATES[multi-hop]",
         "6eba7bc55145d57a06c90fb96a9daf7965b68dbb480b975d2b1583b59124741a",
     ),
-    "judge_single_hop": _t(
+    "judge_single_hop": Template(
         PLUS_PROMPT,
         "PROMPT_TEMPLATES[single-hop]",
         "e0cc6dfb7fb33aeafeed27e6db214eff15278738298384817479f09f5f5997d4",
     ),
-    "judge_temporal": _t(
+    "judge_temporal": Template(
         PLUS_PROMPT,
         "PROMPT_TEMPLATES[temporal]",
         "f951d90c7a759c12eff5ceeb963129c2be79b529209b9fb2ddcfbafb2a40aa3d",
     ),
-    "judge_common_sense": _t(
+    "judge_common_sense": Template(
         PLUS_PROMPT,
         "PROMPT_TEMPLATES[common-sense]",
         "3147a06f69f3229233ecb367249c42afe6485d45c18957c6d2286a2eb28ea904",
     ),
-    "judge_adversarial": _t(
+    "judge_adversarial": Template(
         PLUS_PROMPT,
         "PROMPT_TEMPLATES[adversarial]",
         "2a73bc69e8051121a6332c3fb14605574bacc3cb58173fdd72b5803f4bd40a69",
     ),
-    "judge_cognitive": _t(
+    "judge_cognitive": Template(
         PLUS_PROMPT,
         "PROMPT_TEMPLATES[Cognitive]",
         "83875348ab831a4f2932457bc951d37654db9f77ecaf50e7a8aacf5ff566a08b",
     ),
-    "judge_default": _t(
+    "judge_default": Template(
         PLUS_PROMPT,
         "PROMPT_TEMPLATES[default]",
         "117bbafb8c4d388e5fe814a098851c361087497b515331b457e144bf1cffe9f9",

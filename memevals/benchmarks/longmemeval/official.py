@@ -102,85 +102,81 @@ LABEL_RULE = "yes_in_reply"
 _APPENDED = re.compile(r"^(?P<scope>[A-Za-z_]\w*)\.(?P<name>[A-Za-z_]\w*)\+=(?:#(?P<nth>\d+))?$")
 
 
-def _t(file: UpstreamFile, locator: str, sha256: str) -> Template:
-    return Template(file, locator, sha256)
-
-
 _P = "prepare_prompt."
 
 #: Every upstream text the official protocol reads, by the name OfficialTexts gives it.
 TEMPLATES: dict[str, Template] = {
     # the reader's answer templates (`merge_key_expansion_into_value` none / replace)
-    "answer": _t(
+    "answer": Template(
         GENERATION,
         _P + "answer_prompt_template#2",
         "e427ff913456e51a132ec865b1b5038d562bdc36890976943ad421cc9b365c9d",
     ),
-    "answer_step_by_step": _t(
+    "answer_step_by_step": Template(
         GENERATION,
         _P + "answer_prompt_template#1",
         "9e2b3110622929ab896696dd8937231c7436740ec3b9586f653f97346e19ab2c",
     ),
-    "facts": _t(
+    "facts": Template(
         GENERATION,
         _P + "answer_prompt_template#6",
         "00410c8193a84a2bdb96f86ea1c806ccdc6379f6144060ab03a5fa195f32009e",
     ),
-    "facts_step_by_step": _t(
+    "facts_step_by_step": Template(
         GENERATION,
         _P + "answer_prompt_template#5",
         "0fd27f00495a2ddfaf661b4e6bdb0550ca3fc72d343513139a268edda06f1e4d",
     ),
     # no-retrieval: the question alone, plus the step-by-step sentence appended to it
-    "no_retrieval": _t(
+    "no_retrieval": Template(
         GENERATION,
         _P + "answer_prompt_template#0",
         "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a",
     ),
-    "no_retrieval_step_by_step": _t(
+    "no_retrieval_step_by_step": Template(
         GENERATION,
         _P + "answer_prompt_template+=#0",
         "2eac667c5c8ca2b2e0e398605850c80c52a608d9aa972ea753a7c25f9231c3c8",
     ),
     # the history layout: one block per chunk, and a turn in the nl format
-    "session_block": _t(
+    "session_block": Template(
         GENERATION,
         _P + "history_string+=#0",
         "9c4cc6b4baf20116cddea52e080f8c95e4cbc44e50b148282b746bc0ed402740",
     ),
-    "nl_turn": _t(
+    "nl_turn": Template(
         GENERATION,
         _P + "sess_string+=#1",
         "66811362258bb59fe1afd5c0932937e44eebc6fe1a74755f63fc1b6b7766f21d",
     ),
     # chain-of-note's per-chunk note request
-    "note": _t(
+    "note": Template(
         GENERATION,
         _P + "con_prompt",
         "1afab7da2e46782b717d009f6a208516611d691ad0e931e95e2b5c58eb2a23c8",
     ),
     # the judge, by question type; abstention for any `_abs` id
-    "judge_standard": _t(
+    "judge_standard": Template(
         EVALUATION,
         "get_anscheck_prompt.template#0",
         "fba020ba3d57982efdc9a937c1c01f897b789a608c7f88e60244121f6505e5bc",
     ),
-    "judge_temporal": _t(
+    "judge_temporal": Template(
         EVALUATION,
         "get_anscheck_prompt.template#1",
         "8d33a5fdd83afeeb4592454a965eab43d1fcb2dedc042d1d3892f4254be6c273",
     ),
-    "judge_knowledge_update": _t(
+    "judge_knowledge_update": Template(
         EVALUATION,
         "get_anscheck_prompt.template#2",
         "183a9b3a6197ec620940f610cdc1207201ec98c1113dd633ea685cfc322fafac",
     ),
-    "judge_preference": _t(
+    "judge_preference": Template(
         EVALUATION,
         "get_anscheck_prompt.template#3",
         "741ee3bcbea7ff5e8ed359acef61d2f8ded3de021bbcff6ee13de455f2e2aa9b",
     ),
-    "judge_abstention": _t(
+    "judge_abstention": Template(
         EVALUATION,
         "get_anscheck_prompt.template#4",
         "5c0b365a1e1d06db36377c735432b56e122ca3c428f89faf61d43a0d5a7e050b",
