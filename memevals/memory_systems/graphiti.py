@@ -583,6 +583,49 @@ def _choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def _check_model_settings(embedding_model: Any, temperature: Any, llm_timeout_s: Any) -> None:
+    """Reject an empty embedding model, a non-number temperature or a timeout not above 0."""
+    if not isinstance(embedding_model, str) or not embedding_model:
+        raise ValueError(
+            f"memory=graphiti: embedding_model must be a model name or folder, not "
+            f"{embedding_model!r}"
+        )
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        raise ValueError(f"memory=graphiti: temperature must be a number, not {temperature!r}")
+    if (
+        isinstance(llm_timeout_s, bool)
+        or not isinstance(llm_timeout_s, int | float)
+        or (llm_timeout_s <= 0)
+    ):
+        raise ValueError(f"memory=graphiti: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
+
+
+def _check_backend(backend: Any, uri: str | None) -> str:
+    """The graph backend, checked against `uri`: kuzu takes none, a server backend needs one."""
+    checked = _choice("backend", backend, BACKENDS)
+    if checked == "kuzu" and uri is not None:
+        raise ValueError(
+            "memory=graphiti: uri is for backend=neo4j or falkordb; kuzu "
+            "keeps its graph in the store folder"
+        )
+    if checked != "kuzu" and not uri:
+        raise ValueError(f"memory=graphiti: backend={backend} needs uri (the server)")
+    return checked
+
+
+def _check_similarity(min_similarity: Any) -> float:
+    """The similarity floor as a float (a cosine, so in [-1, 1])."""
+    if (
+        isinstance(min_similarity, bool)
+        or not isinstance(min_similarity, int | float)
+        or not -1 <= min_similarity <= 1
+    ):
+        raise ValueError(
+            f"memory=graphiti: min_similarity must be a cosine in [-1, 1], not {min_similarity!r}"
+        )
+    return float(min_similarity)
+
+
 class GraphitiSystem(EndpointClient):
     """graphiti with a local embedder and reranker, Kuzu (or a graph server) and an
     OpenAI-compatible LLM."""
@@ -622,41 +665,13 @@ class GraphitiSystem(EndpointClient):
             )
         if not isinstance(llm_model, str) or not llm_model:
             raise ValueError(f"memory=graphiti: llm_model must be a model name, not {llm_model!r}")
-        if not isinstance(embedding_model, str) or not embedding_model:
-            raise ValueError(
-                f"memory=graphiti: embedding_model must be a model name or folder, not "
-                f"{embedding_model!r}"
-            )
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-            raise ValueError(f"memory=graphiti: temperature must be a number, not {temperature!r}")
-        if (
-            isinstance(llm_timeout_s, bool)
-            or not isinstance(llm_timeout_s, int | float)
-            or (llm_timeout_s <= 0)
-        ):
-            raise ValueError(f"memory=graphiti: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
-        self.backend = _choice("backend", backend, BACKENDS)
-        if self.backend == "kuzu" and uri is not None:
-            raise ValueError(
-                "memory=graphiti: uri is for backend=neo4j or falkordb; kuzu "
-                "keeps its graph in the store folder"
-            )
-        if self.backend != "kuzu" and not uri:
-            raise ValueError(f"memory=graphiti: backend={backend} needs uri (the server)")
+        _check_model_settings(embedding_model, temperature, llm_timeout_s)
+        self.backend = _check_backend(backend, uri)
         self.uri = uri
         self.db_user = db_user
         self.reranker = _choice("reranker", reranker, RERANKERS)
         self.structured_output = _choice("structured_output", structured_output, STRUCTURED_OUTPUTS)
-        if (
-            isinstance(min_similarity, bool)
-            or not isinstance(min_similarity, int | float)
-            or not -1 <= min_similarity <= 1
-        ):
-            raise ValueError(
-                f"memory=graphiti: min_similarity must be a cosine in [-1, 1], not "
-                f"{min_similarity!r}"
-            )
-        self.min_similarity = float(min_similarity)
+        self.min_similarity = _check_similarity(min_similarity)
         self.turns_per_episode = _check_int("turns_per_episode", turns_per_episode, 1)
         self.llm_max_retries = _check_int("llm_max_retries", llm_max_retries, 0)
         self.llm_max_tokens = (
