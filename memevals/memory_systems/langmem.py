@@ -273,6 +273,69 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return value
 
 
+def _check_sampling(temperature: Any, llm_timeout_s: Any) -> None:
+    """Reject a temperature that is not a number and a timeout that is not above 0."""
+    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+        raise ValueError(f"memory=langmem: temperature must be a number, not {temperature!r}")
+    if (
+        isinstance(llm_timeout_s, bool)
+        or not isinstance(llm_timeout_s, int | float)
+        or llm_timeout_s <= 0
+    ):
+        raise ValueError(f"memory=langmem: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
+
+
+def _manager_call(api: Any, manager: Any, counter: Any, session: Any, turns: Any) -> Any:
+    """One manager call on a chunk of `session`'s turns: the memories it put.
+
+    A call that failed because the endpoint failed becomes a MemorySystemError naming the
+    endpoint's last error; any other failure propagates as it is.
+    """
+    messages = [
+        (api.AIMessage if t.speaker.lower() == "assistant" else api.HumanMessage)(
+            content=turn_content(session, t), id=t.turn_id
+        )
+        for t in turns
+    ]
+    failed_before = counter.errors
+    try:
+        with _untraced():
+            return manager.invoke({"messages": messages})
+    except Exception as exc:
+        if counter.errors == failed_before or counter.last_error is None:
+            raise
+        # trustcall answers a failed call by asking again ("fix the validation
+        # error") until LangGraph's recursion limit: name the endpoint's error, not
+        # the limit
+        last = counter.last_error
+        raise MemorySystemError(
+            f"langmem: session {session.session_id!r}: {counter.errors - failed_before} "
+            f"LLM call(s) failed, the last with {type(last).__name__}: {last} "
+            f"({type(exc).__name__} after trustcall's retries)"
+        ) from exc
+
+
+def _stored_items(
+    rows: Mapping[str, Any], vectors: Mapping[str, Any], citations: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The store file's items: each memory's value, times, vectors and the turns it cites."""
+    items = []
+    for key, item in rows.items():
+        if key not in citations:  # pragma: no cover - every put is the manager's output
+            raise MemorySystemError(f"langmem: memory {key!r} came from no manager call")
+        items.append(
+            {
+                "key": key,
+                "value": item.value,
+                "created_at": _iso(item.created_at),
+                "updated_at": _iso(item.updated_at),
+                "vectors": {path: list(v) for path, v in vectors.get(key, {}).items()},
+                **citations[key],
+            }
+        )
+    return items
+
+
 class LangMemSystem(EndpointClient):
     """LangMem's memory store manager over an in-process LangGraph store, a local embedder
     and an OpenAI-compatible tool-calling LLM."""
@@ -315,14 +378,7 @@ class LangMemSystem(EndpointClient):
             )
         if turns_per_call is not None:
             turns_per_call = _check_int("turns_per_call", turns_per_call, 1)
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-            raise ValueError(f"memory=langmem: temperature must be a number, not {temperature!r}")
-        if (
-            isinstance(llm_timeout_s, bool)
-            or not isinstance(llm_timeout_s, int | float)
-            or llm_timeout_s <= 0
-        ):
-            raise ValueError(f"memory=langmem: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
+        _check_sampling(temperature, llm_timeout_s)
         self.llm_base_url = base_url.rstrip("/")
         self.llm_model = llm_model
         # never part of args, the cache key or any log
@@ -433,28 +489,7 @@ class LangMemSystem(EndpointClient):
         citations: dict[str, dict[str, Any]] = {}
         calls_without_memory = 0
         for session, turns in chunks:
-            messages = [
-                (api.AIMessage if t.speaker.lower() == "assistant" else api.HumanMessage)(
-                    content=turn_content(session, t), id=t.turn_id
-                )
-                for t in turns
-            ]
-            failed_before = counter.errors
-            try:
-                with _untraced():
-                    puts = manager.invoke({"messages": messages})
-            except Exception as exc:
-                if counter.errors == failed_before or counter.last_error is None:
-                    raise
-                # trustcall answers a failed call by asking again ("fix the validation
-                # error") until LangGraph's recursion limit: name the endpoint's error, not
-                # the limit
-                last = counter.last_error
-                raise MemorySystemError(
-                    f"langmem: session {session.session_id!r}: {counter.errors - failed_before} "
-                    f"LLM call(s) failed, the last with {type(last).__name__}: {last} "
-                    f"({type(exc).__name__} after trustcall's retries)"
-                ) from exc
+            puts = _manager_call(api, manager, counter, session, turns)
             calls_without_memory += not puts
             for put in puts:
                 cited = citations.setdefault(
@@ -472,21 +507,7 @@ class LangMemSystem(EndpointClient):
                 f"at {self.llm_base_url} (model {self.llm_model!r}; it must answer with tool "
                 "calls)"
             )
-        vectors = memory._vectors.get(NAMESPACE, {})
-        items = []
-        for key, item in rows.items():
-            if key not in citations:  # pragma: no cover - every put is the manager's output
-                raise MemorySystemError(f"langmem: memory {key!r} came from no manager call")
-            items.append(
-                {
-                    "key": key,
-                    "value": item.value,
-                    "created_at": _iso(item.created_at),
-                    "updated_at": _iso(item.updated_at),
-                    "vectors": {path: list(v) for path, v in vectors.get(key, {}).items()},
-                    **citations[key],
-                }
-            )
+        items = _stored_items(rows, memory._vectors.get(NAMESPACE, {}), citations)
         meta = {"format": STORE_FORMAT, "namespace": list(NAMESPACE), "items": items}
         (store / STORE_FILE).write_text(json.dumps(meta), encoding="utf-8")
         return IngestReport(
