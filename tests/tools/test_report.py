@@ -35,6 +35,7 @@ import pytest
 from cli_support import SUPPORT, TESTS
 from inspect_ai.log import read_eval_log, write_eval_log
 from lm_eval_support import run_lm_eval_cli
+from shared_runs import SharedRuns
 
 from memevals.benchmarks import records
 from memevals.tools.report import SECTIONS, bucket, main
@@ -76,46 +77,56 @@ def _tool(module: str, *args: str | Path, cwd: Path) -> subprocess.CompletedProc
 
 
 @pytest.fixture(scope="session")
-def run_dirs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def run_dirs(data_dir: Path, shared_runs: SharedRuns) -> dict[str, Path]:
     """The runs' folders, each made by the real CLI (Inspect's, with the scripted reader and
-    judges registered)."""
-    root = tmp_path_factory.mktemp("report-runs")
-    env = {
-        **os.environ,
-        "MEMEVALS_DATA_DIR": str(data_dir),
-        "MEMEVALS_CACHE_DIR": str(root / "cache"),
-    }
-    out: dict[str, Path] = {}
-    base = ["eval", "memevals/locomo", "--model", READER, "--sample-id", ",".join(SAMPLES)]
-    for name, extra in INSPECT_RUNS.items():
-        cmd = [sys.executable, str(SUPPORT / "scripted_reader.py"), *base, *extra]
-        cmd += ["--log-dir", str(root / name), "--display", "none"]
-        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        out[name] = root / name
-    (root / "lm").mkdir()
-    args = ["--model", "dummy", "--tasks", "locomo_temporal", "--limit", "4"]
-    out["lm-eval"] = run_lm_eval_cli(args, root / "lm")
+    judges registered); made once per pytest run, shared by every xdist worker."""
+
+    def produce(root: Path) -> None:
+        env = {
+            **os.environ,
+            "MEMEVALS_DATA_DIR": str(data_dir),
+            "MEMEVALS_CACHE_DIR": str(root / "cache"),
+        }
+        base = ["eval", "memevals/locomo", "--model", READER, "--sample-id", ",".join(SAMPLES)]
+        for name, extra in INSPECT_RUNS.items():
+            cmd = [sys.executable, str(SUPPORT / "scripted_reader.py"), *base, *extra]
+            cmd += ["--log-dir", str(root / name), "--display", "none"]
+            proc = subprocess.run(
+                cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900
+            )
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        (root / "lm").mkdir()
+        args = ["--model", "dummy", "--tasks", "locomo_temporal", "--limit", "4"]
+        lm = run_lm_eval_cli(args, root / "lm")
+        (root / "lm-eval.txt").write_text(str(lm.relative_to(root)), encoding="utf-8")
+
+    key = {"report-runs": [READER, SAMPLES, INSPECT_RUNS, str(data_dir)]}
+    root = shared_runs.folder(key, produce)
+    out = {name: root / name for name in INSPECT_RUNS}
+    out["lm-eval"] = root / (root / "lm-eval.txt").read_text(encoding="utf-8")
     return out
 
 
 @pytest.fixture(scope="session")
-def built(run_dirs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The report by the real command, beside memevals-compare's CSV of the same runs."""
-    root = tmp_path_factory.mktemp("report")
+def built(run_dirs: dict[str, Path], shared_runs: SharedRuns) -> dict[str, Any]:
+    """The report by the real command, beside memevals-compare's CSV of the same runs (made
+    once per pytest run; the tests only read them)."""
     folders = [run_dirs[n] for n in ("none", "rag", "bm25", "judged", "lm-eval")]
-    page = root / "report.html"
-    proc = _tool(
-        "report", *folders, "-o", page, "--resamples", RESAMPLES, "--price",
-        f"{READER}=0.15,0.60", "--title", "memevals report (test runs)", cwd=root,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = _tool("compare", *folders, "--csv", root / "compare.csv", "--no-png", cwd=root)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def produce(root: Path) -> None:
+        proc = _tool(
+            "report", *folders, "-o", root / "report.html", "--resamples", RESAMPLES, "--price",
+            f"{READER}=0.15,0.60", "--title", "memevals report (test runs)", cwd=root,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        proc = _tool("compare", *folders, "--csv", root / "compare.csv", "--no-png", cwd=root)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    root = shared_runs.folder({"report-page": [str(f) for f in folders], "r": RESAMPLES}, produce)
     with (root / "compare.csv").open(encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     return {
-        "page": page,
+        "page": root / "report.html",
         "csv": rows,
         "runs": run_dirs,
     }
