@@ -94,7 +94,7 @@ RULES = [
     Rule(r"^inspect score ", "skip", "re-judges a keyed run's log with a hosted grader"),
     Rule(r"^python -m memevals\.tools\.judge ", "skip", "judges lm-eval output, hosted grader"),
     Rule(
-        r"^python -m memevals\.tools\.(judge_agreement|paired) ",
+        r"^python -m memevals\.tools\.(judge_agreement|diff) ",
         "skip",
         "reads logs of keyed runs (tests/core/test_judge.py, tests/tools/test_diff.py run them)",
     ),

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessage, ContentImage, ContentText, ModelOutput, get_model
+from inspect_results import merged_scores, metric_values
 
 import memevals.inspect_tasks.images as images_glue
 from memevals.benchmarks.locomo import memory as memory
@@ -49,23 +50,6 @@ MINILM = str(packaged_minilm_path())
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 )
-
-
-def _scores(sample: Any) -> dict[str, Any]:
-    """Score values of all scorers merged (names with or without the `memevals/` prefix)."""
-    out: dict[str, Any] = {}
-    for score in sample.scores.values():
-        out |= score.value
-    return out
-
-
-def _metrics(log: EvalLog) -> dict[tuple[str, str], float]:
-    assert log.results is not None
-    return {
-        (s.name, name.split("/")[-1]): float(m.value)
-        for s in log.results.scores
-        for name, m in s.metrics.items()
-    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -278,7 +262,7 @@ def test_scripted_replies_are_scored_exactly(data_dir: Path) -> None:
         pred = clean_reply(replies[str(sample.id)], md["speaker"], md["other_speaker"])
         ref = str(sample.target)
         assert ref in targets
-        v = _scores(sample)
+        v = merged_scores(sample)
         assert v["bleu1"] == bleu(pred, ref, 1) and v["bleu2"] == bleu(pred, ref, 2)
         assert v["rougeL"] == rouge_l(pred, ref)
         assert v["bertscore_f1"] == bertscore([pred], [ref], scorer)[0].f1
@@ -286,10 +270,10 @@ def test_scripted_replies_are_scored_exactly(data_dir: Path) -> None:
             assert v["bleu1"] == pytest.approx(1.0) and v["rougeL"] == 1.0
             assert v["bertscore_f1"] == pytest.approx(1.0, abs=1e-5)
         stats.append(bleu_stats(pred, ref, 2))
-    metrics = _metrics(log)
+    metrics = metric_values(log)
     assert metrics[("bleu2", "corpus_bleu_metric")] == pytest.approx(corpus_bleu(stats, 2))
     assert metrics[("bleu1", "corpus_bleu_metric")] == pytest.approx(corpus_bleu(stats, 1))
-    means = {k: sum(_scores(s)[k] for s in log.samples) / 6 for k in ("bleu1", "rougeL")}
+    means = {k: sum(merged_scores(s)[k] for s in log.samples) / 6 for k in ("bleu1", "rougeL")}
     assert metrics[("bleu1", "mean")] == pytest.approx(means["bleu1"])
     assert metrics[("rougeL", "mean")] == pytest.approx(means["rougeL"])
     assert ("bertscore_f1", "mean") in metrics
@@ -350,7 +334,7 @@ def test_images_are_sent_or_fall_back_to_captions(
     texts = "".join(p.text for c in seen for p in c if isinstance(p, ContentText))
     for caption in captions:
         assert f"and shared this image: {caption}." in texts
-    metrics = _metrics(log)
+    metrics = metric_values(log)
     assert metrics[("image_fallbacks", "count")] == len(captions)
     assert metrics[("images_sent", "count")] == sent
     assert any("could not be fetched" in r.message for r in caplog.records)
@@ -399,7 +383,7 @@ def test_real_cli_dialogue(inspect_cli: Any, tmp_path: Path) -> None:
     log = read_eval_log(str(path))
     assert log.status == "success" and log.eval.task == "locomo_dialogue"
     assert log.samples is not None and len(log.samples) == 3
-    metrics = _metrics(log)
+    metrics = metric_values(log)
     for key in ("bleu1", "bleu2", "rougeL", "bertscore_f1"):
         assert 0.0 <= metrics[(key, "mean")] <= 1.0
     assert ("bleu2", "corpus_bleu_metric") in metrics
@@ -429,7 +413,7 @@ def test_real_smollm2_continues_the_conversation(smollm2_dir: Path, data_dir: Pa
     assert log.status == "success" and log.samples is not None and len(log.samples) == 2
     for sample in log.samples:
         assert sample.output.completion.strip()
-        v = _scores(sample)
+        v = merged_scores(sample)
         for key in ("bleu1", "bleu2", "rougeL", "bertscore_f1"):
             assert 0.0 <= v[key] <= 1.0
-    assert ("bertscore_f1", "mean") in _metrics(log)
+    assert ("bertscore_f1", "mean") in metric_values(log)

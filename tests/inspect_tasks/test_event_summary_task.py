@@ -5,13 +5,13 @@ summarisation), the real CLI, and the real SmolLM2."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from event_summary_grader import scripted_grader
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
@@ -25,38 +25,6 @@ from memevals.benchmarks.locomo_event_summary.prompts import (
 from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build_for
 from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
 from memevals.inspect_tasks.locomo_event_summary import locomo_event_summary
-
-# ----------------------------------------------------------------------------------------------
-# Helpers: a scripted grader that reads our prompts the way a model would
-
-
-def _quoted(prompt: str, name: str) -> str:
-    m = re.search(rf"<<<{name} ([0-9A-F]{{12}})\n", prompt)
-    assert m is not None, f"no {name} block"
-    return prompt[m.end() :].split(f"\nEND {m.group(1)}>>>")[0]
-
-
-def grader_reply(prompt: str) -> str:
-    """Decomposition: one fact per line. Support: the fact's text after "<date>: " must occur
-    in the source. A prompt about Melanie gets an unreadable reply (-> unscored)."""
-    if "life of Melanie" in prompt or "in Melanie's life" in prompt:
-        return "I cannot comply with JSON today."
-    if "<<<TEXT" in prompt:
-        return json.dumps({"facts": _quoted(prompt, "TEXT").splitlines()})
-    source = _quoted(prompt, "SOURCE")
-    facts = [ln.split(". ", 1)[1] for ln in _quoted(prompt, "FACTS").splitlines()]
-    verdicts = [
-        {"id": i, "label": "supported" if f.split(": ", 1)[-1] in source else "not_supported"}
-        for i, f in enumerate(facts, 1)
-    ]
-    return json.dumps({"verdicts": verdicts})
-
-
-def scripted_grader() -> Any:
-    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
-        return ModelOutput.from_content("mockllm/model", grader_reply(messages[0].text))
-
-    return get_model("mockllm/model", custom_outputs=reply)
 
 
 def _score(sample: Any) -> Any:

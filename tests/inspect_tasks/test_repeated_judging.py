@@ -319,7 +319,7 @@ def test_lm_eval_rejudging_takes_judge_runs(data_dir: Path, tmp_path: Path) -> N
     """`python -m memevals.tools.judge ... -S judge_runs=3` (and --judge-runs) judges each reply
     three times; the summary file records N."""
     pytest.importorskip("lm_eval")
-    from test_lm_eval_judge import write_lm_eval_samples
+    from lm_eval_support import write_lm_eval_samples
 
     from memevals.benchmarks.locomo.data import load_locomo
     from memevals.benchmarks.locomo.memory import no_context

@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
+from inspect_results import merged_scores, metric_values
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 from lm_eval_support import TableLM, inspect_prompt, run_inspect, run_lm_eval_cli, samples_of
-from test_dialogue_task import _metrics, _scores
 
 from memevals.benchmarks.locomo_dialogue.scoring import (
     BleuStats,
@@ -202,7 +202,7 @@ def test_scores_match_across_frameworks(
     stats: list[BleuStats] = []
     for sample in log.samples:
         mine = lm_samples[str(sample.id)]
-        theirs = _scores(sample)
+        theirs = merged_scores(sample)
         for key in keys:
             assert mine[key] == theirs[key], (sample.id, key)  # identical, not approximately
         assert mine["prompt_tokens"] == sample.metadata["prompt_tokens"]
@@ -223,7 +223,7 @@ def test_scores_match_across_frameworks(
     bleu1 = [s["bleu1"] for s in lm_samples.values()]
     assert len(set(bleu1)) >= 4 and 0.0 in bleu1 and max(bleu1) == pytest.approx(1.0)
 
-    metrics = _metrics(log)
+    metrics = metric_values(log)
     for key in keys:
         assert row[f"{key},none"] == pytest.approx(metrics[(key, "mean")], abs=1e-12), key
     for order in (1, 2):

@@ -22,15 +22,11 @@ import pytest
 pytest.importorskip("lm_eval")
 
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
-from lm_eval import simple_evaluate
-from lm_eval.loggers import EvaluationTracker
-from lm_eval.tasks import TaskManager
-from lm_eval_support import TableLM, run_inspect, samples_of
+from lm_eval_support import run_inspect, samples_of, write_lm_eval_samples
 from scripted_judge import quoted_candidate, scripted_verdict
 
 from memevals.benchmarks.locomo.memory import no_context
 from memevals.core.prompt_item import PromptItem
-from memevals.lm_eval_tasks import include_path
 from memevals.tools.judge import SamplesError, judge_samples
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,33 +37,6 @@ UNREADABLE = "zzz"  # a reply containing this gets an unreadable verdict (-> uns
 # official judge's: tests/benchmarks/locomo
 MEMEVALS_NONE = {"context": "none", "protocol": "memevals"}
 MEMEVALS_ORACLE = {"context": "oracle", "protocol": "memevals"}
-
-
-def write_lm_eval_samples(
-    tasks: list[str],
-    answers: dict[str, str],
-    metadata: dict[str, Any],
-    out: Path,
-    limit: int | None,
-) -> Path:
-    """Run lm-eval in-process and save samples exactly as its CLI does; returns the folder."""
-    tracker = EvaluationTracker(output_path=str(out))
-    results = simple_evaluate(
-        model=TableLM(answers),
-        tasks=tasks,
-        task_manager=TaskManager(include_path=include_path(), metadata=metadata),
-        limit=limit,
-        log_samples=True,
-        bootstrap_iters=0,
-        evaluation_tracker=tracker,
-    )
-    assert results is not None
-    samples = results.pop("samples")
-    tracker.save_results_aggregated(results=results, samples=samples)
-    for task in results["configs"]:
-        tracker.save_results_samples(task_name=task, samples=samples[task])
-    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
-    return run_dir
 
 
 def grader(calls: list[str] | None = None) -> Any:
@@ -372,7 +341,7 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
 ) -> None:
     """lm-eval's locomo_event_summary: native ROUGE per sample and the post-hoc FactScore table
     equal Inspect's locomo_event_summary on the same replies and scripted grader."""
-    from test_event_summary_task import scripted_grader
+    from event_summary_grader import scripted_grader
 
     from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build
     from memevals.inspect_tasks.locomo_event_summary import locomo_event_summary

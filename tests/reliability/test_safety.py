@@ -46,7 +46,7 @@ NETWORK_MODULES = {"requests", "httpx", "aiohttp", "urllib3", "http.client", "so
 #: Where network access is allowed, and why.
 NETWORK_ALLOWED = {
     "memevals/core/files.py": "the pinned, checksum-verified dataset downloads",
-    "memevals/inspect_tasks/locomo_dialogue.py": "locomo_dialogue -T images=true fetches the "
+    "memevals/inspect_tasks/images.py": "locomo_dialogue -T images=true fetches the "
     "photos named by the (checksum-pinned) LoCoMo file",
     "memevals/memory_systems/endpoint.py": "the memory system's own LLM endpoint (the user's "
     "llm_base_url), checked with one small request per need before ingesting",

@@ -19,7 +19,10 @@ from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessage, GenerateConfig, Model, ModelOutput, get_model
+from lm_eval import simple_evaluate
 from lm_eval.api.model import LM
+from lm_eval.loggers import EvaluationTracker
+from lm_eval.tasks import TaskManager
 
 from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
@@ -128,3 +131,30 @@ def samples_of(run_dir: Path, task: str) -> list[dict[str, Any]]:
     """The records of the one samples_<task>_*.jsonl file lm-eval wrote in `run_dir`."""
     [path] = run_dir.glob(f"samples_{task}_*.jsonl")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def write_lm_eval_samples(
+    tasks: list[str],
+    answers: dict[str, str],
+    metadata: dict[str, Any],
+    out: Path,
+    limit: int | None,
+) -> Path:
+    """Run lm-eval in-process and save samples exactly as its CLI does; returns the folder."""
+    tracker = EvaluationTracker(output_path=str(out))
+    results = simple_evaluate(
+        model=TableLM(answers),
+        tasks=tasks,
+        task_manager=TaskManager(include_path=include_path(), metadata=metadata),
+        limit=limit,
+        log_samples=True,
+        bootstrap_iters=0,
+        evaluation_tracker=tracker,
+    )
+    assert results is not None
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for task in results["configs"]:
+        tracker.save_results_samples(task_name=task, samples=samples[task])
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    return run_dir
