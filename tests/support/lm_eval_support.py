@@ -139,14 +139,21 @@ def write_lm_eval_samples(
     metadata: dict[str, Any],
     out: Path,
     limit: int | None,
+    *,
+    model: LM | None = None,
+    apply_chat_template: bool = False,
 ) -> Path:
-    """Run lm-eval in-process and save samples exactly as its CLI does; returns the folder."""
+    """Run lm-eval in-process and save samples exactly as its CLI does; returns the folder.
+    The model answers from `answers` unless another `model` is given."""
     tracker = EvaluationTracker(output_path=str(out))
     results = simple_evaluate(
-        model=TableLM(answers),
+        model=model if model is not None else TableLM(answers),
         tasks=tasks,
-        task_manager=TaskManager(include_path=include_path(), metadata=metadata),
+        task_manager=TaskManager(
+            include_path=include_path(), include_defaults=False, metadata=metadata
+        ),
         limit=limit,
+        apply_chat_template=apply_chat_template,
         log_samples=True,
         bootstrap_iters=0,
         evaluation_tracker=tracker,

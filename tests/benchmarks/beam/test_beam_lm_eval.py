@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lm_eval_support import write_lm_eval_samples
 
 pytest.importorskip("lm_eval")
 
@@ -17,15 +18,11 @@ from beam_grader import grade
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
-from lm_eval import simple_evaluate
 from lm_eval.api.model import LM
-from lm_eval.loggers import EvaluationTracker
-from lm_eval.tasks import TaskManager
 
 from memevals.benchmarks.beam.record import RECORD
 from memevals.benchmarks.beam.samples import MEMEVALS_MAX_TOKENS
 from memevals.inspect_tasks.beam import beam
-from memevals.lm_eval_tasks import include_path
 from memevals.lm_eval_tasks.generate import ROOT, record_files
 from memevals.tools.judge import judge_samples
 
@@ -84,23 +81,9 @@ class ChatTableLM(LM):  # type: ignore[misc]
 
 def run_lm_eval(out: Path) -> tuple[Path, ChatTableLM]:
     lm = ChatTableLM()
-    tracker = EvaluationTracker(output_path=str(out))
-    results = simple_evaluate(
-        model=lm,
-        tasks=[f"beam_{t}" for t in TASKS],
-        task_manager=TaskManager(include_path=include_path(), include_defaults=False),
-        limit=4,  # conversations 1 and 2: two clusters
-        apply_chat_template=True,
-        log_samples=True,
-        bootstrap_iters=0,
-        evaluation_tracker=tracker,
-    )
-    assert results is not None
-    samples = results.pop("samples")
-    tracker.save_results_aggregated(results=results, samples=samples)
-    for task in results["configs"]:
-        tracker.save_results_samples(task_name=task, samples=samples[task])
-    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+    # conversations 1 and 2 (limit 4): two clusters
+    tasks = [f"beam_{t}" for t in TASKS]
+    run_dir = write_lm_eval_samples(tasks, {}, {}, out, 4, model=lm, apply_chat_template=True)
     return run_dir, lm
 
 
