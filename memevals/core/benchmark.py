@@ -23,15 +23,18 @@ from memevals.core.criteria_judge import CriterionSpec
 from memevals.core.files import PinnedFile
 
 __all__ = [
+    "LM_EVAL_AGGREGATIONS",
     "SCORE_KINDS",
     "AnalysisAxis",
     "Benchmark",
     "JudgeSpec",
     "LmEvalGroup",
+    "LmEvalMetric",
     "LmEvalSpec",
     "LmEvalTask",
     "ScoreSpec",
     "TaskSpec",
+    "clustered",
     "declare",
     "read_eval_yaml",
 ]
@@ -135,41 +138,117 @@ class LmEvalGroup:
     comment: str = ""
 
 
+#: How a generated base aggregates a metric besides a "module.function" of its own: the mean,
+#: or the clustered standard error of the (value, cluster) pairs its documents give.
+LM_EVAL_AGGREGATIONS = ("mean", "clustered")
+
+
+@dataclass(frozen=True)
+class LmEvalMetric:
+    """One entry of a generated base's `metric_list`, in the order lm-eval reports them."""
+
+    #: the name `process_results` returns it under
+    name: str
+    #: one of LM_EVAL_AGGREGATIONS, or "module.function" (an aggregation of the thin module's)
+    aggregation: str = "mean"
+    higher_is_better: bool = True
+    #: comment lines written above it (our words on when it is reported)
+    comment: str = ""
+
+    def __post_init__(self) -> None:
+        if self.aggregation not in LM_EVAL_AGGREGATIONS and "." not in self.aggregation:
+            raise ValueError(
+                f"lm-eval metric {self.name!r}: aggregation {self.aggregation!r} is not one of "
+                f"{LM_EVAL_AGGREGATIONS} or a 'module.function'"
+            )
+        if self.aggregation == "clustered" and self.higher_is_better:
+            raise ValueError(f"lm-eval metric {self.name!r}: a standard error is not better higher")
+
+
+def clustered(metric: str) -> LmEvalMetric:
+    """The clustered standard error entry of a metric (`<metric>_stderr_clustered`).
+
+    Args:
+        metric: the metric whose per-document values are (score, cluster) pairs.
+
+    Returns:
+        Its LmEvalMetric.
+    """
+    return LmEvalMetric(f"{metric}_stderr_clustered", "clustered", higher_is_better=False)
+
+
 @dataclass(frozen=True)
 class LmEvalSpec:
     """A benchmark's lm-eval tasks, generated into `<include path>/<folder>/` from the record.
 
     Each task's YAML is `include: <base>` plus its name and `dataset_kwargs`; each group's
-    lists its tasks and aggregate metrics. The base is either hand-written beside them (it
-    names the benchmark's thin lm-eval functions: `base`), or, for a benchmark with no thin
-    lm-eval module, generated too: its documents and per-reply scores then come from two
-    framework-free functions the benchmark names (`documents`, `results`).
+    lists its tasks and aggregate metrics; the base (`_<folder>_base.yaml`) holds what the
+    tasks share. Its documents and per-reply scores come either from the benchmark's thin
+    lm-eval module (`custom_dataset`, `process_results`, `metric_list`, ...: "module.function"
+    names the YAML writes as `!function`), or, for a benchmark without one, from two
+    framework-free functions of its own (`documents`, `results`, `metrics`). Either way the
+    reply's limit and temperature (`max_gen_toks`, `temperature`) are the benchmark's reader
+    settings: a record takes them from the constants its reader uses, never re-types them.
     """
 
     #: the sub-folder of the include path holding its YAML (default: the benchmark's name)
     folder: str | None = None
     tasks: tuple[LmEvalTask, ...] = ()
     groups: tuple[LmEvalGroup, ...] = ()
-    #: the hand-written base YAML the tasks include (a file name in the folder); None: generated
-    base: str | None = None
-    #: generated base only: "module:function" building the documents, called with the task's
+    #: thin module: "module.function" building the documents (lm-eval's `custom_dataset`)
+    custom_dataset: str | None = None
+    #: thin module: "module.function" scoring one document (lm-eval's `process_results`)
+    process_results: str | None = None
+    #: thin module: "module.function" of the prompt (None: the shared common.doc_to_text)
+    doc_to_text: str | None = None
+    #: thin module: "module.ClassName" of a task class of its own (lm-eval's `class`)
+    task_class: str | None = None
+    #: thin module: the metrics `process_results` returns and their aggregations
+    metric_list: tuple[LmEvalMetric, ...] = ()
+    #: no thin module: "module:function" building the documents, called with the task's
     #: options as keyword arguments (those of its dataset_kwargs and of lm-eval's metadata that
     #: it takes; a near-miss of one is an error) -> a sequence of PromptItems
     documents: str | None = None
-    #: generated base only: "module:function" scoring one reply, called with (the document's
+    #: no thin module: "module:function" scoring one reply, called with (the document's
     #: metadata, the reply, the target) -> metric name -> value
     results: str | None = None
-    #: generated base only: the metrics `results` returns (means, each with its
-    #: conversation-clustered standard error), and the reply's token limit
+    #: no thin module: the metrics `results` returns (means, each with its clustered
+    #: standard error)
     metrics: tuple[str, ...] = ()
+    #: the reply's token limit and temperature (sampling when above 0, else greedy)
     max_gen_toks: int = 256
+    temperature: float = 0.0
+    #: comment lines written above the generation settings (where they come from)
+    generation_comment: str = ""
+    #: comment lines written at the top of the base (our words on what its tasks need)
+    comment: str = ""
 
     def __post_init__(self) -> None:
-        generated = self.documents is not None or self.results is not None
-        if self.base is not None and generated:
-            raise ValueError("lm-eval spec: a hand-written base or documents/results, not both")
-        if self.base is None and (self.documents is None or self.results is None):
-            raise ValueError("lm-eval spec: without a base, name both documents and results")
+        thin = self.custom_dataset is not None or self.process_results is not None
+        own = self.documents is not None or self.results is not None
+        if thin == own:
+            raise ValueError(
+                "lm-eval spec: name the thin module's custom_dataset and process_results, or "
+                "the benchmark's documents and results (one pair, not both)"
+            )
+        pair = (
+            (self.custom_dataset, self.process_results) if thin else (self.documents, self.results)
+        )
+        if None in pair:
+            raise ValueError("lm-eval spec: name both functions of the pair")
+        if own and (self.metric_list or self.doc_to_text or self.task_class):
+            raise ValueError(
+                "lm-eval spec: metric_list, doc_to_text and task_class are a thin module's; "
+                "with documents/results name `metrics`"
+            )
+        if thin and self.metrics:
+            raise ValueError("lm-eval spec: with a thin module list the metrics in metric_list")
+        if self.max_gen_toks < 1:
+            raise ValueError(
+                f"lm-eval spec: max_gen_toks must be positive, got {self.max_gen_toks}"
+            )
+        if self.temperature < 0:
+            raise ValueError(f"lm-eval spec: temperature must be >= 0, got {self.temperature}")
         names = [t.name for t in self.tasks] + [g.name for g in self.groups]
         if len(names) != len(set(names)):
             raise ValueError(f"lm-eval spec: a task or group name is repeated in {names}")
@@ -178,6 +257,16 @@ class LmEvalSpec:
             missing = [t for t in group.tasks if t not in known]
             if missing:
                 raise ValueError(f"lm-eval group {group.name!r}: no task {missing[0]!r}")
+
+    def metric_entries(self) -> tuple[LmEvalMetric, ...]:
+        """The base's metric list: `metric_list`, or each of `metrics` with its clustered error.
+
+        Returns:
+            The entries in the order the YAML lists them.
+        """
+        if self.metric_list:
+            return self.metric_list
+        return tuple(e for m in self.metrics for e in (LmEvalMetric(m), clustered(m)))
 
     def names(self) -> tuple[str, ...]:
         """Every lm-eval task and group name it generates.

@@ -3,12 +3,13 @@
     python -m memevals.lm_eval_tasks generate          # write into the include path
     python -m memevals.lm_eval_tasks generate --check  # only report stale or missing files
 
-For each record with an lm-eval spec, `<include path>/<folder>/` gets one YAML per task
-(`include:` the base, the task's name and its `dataset_kwargs`) and one per group (its tasks and
-aggregate metrics). A benchmark with a thin lm-eval module keeps its hand-written base YAML
-beside them; one without gets a generated base whose documents and per-reply scores come from
-the two framework-free functions its spec names (memevals.lm_eval_tasks.declared). A new
-benchmark is then a record and a `generate` run, not hand-written YAML. Needs no lm-eval.
+For each record with an lm-eval spec, `<include path>/<folder>/` gets its base
+(`_<folder>_base.yaml`: what its tasks share), one YAML per task (`include:` the base, the
+task's name and its `dataset_kwargs`) and one per group (its tasks and aggregate metrics). The
+base names the functions of the benchmark's thin lm-eval module, or, for a benchmark without
+one, the two framework-free functions its spec names (through memevals.lm_eval_tasks.declared);
+its metric list and generation settings come from the spec too. A new benchmark is then a
+record and a `generate` run, never hand-written YAML. Needs no lm-eval.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import yaml
 
 from memevals.benchmarks import records
-from memevals.core.benchmark import Benchmark, LmEvalGroup, LmEvalSpec, LmEvalTask
+from memevals.core.benchmark import Benchmark, LmEvalGroup, LmEvalMetric, LmEvalSpec, LmEvalTask
 
 __all__ = ["HEADER", "check", "files", "main", "record_files", "write"]
 
@@ -45,7 +46,7 @@ def _folder(record: Benchmark, spec: LmEvalSpec) -> str:
 
 
 def _base_name(record: Benchmark, spec: LmEvalSpec) -> str:
-    return spec.base or f"_{_folder(record, spec)}_base.yaml"
+    return f"_{_folder(record, spec)}_base.yaml"
 
 
 def _scalar(value: Any) -> str:
@@ -66,7 +67,7 @@ def _comment(text: str) -> str:
 
 def _task_yaml(record: Benchmark, spec: LmEvalSpec, task: LmEvalTask) -> str:
     kwargs = dict(task.dataset_kwargs)
-    if spec.base is None:  # the generated base finds its record through this
+    if spec.documents is not None:  # the declared functions find the record through this
         kwargs = {"benchmark": record.name, **kwargs}
     return (
         HEADER.format(name=record.name)
@@ -92,32 +93,68 @@ def _group_yaml(record: Benchmark, group: LmEvalGroup) -> str:
     )
 
 
-def _base_yaml(record: Benchmark, spec: LmEvalSpec) -> str:
-    """The base of a benchmark without a thin lm-eval module: the declared functions."""
-    metrics = "".join(
-        f"  - metric: {_scalar(m)}\n    aggregation: mean\n    higher_is_better: true\n"
-        f"  - metric: {_scalar(m + '_stderr_clustered')}\n"
-        f"    aggregation: !function {COMMON}.clustered_stderr_of_pairs\n"
-        "    higher_is_better: false\n"
-        for m in spec.metrics
+def _function(dotted: str) -> str:
+    return f"!function {dotted}"
+
+
+def _metric(record: Benchmark, metric: LmEvalMetric, first_clustered: bool) -> str:
+    comment = metric.comment
+    if first_clustered:  # what every clustered entry is, said once above the first
+        comment = (
+            f"Clustered standard errors (per subtask; see docs/lm-eval.md#standard-errors): "
+            f"each\ndocument's value is (score, its {record.cluster}'s id).\n{comment}"
+        )
+    aggregation = {
+        "mean": "mean",
+        "clustered": _function(f"{COMMON}.clustered_stderr_of_pairs"),
+    }.get(metric.aggregation) or _function(metric.aggregation)
+    return (
+        "".join(f"  {line}" for line in _comment(comment).splitlines(keepends=True))
+        + f"  - metric: {_scalar(metric.name)}\n"
+        + f"    aggregation: {aggregation}\n"
+        + f"    higher_is_better: {_scalar(metric.higher_is_better)}\n"
     )
+
+
+def _metric_list(record: Benchmark, spec: LmEvalSpec) -> str:
+    entries = spec.metric_entries()
+    first = next((m for m in entries if m.aggregation == "clustered"), None)
+    body = "".join(_metric(record, m, m is first) for m in entries)
+    return f"metric_list:\n{body}" if body else ""
+
+
+def _base_yaml(record: Benchmark, spec: LmEvalSpec) -> str:
+    """The settings every task of the benchmark includes: its functions, generation and metrics."""
+    if spec.documents is not None:  # no thin module: the declared functions
+        functions = f"{DECLARED}.documents", f"{DECLARED}.results", f"{COMMON}.doc_to_text"
+        comment = "Documents and per-reply scores come from the functions its record names."
+    else:
+        functions = (
+            str(spec.custom_dataset),
+            str(spec.process_results),
+            spec.doc_to_text or f"{COMMON}.doc_to_text",
+        )
+        comment = spec.comment
+    documents, results, doc_to_text = functions
     return (
         HEADER.format(name=record.name)
-        + "# Settings shared by its tasks (no `task` key, so lm-eval does not list it): documents\n"
-        + "# and per-reply scores come from the functions its record names.\n"
+        + "# Settings shared by its tasks (no `task` key, so lm-eval does not list it).\n"
+        + _comment(comment)
+        + (f"class: {_function(spec.task_class)}\n" if spec.task_class else "")
         + f"dataset_path: memevals/{record.name}\n"
         + "output_type: generate_until\n"
         + "test_split: test\n"
-        + f"custom_dataset: !function {DECLARED}.documents\n"
-        + f"doc_to_text: !function {COMMON}.doc_to_text\n"
+        + f"custom_dataset: {_function(documents)}\n"
+        + f"doc_to_text: {_function(doc_to_text)}\n"
         + "doc_to_target: target\n"
-        + f"process_results: !function {DECLARED}.results\n"
+        + f"process_results: {_function(results)}\n"
+        + _comment(spec.generation_comment)
         + "generation_kwargs:\n"
         + "  until: []\n"
         + f"  max_gen_toks: {spec.max_gen_toks}\n"
-        + "  do_sample: false\n"
-        + "  temperature: 0.0\n"
-        + (f"metric_list:\n{metrics}" if metrics else "")
+        + f"  do_sample: {_scalar(spec.temperature > 0)}\n"
+        + f"  temperature: {_scalar(float(spec.temperature))}\n"
+        + _metric_list(record, spec)
         + f"metadata:\n  version: {record.version}\n"
     )
 
@@ -135,9 +172,7 @@ def record_files(record: Benchmark) -> dict[str, str]:
     if spec is None:
         return {}
     folder = _folder(record, spec)
-    out: dict[str, str] = {}
-    if spec.base is None:
-        out[f"{folder}/{_base_name(record, spec)}"] = _base_yaml(record, spec)
+    out = {f"{folder}/{_base_name(record, spec)}": _base_yaml(record, spec)}
     for task in spec.tasks:
         out[f"{folder}/{task.name}.yaml"] = _task_yaml(record, spec, task)
     for group in spec.groups:

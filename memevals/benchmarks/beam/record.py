@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from memevals.benchmarks.beam.data import ABILITIES, pinned_files
 from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, DEFAULT_TOP_K, RAG_DEFAULTS
-from memevals.benchmarks.beam.samples import BeamOptions
+from memevals.benchmarks.beam.samples import MEMEVALS_MAX_TOKENS, TEMPERATURE, BeamOptions
 from memevals.core.benchmark import (
     AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
+    LmEvalMetric,
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
@@ -19,6 +20,9 @@ from memevals.core.benchmark import (
 _GROUP_COMMENT = """\
 BEAM: the ten per-ability subtasks of -T/--metadata size (default 100K). lm-eval reports the
 prompt size; the rubric scores come from `python -m memevals.tools.judge` on the samples files."""
+
+#: The thin lm-eval module (named, not imported: the framework layer sits above the records).
+_LM_EVAL_MODULE = "memevals.lm_eval_tasks.beam.utils"
 
 #: The sample-metadata keys BEAM's rubric judge reads (a post-hoc judge checks them first).
 JUDGE_INPUTS: tuple[str, ...] = ("question", "rubric", "category", "protocol")
@@ -63,7 +67,19 @@ RECORD = declare(
     lm_eval_group="beam",
     inspect_module="memevals.inspect_tasks.beam",
     lm_eval=LmEvalSpec(
-        base="_beam_base.yaml",
+        task_class=f"{_LM_EVAL_MODULE}.BeamTask",
+        custom_dataset=f"{_LM_EVAL_MODULE}.beam_docs",
+        doc_to_text=f"{_LM_EVAL_MODULE}.doc_to_text",
+        process_results=f"{_LM_EVAL_MODULE}.beam_results",
+        metric_list=(LmEvalMetric("prompt_tokens", higher_is_better=False),),
+        max_gen_toks=MEMEVALS_MAX_TOKENS,
+        temperature=TEMPERATURE,
+        generation_comment=f"Greedy, up to {MEMEVALS_MAX_TOKENS} tokens under either protocol: "
+        "lm-eval always sends a limit\n(max_gen_toks). Upstream's reader sends none, and so "
+        "does the Inspect task under\nprotocol=official; under memevals the Inspect task's limit "
+        "is this one.",
+        comment="BEAM is judged: run lm_eval with --log_samples (and --apply_chat_template, so "
+        "the replayed\nchat reaches the model as messages), then `python -m memevals.tools.judge`.",
         tasks=tuple(LmEvalTask(f"beam_{a}", {"categories": a}) for a in ABILITIES),
         groups=(
             LmEvalGroup(

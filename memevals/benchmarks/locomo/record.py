@@ -9,15 +9,18 @@ from memevals.benchmarks.locomo.memory import (
     DEFAULT_RETRIEVER,
     DEFAULT_TOP_K,
 )
+from memevals.benchmarks.locomo.official import ANSWER_TOKENS
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.core.benchmark import (
     AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
+    LmEvalMetric,
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
+    clustered,
     declare,
 )
 
@@ -27,6 +30,9 @@ LoCoMo QA: the overall score is the official micro average over all questions
 (each category weighted by its number of questions); evidence_recall likewise matches the
 official overall recall. turn_precision / turn_recall / selected_k are per category only:
 HiGMem skips questions without evidence, which lm-eval's size weighting cannot account for."""
+
+#: The thin lm-eval module (named, not imported: the framework layer sits above the records).
+_LM_EVAL_MODULE = "memevals.lm_eval_tasks.locomo.utils"
 
 RECORD = declare(
     __file__,
@@ -74,7 +80,24 @@ RECORD = declare(
     lm_eval_group="locomo",
     inspect_module="memevals.inspect_tasks.locomo",
     lm_eval=LmEvalSpec(
-        base="_locomo_base.yaml",
+        custom_dataset=f"{_LM_EVAL_MODULE}.locomo_docs",
+        process_results=f"{_LM_EVAL_MODULE}.locomo_results",
+        metric_list=(
+            LmEvalMetric("f1"),
+            clustered("f1"),
+            LmEvalMetric("abstention", higher_is_better=False),
+            LmEvalMetric("prompt_tokens", higher_is_better=False),
+            LmEvalMetric(
+                "evidence_recall",
+                comment="Reported only when the context mode retrieves (rag, oracle).",
+            ),
+            clustered("evidence_recall"),
+            LmEvalMetric("turn_precision"),
+            LmEvalMetric("turn_recall"),
+            LmEvalMetric("selected_k", higher_is_better=False),
+        ),
+        # the paper's answer length, greedy
+        max_gen_toks=ANSWER_TOKENS,
         tasks=tuple(LmEvalTask(f"locomo_{c}", {"categories": c}) for c in PAPER_ORDER),
         groups=(
             LmEvalGroup(

@@ -28,7 +28,12 @@ from memevals.benchmarks.locomo.memory import (
     session_header,
     turn_line,
 )
-from memevals.benchmarks.locomo.official import OfficialTexts, load_texts, official_memory_renderer
+from memevals.benchmarks.locomo.official import (
+    ANSWER_TOKENS,
+    OfficialTexts,
+    load_texts,
+    official_memory_renderer,
+)
 from memevals.benchmarks.locomo.prompts import (
     build_items,
     build_official_items,
@@ -73,8 +78,9 @@ class LocomoOptions:
     categories: str | None = None
     adversarial: str = "choice"  # "choice" (two options) or "open"
     seed: int = 0  # of the two-option order (lm-eval: `choice_seed`)
-    #: the reader's answer length (the paper's 32; lm-eval's is the YAML's max_gen_toks)
-    max_tokens: int = 32
+    #: the reader's answer length (the paper's; lm-eval's is the YAML's max_gen_toks, the same
+    #: constant through the record)
+    max_tokens: int = ANSWER_TOKENS
     data_dir: str | os.PathLike[str] | None = None
     #: "original" (the official answers) or "audited" (locomo-audit's corrections)
     gold: str = "original"

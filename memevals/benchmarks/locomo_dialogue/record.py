@@ -15,7 +15,18 @@ from memevals.benchmarks.locomo.memory import (
     DEFAULT_TOP_K,
 )
 from memevals.benchmarks.locomo_dialogue.memory import DIALOGUE_RETRIEVAL_UNIT
-from memevals.core.benchmark import LmEvalSpec, LmEvalTask, ScoreSpec, declare
+from memevals.benchmarks.locomo_dialogue.samples import DEFAULT_MAX_TOKENS
+from memevals.core.benchmark import (
+    LmEvalMetric,
+    LmEvalSpec,
+    LmEvalTask,
+    ScoreSpec,
+    clustered,
+    declare,
+)
+
+#: The thin lm-eval module (named, not imported: the framework layer sits above the records).
+_LM_EVAL_MODULE = "memevals.lm_eval_tasks.locomo_dialogue.utils"
 
 RECORD = declare(
     __file__,
@@ -37,7 +48,27 @@ RECORD = declare(
     ),
     data=(LOCOMO_FILE,),
     inspect_module="memevals.inspect_tasks.locomo_dialogue",
-    lm_eval=LmEvalSpec(base="_locomo_dialogue_base.yaml", tasks=(LmEvalTask("locomo_dialogue"),)),
+    lm_eval=LmEvalSpec(
+        tasks=(LmEvalTask("locomo_dialogue"),),
+        custom_dataset=f"{_LM_EVAL_MODULE}.dialogue_docs",
+        process_results=f"{_LM_EVAL_MODULE}.dialogue_results",
+        metric_list=(
+            LmEvalMetric("bleu1"),
+            LmEvalMetric("bleu2"),
+            LmEvalMetric("rougeL"),
+            clustered("bleu1"),
+            clustered("bleu2"),
+            clustered("rougeL"),
+            LmEvalMetric("corpus_bleu1", f"{_LM_EVAL_MODULE}.corpus_bleu1"),
+            LmEvalMetric("corpus_bleu2", f"{_LM_EVAL_MODULE}.corpus_bleu2"),
+            LmEvalMetric("prompt_tokens", higher_is_better=False),
+            LmEvalMetric("bertscore_f1", comment="Reported only with bertscore=true."),
+        ),
+        max_gen_toks=DEFAULT_MAX_TOKENS,
+        comment="LoCoMo dialogue generation: one document per held-out turn (photos as their "
+        "captions; lm-eval\nsends text only). Native: BLEU-1/2 (sentence mean and corpus), "
+        "ROUGE-L, prompt size; with\n--metadata '{\"bertscore\": true, ...}' also BERTScore F1.",
+    ),
     scoring_module="memevals.benchmarks.locomo_dialogue.scoring",
     scorers=("bertscore", "bleu", "clean_reply", "corpus_bleu", "rouge_l"),
 )

@@ -22,7 +22,11 @@ from memevals.core.build import Build
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.statistics import CLUSTER_KEY
 
-__all__ = ["DialogueOptions", "build"]
+__all__ = ["DEFAULT_MAX_TOKENS", "DialogueOptions", "build"]
+
+#: The reply's token limit: the Inspect task's default and, through the record, lm-eval's
+#: max_gen_toks.
+DEFAULT_MAX_TOKENS = 128
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class DialogueOptions:
     bertscore: bool = True  # also report BERTScore F1
     bertscore_model: str | None = None  # None: the library's default for English
     bertscore_layers: int | None = None
-    max_tokens: int = 128  # the reply's token limit (lm-eval's is the YAML's max_gen_toks)
+    max_tokens: int = DEFAULT_MAX_TOKENS  # the reply's token limit
     data_dir: str | None = None
     uncertainty: str = "default"  # Inspect: which uncertainty figures are shown
 

@@ -9,7 +9,19 @@ metadata, as they did before records existed; a log is matched to this record by
 from __future__ import annotations
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE
-from memevals.core.benchmark import JudgeSpec, LmEvalSpec, LmEvalTask, ScoreSpec, declare
+from memevals.benchmarks.locomo_event_summary.samples import DEFAULT_MAX_TOKENS
+from memevals.core.benchmark import (
+    JudgeSpec,
+    LmEvalMetric,
+    LmEvalSpec,
+    LmEvalTask,
+    ScoreSpec,
+    clustered,
+    declare,
+)
+
+#: The thin lm-eval module (named, not imported: the framework layer sits above the records).
+_LM_EVAL_MODULE = "memevals.lm_eval_tasks.locomo_event_summary.utils"
 
 RECORD = declare(
     __file__,
@@ -25,7 +37,22 @@ RECORD = declare(
     data=(LOCOMO_FILE,),
     inspect_module="memevals.inspect_tasks.locomo_event_summary",
     lm_eval=LmEvalSpec(
-        base="_locomo_event_summary_base.yaml", tasks=(LmEvalTask("locomo_event_summary"),)
+        tasks=(LmEvalTask("locomo_event_summary"),),
+        custom_dataset=f"{_LM_EVAL_MODULE}.event_summary_docs",
+        process_results=f"{_LM_EVAL_MODULE}.event_summary_results",
+        metric_list=(
+            LmEvalMetric("rouge1"),
+            LmEvalMetric("rouge2"),
+            LmEvalMetric("rougeL"),
+            clustered("rouge1"),
+            clustered("rouge2"),
+            clustered("rougeL"),
+            LmEvalMetric("prompt_tokens", higher_is_better=False),
+        ),
+        max_gen_toks=DEFAULT_MAX_TOKENS,
+        comment="LoCoMo event summarisation (whole conversation at once): one document per "
+        "conversation and\nspeaker. Native: ROUGE-1/2/L; FactScore precision/recall/F1 come from "
+        "`python -m memevals.tools.judge`.",
     ),
     scoring_module="memevals.benchmarks.locomo_event_summary.scoring",
     scorers=("fact_score", "factscore"),

@@ -29,7 +29,11 @@ from memevals.core.tokens import get_token_counter
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EventSummaryOptions", "build", "build_for"]
+__all__ = ["DEFAULT_MAX_TOKENS", "EventSummaryOptions", "build", "build_for"]
+
+#: The summary's token limit: the Inspect task's default (per step when incremental) and,
+#: through the record, lm-eval's max_gen_toks.
+DEFAULT_MAX_TOKENS = 2048
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class EventSummaryOptions:
     conversations: str | None = None  # comma-separated sample ids; None = all 10
     #: the grader's reference facts: "decompose" (split by the grader) or "events"
     reference_facts: str = "decompose"
-    max_tokens: int = 2048  # the summary's token limit (per step when incremental)
+    max_tokens: int = DEFAULT_MAX_TOKENS  # the summary's token limit (per step when incremental)
     lines_per_call: int = DEFAULT_LINES_PER_CALL  # text lines per decomposition call
     facts_per_call: int = DEFAULT_FACTS_PER_CALL  # facts per support-check call
     grader_max_tokens: int = 2048  # the grader's token limit per reply

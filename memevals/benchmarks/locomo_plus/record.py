@@ -12,18 +12,25 @@ from memevals.benchmarks.locomo.memory import (
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
+from memevals.benchmarks.locomo_plus.samples import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 from memevals.benchmarks.locomo_plus.scoring import LOCOMO_PLUS_CRITERIA
 from memevals.core.benchmark import (
     AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
+    LmEvalMetric,
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
+    clustered,
     declare,
 )
 
 #: Its lm-eval subtasks: LoCoMo's five categories, then the cognitive samples.
+#: The thin lm-eval module (named, not imported: the framework layer sits above the records).
+_LM_EVAL_MODULE = "memevals.lm_eval_tasks.locomo_plus.utils"
+_RETRIEVES = "the context mode retrieves (rag, oracle, a memory system)"
+
 _SUBTASKS = tuple(f"locomo_plus_{c}" for c in (*PAPER_ORDER, COGNITIVE))
 #: What the lm-eval group reports (written into its generated YAML).
 _GROUP_COMMENT = """\
@@ -87,7 +94,31 @@ RECORD = declare(
     lm_eval_group="locomo_plus",
     inspect_module="memevals.inspect_tasks.locomo_plus",
     lm_eval=LmEvalSpec(
-        base="_locomo_plus_base.yaml",
+        custom_dataset=f"{_LM_EVAL_MODULE}.locomo_plus_docs",
+        process_results=f"{_LM_EVAL_MODULE}.locomo_plus_results",
+        metric_list=(
+            LmEvalMetric("prompt_tokens", higher_is_better=False),
+            LmEvalMetric(
+                "f1",
+                comment="LoCoMo questions only: cognitive samples have no reference (score them "
+                "with memevals.tools.judge).",
+            ),
+            clustered("f1"),
+            LmEvalMetric("abstention", higher_is_better=False),
+            LmEvalMetric("evidence_recall", comment=f"Reported only when {_RETRIEVES}."),
+            clustered("evidence_recall"),
+            LmEvalMetric("turn_precision"),
+            LmEvalMetric("turn_recall"),
+            LmEvalMetric("selected_k", higher_is_better=False),
+            LmEvalMetric(
+                "cue_recall",
+                comment=f"Cognitive samples, when {_RETRIEVES}: share of\nthe cue turns retrieved.",
+            ),
+        ),
+        max_gen_toks=DEFAULT_MAX_TOKENS,
+        temperature=DEFAULT_TEMPERATURE,
+        generation_comment="The LoCoMo-Plus framework answers with temperature "
+        f"{DEFAULT_TEMPERATURE} and up to {DEFAULT_MAX_TOKENS} tokens.",
         tasks=tuple(
             LmEvalTask(f"locomo_plus_{c}", {"categories": c}) for c in (*PAPER_ORDER, COGNITIVE)
         ),

@@ -8,11 +8,13 @@ from memevals.benchmarks.longmemeval.memory import (
     DEFAULT_RETRIEVER,
     DEFAULT_TOP_K,
 )
+from memevals.benchmarks.longmemeval.official import ANSWER_TOKENS
 from memevals.benchmarks.longmemeval.scoring import LONGMEMEVAL_CRITERIA
 from memevals.core.benchmark import (
     AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
+    LmEvalMetric,
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
@@ -29,10 +31,40 @@ def _group_comment(variant: str) -> str:
     )
 
 
+#: The thin lm-eval module (named, not imported: the framework layer sits above the records).
+_LM_EVAL_MODULE = "memevals.lm_eval_tasks.longmemeval.utils"
+
 #: lm-eval: one group per variant holding the per-type subtasks (the abstention slice repeats
 #: their _abs questions, so it is a task outside the group), one subtask per variant x category.
 _LM_EVAL = LmEvalSpec(
-    base="_longmemeval_base.yaml",
+    custom_dataset=f"{_LM_EVAL_MODULE}.longmemeval_docs",
+    process_results=f"{_LM_EVAL_MODULE}.longmemeval_results",
+    metric_list=(
+        LmEvalMetric("prompt_tokens", higher_is_better=False),
+        *(
+            LmEvalMetric(
+                f"{metric}@{k}",
+                comment="context=rag only (official headline retrieval metrics; _abs questions "
+                "are skipped)."
+                if (metric, k) == ("recall_any", 5)
+                else "",
+            )
+            for k in (5, 10)
+            for metric in ("recall_any", "recall_all", "ndcg_any")
+        ),
+        *(
+            LmEvalMetric(
+                f"turn_{metric}@{k}",
+                comment="retrieval_unit=turn only." if (metric, k) == ("recall_all", 5) else "",
+            )
+            for k in (5, 10, 50)
+            for metric in ("recall_all", "ndcg_any")
+        ),
+    ),
+    max_gen_toks=ANSWER_TOKENS,  # the reader's default answer length (official.answer_tokens)
+    generation_comment=f"The paper's reader: greedy, up to {ANSWER_TOKENS} tokens.",
+    comment="LongMemEval is judged: run lm_eval with --log_samples, then "
+    "`python -m memevals.tools.judge`.",
     tasks=tuple(
         LmEvalTask(f"longmemeval_{v}_{c}", {"variant": v, "categories": c})
         for v in VARIANTS
