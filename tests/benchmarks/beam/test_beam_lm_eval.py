@@ -31,7 +31,7 @@ TASKS = ("knowledge_update", "event_ordering", "summarization")
 
 def test_checked_in_yaml_is_generated_from_the_record() -> None:
     files = record_files(RECORD)
-    assert len(files) == 11  # ten subtasks and the group
+    assert len(files) == 12  # the base, ten subtasks and the group
     for rel, text in files.items():
         assert (ROOT / rel).read_text(encoding="utf-8") == text, rel
 
