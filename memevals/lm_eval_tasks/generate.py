@@ -104,10 +104,12 @@ def _metric(record: Benchmark, metric: LmEvalMetric, first_clustered: bool) -> s
             f"Clustered standard errors (per subtask; see docs/lm-eval.md#standard-errors): "
             f"each\ndocument's value is (score, its {record.cluster}'s id).\n{comment}"
         )
-    aggregation = {
-        "mean": "mean",
-        "clustered": _function(f"{COMMON}.clustered_stderr_of_pairs"),
-    }.get(metric.aggregation) or _function(metric.aggregation)
+    if metric.aggregation == "mean":
+        aggregation = "mean"
+    elif metric.aggregation == "clustered":
+        aggregation = _function(f"{COMMON}.clustered_stderr_of_pairs")
+    else:  # a "module.function" of the benchmark's own
+        aggregation = _function(metric.aggregation)
     return (
         "".join(f"  {line}" for line in _comment(comment).splitlines(keepends=True))
         + f"  - metric: {_scalar(metric.name)}\n"
