@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,13 @@ from shared_runs import SharedRuns, shared_root
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
 FIXTURES = TESTS / "fixtures"
+
+# `python -m pytest` puts the checkout on sys.path, where pip's build left memevals.egg-info
+# (no direct_url.json): importlib.metadata then finds that one before the installed editable
+# distribution, and Inspect, which names a package's tasks `memevals/<task>` only for an
+# installed package, registers them unnamespaced. A CLI run in this process
+# (tests/support/in_process.py) must see memevals as `inspect` does: installed.
+sys.path[:] = [p for p in sys.path if p not in ("", str(REPO))]
 
 # The real LoCoMo / LoCoMo-Plus files live beside the checkout (../shared/data); CI has them too.
 _default_data = REPO.parent / "shared" / "data"
@@ -46,8 +54,10 @@ def data_dir() -> Path:
 
 @pytest.fixture
 def inspect_cli(tmp_path: Path) -> Iterator[object]:
-    def run(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-        return run_inspect_cli(list(args), cwd=tmp_path, timeout=timeout)
+    def run(
+        *args: str, timeout: float = 900, process: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        return run_inspect_cli(list(args), cwd=tmp_path, timeout=timeout, process=process)
 
     yield run
 

@@ -80,7 +80,10 @@ def test_cli_prints_the_message_alone(
 ) -> None:
     args, message = CASES[case]
     extra = [] if display == "default" else ["--display", "none"]
-    res = inspect_cli("eval", *args, "--model", "mockllm/model", "--limit", "1", *extra)
+    # a process of its own: what the user sees is printed by memevals' excepthook at exit
+    res = inspect_cli(
+        "eval", *args, "--model", "mockllm/model", "--limit", "1", *extra, process=True
+    )
     out = res.stdout + res.stderr
     assert res.returncode == 1, out[-3000:]
     assert _squeezed(message) in _squeezed(out), out[-3000:]

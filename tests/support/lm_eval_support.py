@@ -8,13 +8,12 @@ also shows that the two frameworks sent the same text.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from cli_support import run_python
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog
@@ -105,8 +104,8 @@ def run_inspect(
 
 
 def run_lm_eval_cli(args: list[str], cwd: Path, timeout: float = 600) -> Path:
-    """The real lm-eval command line in a subprocess, with our tasks and --log_samples, writing
-    under `cwd`/out; returns the run's output folder."""
+    """The real lm-eval command line (in this process: cli_support.run_python), with our tasks
+    and --log_samples, writing under `cwd`/out; returns the run's output folder."""
     out = cwd / "out"
     cmd = [
         sys.executable,
@@ -119,9 +118,7 @@ def run_lm_eval_cli(args: list[str], cwd: Path, timeout: float = 600) -> Path:
         str(out),
         "--log_samples",
     ]
-    proc = subprocess.run(
-        cmd, cwd=cwd, env=dict(os.environ), capture_output=True, text=True, timeout=timeout
-    )
+    proc = run_python(cmd, cwd=cwd, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-4000:]
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     return run_dir

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import in_process
 from filelock import FileLock
 
 SUPPORT = Path(__file__).resolve().parent
@@ -113,6 +114,7 @@ class SharedRuns:
         env: Mapping[str, str] | None = None,
         timeout: float = 1500,
         key: Any = None,
+        process: bool = False,
     ) -> CliRun:
         """Run `cmd` once (from its own folder, with `env` over os.environ; "{run}" in a value
         is that folder) and share its exit status and output.
@@ -123,6 +125,8 @@ class SharedRuns:
             timeout: seconds before it is stopped.
             key: extra key material (a scripted provider's version, say); the command and `env`
                 are always part of the key.
+            process: run it in a subprocess; otherwise a Python entry point runs in this
+                process (tests/support/in_process.py).
 
         Returns:
             The finished run (a failing exit status is returned, not raised).
@@ -132,9 +136,13 @@ class SharedRuns:
         def produce(folder: Path) -> None:
             full = dict(os.environ)
             full.update({k: v.replace(RUN_DIR, str(folder)) for k, v in extra.items()})
-            proc = subprocess.run(
-                list(cmd), cwd=folder, env=full, capture_output=True, text=True, timeout=timeout
-            )
+            if process:
+                proc = subprocess.run(
+                    list(cmd), cwd=folder, env=full, capture_output=True, text=True,
+                    timeout=timeout,
+                )
+            else:
+                proc = in_process.run(cmd, cwd=folder, env=full, timeout=timeout)
             (folder / "stdout.txt").write_text(proc.stdout, encoding="utf-8")
             (folder / "stderr.txt").write_text(proc.stderr, encoding="utf-8")
             (folder / "returncode.txt").write_text(str(proc.returncode), encoding="utf-8")
