@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
+from memevals.benchmarks.longmemeval.memory import DEFAULT_ANSWER_TOKENS
 from memevals.core.official_judge import OfficialJudge, split_around
 from memevals.core.protocol import MEMEVALS, Protocol
 from memevals.core.upstream import (
@@ -87,8 +88,9 @@ EVALUATION = UpstreamFile(
     "ecce9c4c79dc89d99534ac17b383a5cbb5b9f0c69ee98adaf0684742e3d95251",
 )
 
-#: Upstream's answer length: 500 tokens, 800 with step-by-step (its `gen_length` default).
-ANSWER_TOKENS = 500
+#: Upstream's answer length: 500 tokens, 800 with step-by-step (its `gen_length` default);
+#: the memory module's truncation budget reserves the same 500, declared there.
+ANSWER_TOKENS = DEFAULT_ANSWER_TOKENS
 STEP_BY_STEP_ANSWER_TOKENS = 800
 #: Upstream's note length and judge length (both at temperature 0).
 NOTE_MAX_TOKENS = 500

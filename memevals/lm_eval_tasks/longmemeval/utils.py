@@ -9,6 +9,7 @@ from typing import Any
 
 from datasets import DatasetDict
 
+from memevals.benchmarks.longmemeval.official import ANSWER_TOKENS, STEP_BY_STEP_ANSWER_TOKENS
 from memevals.benchmarks.longmemeval.retrieval import headline_scores
 from memevals.benchmarks.longmemeval.samples import (
     LongMemEvalBuild,
@@ -65,9 +66,12 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
     if options.step_by_step and options.protocol.official:
         # the YAML's generation length is fixed; a loader cannot change it per run
         logger.warning(
-            "%s: upstream answers step by step in up to 800 tokens; pass --gen_kwargs "
-            "max_gen_toks=800 (the task's YAML allows 500)",
+            "%s: upstream answers step by step in up to %d tokens; pass --gen_kwargs "
+            "max_gen_toks=%d (the task's YAML allows %d)",
             task,
+            STEP_BY_STEP_ANSWER_TOKENS,
+            STEP_BY_STEP_ANSWER_TOKENS,
+            ANSWER_TOKENS,
         )
     everything = common.checked(task, lambda: _BUILT(options))
     items = of_categories(everything.items, wanted)
