@@ -36,6 +36,7 @@ __all__ = [
     "TaskSpec",
     "clustered",
     "declare",
+    "means_then_clustered",
     "read_eval_yaml",
 ]
 
@@ -175,6 +176,18 @@ def clustered(metric: str) -> LmEvalMetric:
         Its LmEvalMetric.
     """
     return LmEvalMetric(f"{metric}_stderr_clustered", "clustered", higher_is_better=False)
+
+
+def means_then_clustered(*metrics: str) -> tuple[LmEvalMetric, ...]:
+    """Mean metrics (higher is better), then the clustered standard error of each, in order.
+
+    Args:
+        metrics: the metrics' names.
+
+    Returns:
+        Their LmEvalMetrics, the means first.
+    """
+    return (*(LmEvalMetric(m) for m in metrics), *(clustered(m) for m in metrics))
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from memevals.core.benchmark import (
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
-    clustered,
     declare,
+    means_then_clustered,
 )
 
 #: The thin lm-eval module (named, not imported: the framework layer sits above the records).
@@ -53,12 +53,7 @@ RECORD = declare(
         custom_dataset=f"{_LM_EVAL_MODULE}.dialogue_docs",
         process_results=f"{_LM_EVAL_MODULE}.dialogue_results",
         metric_list=(
-            LmEvalMetric("bleu1"),
-            LmEvalMetric("bleu2"),
-            LmEvalMetric("rougeL"),
-            clustered("bleu1"),
-            clustered("bleu2"),
-            clustered("rougeL"),
+            *means_then_clustered("bleu1", "bleu2", "rougeL"),
             LmEvalMetric("corpus_bleu1", f"{_LM_EVAL_MODULE}.corpus_bleu1"),
             LmEvalMetric("corpus_bleu2", f"{_LM_EVAL_MODULE}.corpus_bleu2"),
             LmEvalMetric("prompt_tokens", higher_is_better=False),

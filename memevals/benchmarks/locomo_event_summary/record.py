@@ -16,8 +16,8 @@ from memevals.core.benchmark import (
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
-    clustered,
     declare,
+    means_then_clustered,
 )
 
 #: The thin lm-eval module (named, not imported: the framework layer sits above the records).
@@ -41,12 +41,7 @@ RECORD = declare(
         custom_dataset=f"{_LM_EVAL_MODULE}.event_summary_docs",
         process_results=f"{_LM_EVAL_MODULE}.event_summary_results",
         metric_list=(
-            LmEvalMetric("rouge1"),
-            LmEvalMetric("rouge2"),
-            LmEvalMetric("rougeL"),
-            clustered("rouge1"),
-            clustered("rouge2"),
-            clustered("rougeL"),
+            *means_then_clustered("rouge1", "rouge2", "rougeL"),
             LmEvalMetric("prompt_tokens", higher_is_better=False),
         ),
         max_gen_toks=DEFAULT_MAX_TOKENS,
