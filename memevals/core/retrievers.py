@@ -115,27 +115,42 @@ def _stopwords() -> frozenset[str]:
 
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
-    return _STEMMER.stem(word)
+    return _stemmer().stem(word)
 
 
 class _Stemmer(Protocol):
     def stem(self, word: str) -> str: ...
 
 
-def _make_stemmer() -> _Stemmer:
+@lru_cache(maxsize=1)
+def _stemmer() -> _Stemmer:
+    # Imported on first use: nltk's package import pulls in scipy and most of nltk, seconds of
+    # start-up that every command paid even when nothing is retrieved with BM25.
     from nltk.stem import PorterStemmer
 
     stemmer: _Stemmer = PorterStemmer()
     return stemmer
 
 
-_STEMMER = _make_stemmer()
+@lru_cache(maxsize=100_000)
+def _bm25_tokens(text: str) -> tuple[str, ...]:
+    # Memoised per text: a conversation's turns are indexed again for every task build and,
+    # in LoCoMo-Plus, for every stitched conversation that shares them. A tuple, so that no
+    # caller can change what the next one gets.
+    stop = _stopwords()
+    return tuple(_stem(w) for w in _WORD.findall(text.lower()) if w not in stop)
 
 
 def bm25_tokens(text: str) -> list[str]:
-    """Lowercased words of 2+ characters, stop words removed, Porter-stemmed."""
-    stop = _stopwords()
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in stop]
+    """Lowercased words of 2+ characters, stop words removed, Porter-stemmed.
+
+    Args:
+        text: the text to tokenize.
+
+    Returns:
+        The tokens in text order (a new list on every call).
+    """
+    return list(_bm25_tokens(text))
 
 
 @dataclass
@@ -172,7 +187,7 @@ class BM25Retriever:
     def index(self, units: Sequence[MemoryUnit]) -> _BM25Index:
         import bm25s
 
-        corpus = [bm25_tokens(u.text) for u in units]
+        corpus = [list(_bm25_tokens(u.text)) for u in units]
         model = bm25s.BM25()
         # bm25s rejects an all-empty corpus; a placeholder token keeps the index valid.
         model.index([c or ["\x00"] for c in corpus], show_progress=False)

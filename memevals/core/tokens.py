@@ -14,11 +14,13 @@ rendered as in the full-context prompt it is within -1.3 % .. +4.2 % of cl100k p
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = ["TOKEN_COUNTERS", "Head", "TokenCounter", "approx_token_count", "get_token_counter"]
 
@@ -85,6 +87,49 @@ def _pieces(text: str) -> list[str]:
     return out
 
 
+class _CountMemo:
+    """Token counts of texts already counted, keyed by a digest of the text.
+
+    Builds count the same lines, contexts and questions again and again (every question of a
+    conversation, every task built in one process). The key is a 16-byte BLAKE2b digest, so
+    the memo never keeps a long text alive; the oldest half is dropped when it is full.
+    """
+
+    def __init__(self, max_entries: int = 1 << 18) -> None:
+        self.max_entries = max_entries
+        self._counts: dict[bytes, int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, text: str, count: Callable[[str], int]) -> int:
+        """`count(text)`, computed once per distinct text (while it stays in the memo)."""
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        hit = self._counts.get(key)
+        if hit is not None:
+            return hit
+        value = count(text)
+        with self._lock:
+            if len(self._counts) >= self.max_entries:
+                for old in list(self._counts)[: self.max_entries // 2]:
+                    del self._counts[old]
+            self._counts[key] = value
+        return value
+
+
+@lru_cache(maxsize=4)
+def _encoding(encoding_name: str) -> Any:
+    # One Encoding per vocabulary and process: "auto" and "cl100k_base" are separate counters
+    # (separate names in the logs) over the same tokenizer.
+    import bpe_openai
+
+    return bpe_openai.get_encoding(encoding_name)
+
+
+@lru_cache(maxsize=4)
+def _count_memo(encoding_name: str) -> _CountMemo:
+    # Shared by the counters of one vocabulary ("auto" and "cl100k_base" count alike).
+    return _CountMemo()
+
+
 def _bpe_available() -> bool:
     try:
         import bpe_openai  # noqa: F401
@@ -104,18 +149,22 @@ def get_token_counter(name: str = "auto") -> TokenCounter:
         return TokenCounter("approx", approx_token_count, _approx_head)
     encoding_name = "cl100k_base" if name == "auto" else name
     try:
-        import bpe_openai
+        import bpe_openai  # noqa: F401
     except ImportError as exc:
         raise ValueError(
             f"token_counter={name!r} needs the bpe-openai package (pip install "
             "'memevals[tokens]'); use token_counter='approx' to count without it"
         ) from exc
-    encoding = bpe_openai.get_encoding(encoding_name)
+    encoding = _encoding(encoding_name)
+    memo = _count_memo(encoding_name)
 
-    def count(text: str) -> int:
+    def tokenize_count(text: str) -> int:
         # Special-token text such as "<|endoftext|>" is counted as ordinary text. The package
         # refuses inputs over 1M characters / 200K tokens, so long texts are counted in pieces.
         return sum(len(encoding.encode_ordinary(piece)) for piece in _pieces(text))
+
+    def count(text: str) -> int:
+        return memo.get(text, tokenize_count)
 
     def prefix(tokens: list[int], n: int) -> str:
         # A cut can fall inside a multi-byte character: drop its incomplete bytes.

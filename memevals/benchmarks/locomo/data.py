@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from memevals.core.files import DataError, PinnedFile, resolve, sha256_of
@@ -132,9 +133,27 @@ class Conversation:
     def turn(self, dia_id: str) -> Turn | None:
         return self._turn_index.get(dia_id)
 
-    @property
+    @cached_property
     def turns(self) -> tuple[Turn, ...]:
+        # Cached on the (frozen, immutable) conversation: prompts, metrics and annotations ask
+        # for it per question.
         return tuple(t for s in self.sessions for t in s.turns)
+
+    @cached_property
+    def turn_positions(self) -> Mapping[str, int]:
+        """dia id -> position in `turns` (of its last turn when an id repeats); read-only."""
+        return MappingProxyType({t.dia_id: i for i, t in enumerate(self.turns)})
+
+    @cached_property
+    def first_turn_places(self) -> Mapping[str, tuple[int, int]]:
+        """dia id -> (position in `turns`, position in `sessions`) of its first turn; read-only."""
+        out: dict[str, tuple[int, int]] = {}
+        at = 0
+        for s, session in enumerate(self.sessions):
+            for t in session.turns:
+                out.setdefault(t.dia_id, (at, s))
+                at += 1
+        return MappingProxyType(out)
 
     def other_speaker(self, speaker: str) -> str:
         """The speaker `speaker` talks to (prompts name both sides)."""

@@ -311,7 +311,7 @@ def evidence_turns(conv: Conversation, qa: QA) -> tuple[list[Turn], tuple[str, .
     ``"D30:05"`` becomes ``D30:5``); malformed pieces and ids of missing turns are returned as
     unmatched so the caller can report them.
     """
-    position = {t.dia_id: i for i, t in enumerate(conv.turns)}
+    position = conv.turn_positions
     found: dict[str, Turn] = {}
     unmatched = list(qa.malformed_evidence)
     for dia_id in qa.evidence_ids:
@@ -472,7 +472,7 @@ def memory_context(conv: Conversation, items: Sequence[MemoryItem]) -> LocomoCon
     item shows its source turns as the conversation renders them; any other item its own text,
     dated by the item or its first cited turn's session. Retrieved ids: the cited dia ids in
     rank order, duplicates kept (as observations are flattened in context=rag)."""
-    position = {t.dia_id: i for i, t in enumerate(conv.turns)}
+    position = conv.turn_positions
     dates = _session_dates(conv)
     shown: list[tuple[float, int, MemoryUnit]] = []
     retrieved: list[str] = []

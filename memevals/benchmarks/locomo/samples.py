@@ -390,11 +390,10 @@ def evidence_distance(
     if not found:
         return {}
     last = found[-1].dia_id
-    turns = [t.dia_id for t in conv.turns]
-    session = next(i for i, s in enumerate(conv.sessions) if any(t.dia_id == last for t in s.turns))
+    position, session = conv.first_turn_places[last]
     out = {
         "sessions_after_evidence": len(conv.sessions) - 1 - session,
-        "turns_after_evidence": len(turns) - 1 - turns.index(last),
+        "turns_after_evidence": len(conv.turns) - 1 - position,
     }
     if tokens_after is not None:
         out["tokens_after_evidence"] = tokens_after[last]

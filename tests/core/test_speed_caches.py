@@ -1,0 +1,80 @@
+"""The per-process memos behind fast sample builds give what an uncached call gives.
+
+Token counts are memoised by a digest of the text (`core.tokens._CountMemo`), BM25 tokens per
+text (`core.retrievers._bm25_tokens`), and the stemmer's nltk import waits for the first stem.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from memevals.core import retrievers, tokens
+from memevals.core.retrievers import bm25_tokens
+from memevals.core.tokens import _CountMemo, get_token_counter
+
+
+def test_count_memo_counts_each_distinct_text_once_and_keeps_values_exact() -> None:
+    calls: list[str] = []
+
+    def count(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    memo = _CountMemo(max_entries=4)
+    assert [memo.get(t, count) for t in ("a b", "a b", "c", "a  b", "a b")] == [2, 2, 1, 2, 2]
+    # "a  b" differs from "a b" by one space: a text of its own, never the other's count
+    assert calls == ["a b", "c", "a  b"]
+    # full: the oldest half goes, then the values are computed again, still exact
+    for t in ("d", "e f", "g h i"):
+        memo.get(t, count)
+    assert len(memo._counts) <= 4
+    calls.clear()
+    assert memo.get("a b", count) == 2
+    assert memo.get("g h i", count) == 3
+    assert calls == ["a b"]
+
+
+def test_count_memo_tells_apart_texts_with_lone_surrogates() -> None:
+    memo = _CountMemo()
+    assert memo.get("x\ud800", len) == 2
+    assert memo.get("x\ud801", lambda t: 7) == 7
+
+
+def test_memoised_bpe_counts_equal_the_tokenizer_and_share_one_encoding() -> None:
+    pytest.importorskip("bpe_openai")
+    auto, cl100k = get_token_counter("auto"), get_token_counter("cl100k_base")
+    assert (auto.name, cl100k.name) == ("cl100k_base", "cl100k_base")
+    encoding = tokens._encoding("cl100k_base")
+    texts = ["Hello world", "Caroline: I went to the LGBTQ support group.\n", "", "x" * 10]
+    for text in texts * 2:
+        assert auto(text) == cl100k(text) == len(encoding.encode_ordinary(text))
+    assert [auto(t) for t in texts] == [2, 11, 0, 2]
+    assert tokens._encoding("cl100k_base") is encoding  # loaded once per process
+
+
+def test_bm25_tokens_returns_a_new_list_each_call() -> None:
+    first = bm25_tokens("The runners were running faster")
+    assert first == ["runner", "were", "run", "faster"]
+    first.append("mutated")
+    assert bm25_tokens("The runners were running faster") == ["runner", "were", "run", "faster"]
+    assert retrievers._bm25_tokens("The runners were running faster") == (
+        "runner",
+        "were",
+        "run",
+        "faster",
+    )
+
+
+def test_importing_the_retrievers_does_not_import_nltk() -> None:
+    # a fresh interpreter: what the import itself loads is the point (the worker has nltk)
+    code = (
+        "import sys, memevals.core.retrievers as r; "
+        "print('nltk' in sys.modules); r.bm25_tokens('stemming'); print('nltk' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["False", "True"]
