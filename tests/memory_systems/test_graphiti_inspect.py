@@ -20,9 +20,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import subprocess
-import sys
+import socket
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, read_eval_log
 from loopback_graphiti import graphiti_facts, schema_name
+from loopback_guard import run_guarded
 from loopback_openai import HttpFailure, LoopbackOpenAI, mem0_facts
 
 from memevals.benchmarks.locomo.data import load_locomo
@@ -48,6 +47,8 @@ FIXTURES = TESTS / "fixtures"
 TURNS_PER_EPISODE = 40
 SECRET = "test-key-graphiti-4711"
 SYSTEMS = ("bm25", "embedding", "observations", "mem0", "graphiti")
+#: socket.connect before any guard (the guard must not outlive a run)
+_UNGUARDED_CONNECT = socket.socket.connect
 
 
 def _env(tmp: Path) -> dict[str, str]:
@@ -59,26 +60,23 @@ def _env(tmp: Path) -> dict[str, str]:
     }
 
 
-#: Run before the CLI in its process: refuses, and writes down, every connection to an address
-#: that is not loopback, then runs the script named first on the command line.
-GUARD = str(TESTS / "support" / "loopback_guard.py")
-
-
 def _inspect(script: str, args: list[str], cwd: Path) -> None:
     """The real Inspect CLI through one of the tests' entry scripts (offline mockllm token
-    count; scripted_memory.py also registers the scripted memory model), in a process whose
-    sockets may reach loopback only (nothing is refused: `refused.txt` stays absent)."""
-    env = {**os.environ, **_env(cwd)}
+    count; scripted_memory.py also registers the scripted memory model), run in this process
+    by tests/support/loopback_guard.py, whose guard lets its sockets reach loopback only for
+    the run (nothing is refused: `refused.txt` stays absent)."""
     script_path = str(TESTS / "support" / script)
-    cmd = [sys.executable, GUARD, script_path, "eval", *args, "--display", "none"]
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    done = run_guarded(
+        script_path, ["eval", *args, "--display", "none"], cwd, env=_env(cwd), timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     refused = cwd / "refused.txt"
     assert not refused.exists(), f"something tried the network: {refused.read_text()}"
 
 
 def test_the_cli_guard_refuses_the_network(tmp_path: Path) -> None:
-    """What the guard of every CLI run here catches: a connection beyond loopback."""
+    """What the guard of every CLI run here catches: a connection beyond loopback; and it is
+    gone after the run."""
     (tmp_path / "dial.py").write_text(
         "import socket\n"
         "try:\n"
@@ -86,11 +84,10 @@ def test_the_cli_guard_refuses_the_network(tmp_path: Path) -> None:
         "except OSError as exc:\n"
         "    print(exc)\n"
     )
-    done = subprocess.run(
-        [sys.executable, GUARD, "dial.py"], cwd=tmp_path, capture_output=True, text=True
-    )
+    done = run_guarded("dial.py", [], tmp_path)
     assert "test: no network (('192.0.2.1', 443))" in done.stdout
     assert (tmp_path / "refused.txt").read_text() == "('192.0.2.1', 443)\n"
+    assert socket.socket.connect is _UNGUARDED_CONNECT
 
 
 def _logs(folder: Path) -> list[EvalLog]:
@@ -194,6 +191,8 @@ def _locomo_runs(root: Path) -> dict[str, Any]:
             [
                 *(tasks.name, "--model", "mockllm/model", "--limit", "20"),
                 *("--model-role", "memory=scripted_memory/facts", "--log-dir", "systems"),
+                # the five tasks at once: the embedders of two of them overlap the others' waits
+                *("--max-tasks", str(len(SYSTEMS))),
             ],
             root,
         )

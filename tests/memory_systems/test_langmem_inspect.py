@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -29,6 +26,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, read_eval_log
 from loopback_graphiti import graphiti_facts
+from loopback_guard import run_guarded
 from loopback_langmem import LangMemScript, LoopbackTools
 from loopback_openai import HttpFailure, LoopbackOpenAI, mem0_facts
 
@@ -66,18 +64,12 @@ def _env(tmp: Path) -> dict[str, str]:
     }
 
 
-#: Run before the CLI in its process: refuses, and writes down, every connection to an address
-#: that is not loopback, then runs the script named first on the command line.
-GUARD = str(TESTS / "support" / "loopback_guard.py")
-
-
 def _inspect(args: list[str], cwd: Path) -> None:
-    """The real Inspect CLI (offline mockllm token count) in a process whose sockets may
-    reach loopback only (nothing is refused: `refused.txt` stays absent)."""
-    env = {**os.environ, **_env(cwd)}
+    """The real Inspect CLI (offline mockllm token count), run in this process by
+    tests/support/loopback_guard.py, whose guard lets its sockets reach loopback only for the
+    run (nothing is refused: `refused.txt` stays absent)."""
     script = str(TESTS / "support" / "inspect_offline.py")
-    cmd = [sys.executable, GUARD, script, "eval", *args, "--display", "none"]
-    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    done = run_guarded(script, ["eval", *args, "--display", "none"], cwd, env=_env(cwd))
     assert done.returncode == 0, done.stderr[-3000:]
     refused = cwd / "refused.txt"
     assert not refused.exists(), f"something tried the network: {refused.read_text()}"

@@ -6,7 +6,8 @@ autouse fixtures `loopback_only` (every test of the module guarded, and nothing 
 
     python tests/support/loopback_guard.py tests/support/scripted_memory.py eval ...
 
-which installs the guard, writes every refused address to `refused.txt` in the working folder
+(`run_guarded` does that in the pytest worker: tests/support/in_process.py), which installs the
+guard for the run only, writes every refused address to `refused.txt` in the working folder
 (one line each, so a test can read what tried the network), and runs the script as `__main__`,
 with the script's folder first on the path as `python <script>` would put it.
 """
@@ -16,9 +17,11 @@ from __future__ import annotations
 import os
 import runpy
 import socket
+import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -83,6 +86,43 @@ def one_torch_thread() -> Iterator[None]:
     """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
     with single_torch_thread():
         yield
+
+
+def run_guarded(
+    script: str,
+    args: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 900,
+) -> subprocess.CompletedProcess[str]:
+    """Run `python <this file> <script> <args>` as a new process would, in this one.
+
+    The guard is installed for the run only (and removed after, by this file's `__main__`
+    block), torch gets one thread (what OMP_NUM_THREADS=1 does to a new process), and the
+    endpoint checks passed earlier in this process are forgotten (each run is its own process
+    in real use, and checks its endpoint once).
+
+    Args:
+        script: the entry script the guard runs (inspect_offline.py, scripted_memory.py, ...).
+        args: its command-line arguments.
+        cwd: the working folder (`refused.txt` is written there).
+        env: variables set for the run, over os.environ.
+        timeout: seconds before the run is stopped.
+
+    Returns:
+        The finished run, stdout and stderr captured.
+    """
+    import in_process
+
+    from memevals.memory_systems.endpoint import forget_probes
+
+    full = {**os.environ, **(env or {})}
+    forget_probes()
+    with single_torch_thread():
+        return in_process.run(
+            [sys.executable, os.path.abspath(__file__), script, *args],
+            cwd=cwd, env=full, timeout=timeout,
+        )
 
 
 def _write_down(address: Any) -> None:
