@@ -63,19 +63,22 @@ def _files(root: Path) -> dict[str, bytes]:
     }
 
 
+#: The lm-eval generator, run in the copy before anything else.
+GENERATE = ["-m", "memevals.lm_eval_tasks", "generate"]
+
 #: The package's files as copied, before the toy was added (test -> snapshot).
 SNAPSHOTS: dict[Path, dict[str, bytes]] = {}
 
 
 @pytest.fixture
 def copy(tmp_path: Path) -> Iterator[Path]:
-    """A copy of the package with the toy benchmark added, its lm-eval YAML generated."""
+    """A copy of the package with the toy benchmark added (each test runs the lm-eval generator
+    in it first, in the process of its other commands: GENERATE)."""
     shutil.copytree(
         REPO / "memevals", tmp_path / "memevals", ignore=shutil.ignore_patterns("__pycache__")
     )
     SNAPSHOTS[tmp_path] = _files(tmp_path / "memevals")
     shutil.copytree(TOY / "memevals", tmp_path / "memevals", dirs_exist_ok=True)
-    run(["-m", "memevals.lm_eval_tasks", "generate"], tmp_path)
     (tmp_path / "lookup_model.py").write_text(textwrap.dedent(LOOKUP_MODEL), encoding="utf-8")
     yield tmp_path
 
@@ -85,17 +88,54 @@ def env(root: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(TESTS / "support")])}
 
 
-def run(args: list[str], root: Path, exe: str | Path = sys.executable) -> str:
+#: Runs each command line of a JSON list in this one process (tests/support/in_process.py: the
+#: entry point as a new interpreter would run it, output captured) and writes their exit status
+#: and output as JSON: the copy's commands share one interpreter start instead of one each.
+DRIVER = """
+import json, sys
+
+import in_process
+
+results = []
+for cmd in json.loads(open(sys.argv[1], encoding="utf-8").read()):
+    done = in_process.run(cmd, timeout=600)
+    results.append({"cmd": cmd, "rc": done.returncode, "out": done.stdout, "err": done.stderr})
+    if done.returncode:
+        break
+with open(sys.argv[2], "w", encoding="utf-8") as fh:
+    json.dump(results, fh)
+"""
+
+
+def run(*commands: list[str], root: Path) -> list[str]:
+    """Run the command lines (a list after the interpreter or a console script's path) one
+    after another in one new interpreter with the copy first on the path: a process of their
+    own, since only a fresh one imports the copy's package rather than the checkout's.
+
+    Returns:
+        Each command's stdout.
+    """
+    cmds = [
+        list(c) if c and Path(c[0]).parent == BIN else [sys.executable, *c] for c in commands
+    ]
+    (root / "driver.py").write_text(DRIVER, encoding="utf-8")
+    (root / "commands.json").write_text(json.dumps(cmds), encoding="utf-8")
     proc = subprocess.run(
-        [str(exe), *args], cwd=root, env=env(root), capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, f"{args}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc.stdout
+        [sys.executable, str(root / "driver.py"), "commands.json", "results.json"],
+        cwd=root, env=env(root), capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((root / "results.json").read_text(encoding="utf-8"))
+    for done in results:
+        assert done["rc"] == 0, f"{done['cmd']}:\n{done['out'][-3000:]}\n{done['err'][-3000:]}"
+    assert len(results) == len(cmds)
+    return [str(done["out"]) for done in results]
 
 
 def test_the_toy_touches_one_folder_and_one_module(copy: Path) -> None:
     """Zero shared edits: every file of the package is unchanged in the copy; the toy adds its
     folder and its thin module by hand, and the generator adds its lm-eval YAML."""
+    run(GENERATE, root=copy)
     original, now = SNAPSHOTS[copy], _files(copy / "memevals")
     changed = sorted(p for p in original if now.get(p) != original[p])
     assert changed == []
@@ -116,16 +156,36 @@ def test_the_toy_touches_one_folder_and_one_module(copy: Path) -> None:
     )
 
 
+#: Gives the one log of `<logs>/full` and of `<logs>/none` the name `run.eval`.
+RENAME_LOGS = """
+import sys
+from pathlib import Path
+
+for context in ("full", "none"):
+    [log] = (Path(sys.argv[1]) / context).glob("*.eval")
+    log.rename(log.with_name("run.eval"))
+"""
+
+
 def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
     logs = copy / "logs"
-    for context in ("full", "none", "rag"):
-        # the real Inspect CLI (tests/support/inspect_offline.py), the lookup provider registered
-        # first
-        run(
+    diff_json = copy / "diff.json"
+    (copy / "rename_logs.py").write_text(RENAME_LOGS, encoding="utf-8")
+    full, none = logs / "full" / "run.eval", logs / "none" / "run.eval"
+    # the real Inspect CLI (tests/support/inspect_offline.py), the lookup provider registered
+    # first; then memevals-compare and memevals-diff, all in one process (run)
+    *_, table, _, out = run(
+        GENERATE,
+        *(
             [str(copy / "lookup_model.py"), "eval", "toy", "--model", "lookup/facts",
-             "-T", f"context={context}", "--log-dir", str(logs / context), "--display", "none"],
-            copy,
-        )  # fmt: skip
+             "-T", f"context={context}", "--log-dir", str(logs / context), "--display", "none"]
+            for context in ("full", "none", "rag")
+        ),
+        [str(BIN / "memevals-compare"), "--no-png", "--wide", str(logs)],
+        [str(copy / "rename_logs.py"), str(logs)],  # full's and none's log: a name known here
+        [str(BIN / "memevals-diff"), str(full), str(none), "--json", str(diff_json)],
+        root=copy,
+    )  # fmt: skip
     # found by name: the bare task name resolved to the toy's thin module
     means = {}
     for context in ("full", "none", "rag"):
@@ -138,7 +198,6 @@ def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
     # the lookup model answers the seven recall questions from the facts, never the sums
     assert means == pytest.approx({"full": 7 / 10, "none": 0.0, "rag": 7 / 10})
 
-    table = run(["--no-png", "--wide", str(logs)], copy, BIN / "memevals-compare")
     section = table[table.index("### toy") :]
     header = next(line for line in section.splitlines() if line.startswith("| model"))
     # its declared score, and its categories in its declared order (recall before arithmetic,
@@ -151,9 +210,6 @@ def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
     assert sorted(rows) == ["full", "none", "rag(fact, k=2, overlap)"]
     assert "| 10 | 0.700 |" in rows["rag(fact, k=2, overlap)"]
 
-    full, none = (next((logs / c).glob("*.eval")) for c in ("full", "none"))
-    diff_json = copy / "diff.json"
-    out = run([str(full), str(none), "--json", str(diff_json)], copy, BIN / "memevals-diff")
     assert "A: context=full  vs  B: context=none" in out  # one declared factor: no refusal
     [comparison] = json.loads(diff_json.read_text(encoding="utf-8"))
     assert comparison["benchmark"] == "toy" and comparison["factor"] == "context"
@@ -166,15 +222,36 @@ def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
     ]
 
 
+#: The post-hoc judge's command line with the scripted grader registered first; its first
+#: argument is lm-eval's output folder, whose one run folder it judges.
+JUDGE = """
+import sys
+from pathlib import Path
+
+import scripted_judge  # noqa: F401  (registers scripted/strict)
+from memevals.tools.judge import main
+
+[run_dir] = [p for p in Path(sys.argv[1]).iterdir() if p.is_dir()]
+sys.exit(main([str(run_dir), *sys.argv[2:]]))
+"""
+
+
 def test_lm_eval_and_the_posthoc_judge_find_the_toy(copy: Path) -> None:
-    include = run(["-m", "memevals.lm_eval_tasks"], copy).strip()
-    assert Path(include) == copy / "memevals" / "lm_eval_tasks"
+    include = copy / "memevals" / "lm_eval_tasks"
     out = copy / "lm-eval"
-    run(
-        ["-m", "lm_eval", "--model", "dummy", "--tasks", "toy", "--include_path", include,
+    judged = copy / "judged"
+    (copy / "judge.py").write_text(JUDGE, encoding="utf-8")
+    # the generator, the include path, lm-eval, then the post-hoc judge, in one process (run)
+    _, printed, _, _ = run(
+        GENERATE,
+        ["-m", "memevals.lm_eval_tasks"],
+        ["-m", "lm_eval", "--model", "dummy", "--tasks", "toy", "--include_path", str(include),
          "--output_path", str(out), "--log_samples"],
-        copy,
+        [str(copy / "judge.py"), str(out), "--grader", "scripted/strict",
+         "--output-dir", str(judged)],
+        root=copy,
     )  # fmt: skip
+    assert Path(printed.strip()) == include
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     [results_file] = run_dir.glob("results_*.json")
     results = json.loads(results_file.read_text(encoding="utf-8"))["results"]
@@ -183,15 +260,6 @@ def test_lm_eval_and_the_posthoc_judge_find_the_toy(copy: Path) -> None:
     assert results["toy_arithmetic"]["exact,none"] == 0.0
     assert results["toy"]["exact,none"] == pytest.approx(1 / 10)  # weighted by size
 
-    judged = copy / "judged"
-    script = (
-        "import sys, scripted_judge; from memevals.tools.judge import main; "
-        "sys.exit(main(sys.argv[1:]))"
-    )
-    run(
-        ["-c", script, str(run_dir), "--grader", "scripted/strict", "--output-dir", str(judged)],
-        copy,
-    )
     summary = json.loads((judged / "judge_toy.json").read_text(encoding="utf-8"))
     assert summary["benchmark"] == "toy" and summary["samples"] == 10
     values = {(m["scorer"], m["metric"]): m["value"] for m in summary["metrics"]}
