@@ -78,3 +78,31 @@ def test_importing_the_retrievers_does_not_import_nltk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_per_object_memo_is_keyed_on_the_live_object() -> None:
+    import gc
+    from dataclasses import dataclass
+
+    from memevals.core.memo import per_object
+
+    @dataclass(frozen=True)
+    class Box:
+        text: str
+
+    calls: list[str] = []
+
+    @per_object
+    def shout(box: Box) -> str:
+        calls.append(box.text)
+        return box.text.upper()
+
+    a, b = Box("hi"), Box("hi")
+    assert [shout(a), shout(a), shout(b)] == ["HI", "HI", "HI"]
+    assert calls == ["hi", "hi"]  # equal objects are computed each, never confused
+    del a, b
+    gc.collect()
+    # dead objects leave nothing behind: a new object at a reused address is computed afresh
+    fresh = [Box(str(i)) for i in range(50)]
+    assert [shout(x) for x in fresh] == [str(i) for i in range(50)]
+    assert calls[2:] == [str(i) for i in range(50)]

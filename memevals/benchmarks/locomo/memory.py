@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.benchmarks.locomo.data import QA, Conversation, Session, Turn
+from memevals.core.memo import per_object
 from memevals.core.memory_harness import Rendered, Renderer, Retrieval
 from memevals.core.memory_options import (
     MEMORY_CONTEXT,
@@ -135,8 +136,10 @@ def preamble(conv: Conversation) -> str:
     )
 
 
+@per_object
 def render_conversation(conv: Conversation) -> str:
-    """The whole conversation, chronological, with a short preamble."""
+    """The whole conversation, chronological, with a short preamble (rendered once per
+    conversation object: every question of the full-context prompt shows it)."""
     body = render_sessions((s, s.turns) for s in conv.sessions)
     return f"{preamble(conv)}\n\n{body}"
 

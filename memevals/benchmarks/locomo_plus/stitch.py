@@ -25,6 +25,7 @@ from typing import Literal
 from memevals.benchmarks.locomo.data import Conversation
 from memevals.benchmarks.locomo_plus.data import CueLine, PlusInstance
 from memevals.core.files import DataError
+from memevals.core.memo import per_object
 
 __all__ = [
     "HOST_COUNT",
@@ -167,7 +168,13 @@ def _host_index(instance: PlusInstance, conversations: Sequence[Conversation]) -
 
 
 def _session_blocks(host: Conversation) -> list[tuple[datetime, int, tuple[StitchedTurn, ...]]]:
-    """The host's sessions as (time, rank, turns) blocks, in the file's order."""
+    """The host's sessions as (time, rank, turns) blocks, in the file's order (a new list)."""
+    return list(_host_blocks(host))
+
+
+@per_object
+def _host_blocks(host: Conversation) -> tuple[tuple[datetime, int, tuple[StitchedTurn, ...]], ...]:
+    # once per host: every instance it hosts starts from the same blocks
     blocks: list[tuple[datetime, int, tuple[StitchedTurn, ...]]] = []
     for rank, session in enumerate(host.sessions):
         turns = tuple(
@@ -182,7 +189,7 @@ def _session_blocks(host: Conversation) -> list[tuple[datetime, int, tuple[Stitc
             for t in session.turns
         )
         blocks.append((session.when, rank, turns))
-    return blocks
+    return tuple(blocks)
 
 
 def stitch(
