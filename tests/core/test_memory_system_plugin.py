@@ -137,9 +137,12 @@ fails_once = "{MODULE}:fails_once_system"
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess[str]:
+    # a process of its own: pip changes the venv, which this test then reads in this one.
+    # No version check: it would ask the package index, which this test has no need of
     return subprocess.run(
-        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, timeout=300
-    )
+        [sys.executable, "-m", "pip", *args, "--disable-pip-version-check"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -158,6 +161,10 @@ def plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def _run(tmp_path: Path, name: str, *args: str) -> Any:
+    """`inspect eval` of LoCoMo in this process (cli_support.run_inspect_cli): the plugin's
+    per-process state (FailsOnce's first failure) starts afresh, as in a new process."""
+    if MODULE in sys.modules:
+        sys.modules[MODULE].FailsOnce.failed = False
     logs = tmp_path / name
     env = {"MEMEVALS_CACHE_DIR": str(tmp_path / "cache")}
     cmd = ["eval", "memevals/locomo", "--model", "mockllm/model", "--log-dir", str(logs)]
