@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import csv
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import scripted_judge  # noqa: F401  (registers the scripted/ graders in this process)
+from cli_support import run_python
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
@@ -46,7 +46,7 @@ def _answerer(items: list[Any]) -> Any:
 
 def _append(log: str, out: Path, cwd: Path) -> str:
     """`inspect score LOG --action append` with the lenient grader; returns its screen."""
-    res = subprocess.run(
+    res = run_python(
         [
             sys.executable,
             str(TESTS / "support" / "scripted_judge.py"),
@@ -63,8 +63,6 @@ def _append(log: str, out: Path, cwd: Path) -> str:
             "--display",
             "plain",
         ],
-        capture_output=True,
-        text=True,
         timeout=600,
         cwd=cwd,
     )
@@ -132,13 +130,7 @@ def test_appended_judges_have_unique_names_on_screen_and_in_compare(
     # memevals-compare reads each judge under the name the results give it
     table = tmp_path / "compare.csv"
     args = ["-m", "memevals.tools.compare", str(twice), "--csv", str(table), "--no-png"]
-    cmp = subprocess.run(
-        [sys.executable, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO,
-    )
+    cmp = run_python([sys.executable, *args], timeout=300, cwd=REPO)
     assert cmp.returncode == 0, cmp.stderr[-3000:]
     assert "#### judge1" in cmp.stdout and "#### judge2" in cmp.stdout
     [row] = list(csv.DictReader(table.open(encoding="utf-8")))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, cast
 
 import numpy as np
 import pytest
+from cli_support import run_python
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
@@ -279,7 +279,7 @@ def test_cli_runs_under_both_names(inspect_cli: Any, tmp_path: Path, name: str) 
 def test_cli_with_the_scripted_exact_grader(
     tmp_path: Path, built: tuple[list[Any], dict[str, Any]]
 ) -> None:
-    res = subprocess.run(
+    res = run_python(
         [
             sys.executable,
             str(TESTS / "support" / "scripted_judge.py"),
@@ -297,8 +297,6 @@ def test_cli_with_the_scripted_exact_grader(
             "none",
         ],
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     assert res.returncode == 0, res.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import run_python
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, read_eval_log
@@ -377,7 +378,7 @@ def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: 
     assert list(strict.values()).count("correct") == 3  # 2 exact temporal + 1 refusal
 
     log_b = tmp_path / "rejudged.eval"
-    cli = subprocess.run(
+    cli = run_python(
         [
             sys.executable,
             str(TESTS / "support" / "scripted_judge.py"),
@@ -394,8 +395,6 @@ def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: 
             "--display",
             "plain",
         ],
-        capture_output=True,
-        text=True,
         timeout=600,
         cwd=tmp_path,
     )
@@ -416,12 +415,8 @@ def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: 
     }
 
     def agreement(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memevals.tools.judge_agreement", *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=REPO,
+        return run_python(
+            [sys.executable, "-m", "memevals.tools.judge_agreement", *args], timeout=300, cwd=REPO
         )
 
     # one log holding both judges

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import run_python
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ChatMessageSystem, GenerateConfig, ModelOutput, get_model
@@ -305,7 +305,7 @@ def test_real_cli_all_variants(tmp_path: Path) -> None:
         "--display",
         "plain",
     ]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    proc = run_python(cmd, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     variants = {}
     for path in sorted(logs.glob("*.json")):

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cli_support import run_python
 from inspect_ai import Task, eval
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog
@@ -261,14 +261,14 @@ def test_locomo_task_option_and_rejudging_with_inspect_score(
     assert logs[0].results is not None and logs[1].results is not None
     assert logs[0].results.scores == logs[1].results.scores
 
-    cli = subprocess.run(
+    cli = run_python(
         [
             sys.executable, str(TESTS / "support" / "scripted_judge.py"), "score", logs[0].location,
             "--scorer", "memevals/llm_judge", "-S", "judge_runs=3",
             "--model-role", "grader=scripted/strict", "--action", "overwrite",
             "--output-file", str(tmp_path / "rejudged.eval"), "--display", "none",
         ],
-        capture_output=True, text=True, timeout=600, cwd=TESTS.parent,
+        timeout=600, cwd=TESTS.parent,
     )  # fmt: skip
     assert cli.returncode == 0, cli.stderr[-3000:]
     from inspect_ai.log import read_eval_log

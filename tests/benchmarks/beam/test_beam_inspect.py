@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from beam_grader import grade, item_score
-from cli_support import TESTS
+from cli_support import TESTS, run_python
 from inspect_ai import eval as inspect_eval
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, read_eval_log
@@ -55,10 +55,8 @@ def grader_model() -> Any:
 
 
 def test_beam_through_the_real_cli(tmp_path: Path) -> None:
-    import subprocess
-
     log_dir = tmp_path / "logs"
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             str(GRADER),
@@ -78,10 +76,7 @@ def test_beam_through_the_real_cli(tmp_path: Path) -> None:
             "none",
         ],
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=600,
-        env={**__import__("os").environ, "PYTHONPATH": str(TESTS / "support")},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     [path] = log_dir.glob("*.eval")

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import upstream_locomo as up
-from cli_support import run_inspect_cli
+from cli_support import run_inspect_cli, run_python
 from inspect_ai.log import read_eval_log
 from loopback_openai import LoopbackOpenAI, plain
 
@@ -73,7 +72,9 @@ def _lm_eval_requests(server: LoopbackOpenAI, run_dir: Path) -> dict[str, dict[s
     return out
 
 
-def _start_lm_eval(server: LoopbackOpenAI, protocol: str, cwd: Path) -> subprocess.Popen[str]:
+def _run_lm_eval(server: LoopbackOpenAI, protocol: str, cwd: Path) -> Path:
+    """The real `lm_eval` command line (in this process) against the loopback server; returns
+    its run folder."""
     out = cwd / "lm_eval_out"
     cmd = [
         sys.executable,
@@ -97,13 +98,9 @@ def _start_lm_eval(server: LoopbackOpenAI, protocol: str, cwd: Path) -> subproce
         str(out),
         "--log_samples",
     ]
-    return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _finish_lm_eval(proc: subprocess.Popen[str], cwd: Path) -> Path:
-    _, stderr = proc.communicate(timeout=600)
-    assert proc.returncode == 0, stderr[-4000:]
-    [run_dir] = [p for p in (cwd / "lm_eval_out").iterdir() if p.is_dir()]
+    proc = run_python(cmd, cwd=cwd, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     return run_dir
 
 
@@ -113,8 +110,7 @@ def test_inspect_and_lm_eval_send_the_same_messages(
 ) -> None:
     log_dir = tmp_path / "logs"
     with LoopbackOpenAI(plain("(a)")) as server:
-        # the two CLIs run side by side (each builds its own samples)
-        lm_eval_proc = _start_lm_eval(server, protocol, tmp_path)
+        # each CLI builds its own samples
         proc = run_inspect_cli(
             [
                 "eval",
@@ -132,7 +128,7 @@ def test_inspect_and_lm_eval_send_the_same_messages(
             ],
             cwd=tmp_path,
         )
-        run_dir = _finish_lm_eval(lm_eval_proc, tmp_path)
+        run_dir = _run_lm_eval(server, protocol, tmp_path)
         lm_eval_sent = _lm_eval_requests(server, run_dir)
     assert proc.returncode == 0, proc.stderr[-4000:]
     inspect_sent = _inspect_messages(log_dir)

@@ -4,13 +4,13 @@ Inspect (in process and the real CLI) and lm-eval on the fixture."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import bpe_openai
 import pytest
+from cli_support import run_python
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessageSystem, get_model
@@ -266,7 +266,7 @@ def test_real_cli_truncated_m(tmp_path: Path) -> None:
         "--display",
         "plain",
     ]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    proc = run_python(cmd, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     [path] = logs.glob("*.eval")
     log = read_eval_log(str(path))
