@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
+from cli_support import run_python
 from lm_eval import simple_evaluate
 from lm_eval.api.model import LM
 from lm_eval.tasks import TaskManager
@@ -40,9 +40,8 @@ LME_TYPES = [
 
 
 def test_module_prints_the_include_path() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "memevals.lm_eval_tasks"], capture_output=True, text=True, check=True
-    )
+    proc = run_python([sys.executable, "-m", "memevals.lm_eval_tasks"])
+    assert proc.returncode == 0, proc.stderr
     folder = Path(proc.stdout.strip())
     assert folder == Path(include_path())
     assert (folder / "locomo" / "locomo.yaml").is_file()

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+from cli_support import run_python
 
 from memevals.core import statistics
 from memevals.lm_eval_tasks import include_path
@@ -26,13 +26,13 @@ def test_the_aggregation_is_the_core_figure_or_undefined() -> None:
 
 def test_a_limit_run_prints_no_nan(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable, "-m", "lm_eval", "--model", "dummy", "--tasks", "locomo_temporal",
             "--metadata", '{"context": "none"}', "--limit", "5",
             "--include_path", include_path(), "--output_path", str(out),
         ],
-        cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     table = [line for line in proc.stdout.splitlines() if line.startswith("|")]
