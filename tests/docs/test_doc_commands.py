@@ -28,13 +28,12 @@ import importlib
 import json
 import re
 import shlex
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cli_support import run_inspect_cli
+from cli_support import run_inspect_cli, run_python
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [
@@ -326,11 +325,9 @@ def test_doc_commands_run_offline(tmp_path: Path, data_dir: Path) -> None:
 
     compare = RUN_COMMANDS[COMPARE]
     args = shlex.split(compare.text)[1:]
-    res = subprocess.run(
+    res = run_python(
         [sys.executable, "-m", "memevals.tools.compare", *args, "--no-png"],
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert res.returncode == 0, f"{compare.doc}: {compare.text}\n{res.stderr[-3000:]}"

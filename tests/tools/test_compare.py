@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import math
 import statistics
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import run_python
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
@@ -273,10 +273,8 @@ def test_cli_writes_csv_and_charts_that_open(
 
 def test_module_entry_point_and_errors(logs: tuple[Path, list[Sample]], tmp_path: Path) -> None:
     log_dir, _ = logs
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "memevals.tools.compare", str(log_dir), "--no-png", "--wide"],
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

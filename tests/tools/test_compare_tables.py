@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import run_python
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 
@@ -261,12 +262,7 @@ def test_charts_name_the_protocol_and_say_when_nothing_was_scored(logs: Path) ->
 
 
 def _diff(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "memevals.tools.diff", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_python([sys.executable, "-m", "memevals.tools.diff", *map(str, args)], timeout=300)
 
 
 def test_diff_never_compares_runs_of_different_benchmarks(logs: Path) -> None:

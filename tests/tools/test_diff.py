@@ -13,14 +13,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import run_python
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log
@@ -331,18 +330,11 @@ def test_real_inspect_cli_logs(data_dir: Path, tmp_path: Path) -> None:
         args = ["eval", "memevals/locomo", "-T", "context=none", "--model", model]
         args += ["--limit", str(limit), "--log-dir", str(tmp_path / folder), "--display", "none"]
         cmd = [sys.executable, str(script), *args]
-        proc = subprocess.run(
-            cmd,
-            cwd=tmp_path,
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        proc = run_python(cmd, cwd=tmp_path, env=env, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
 
     flips = tmp_path / "flips.csv"
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             "-m",
@@ -354,8 +346,6 @@ def test_real_inspect_cli_logs(data_dir: Path, tmp_path: Path) -> None:
             "--resamples",
             "2000",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
         cwd=tmp_path,
     )
@@ -435,7 +425,7 @@ def test_real_lm_eval_cli_samples(data_dir: Path, tmp_path: Path) -> None:
     (tmp_path / "ids.json").write_text(json.dumps(right), encoding="utf-8")
     script = tmp_path / "table_lm.py"
     script.write_text(_LM_EVAL_TABLE_MODEL, encoding="utf-8")
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             str(script),
@@ -455,15 +445,13 @@ def test_real_lm_eval_cli_samples(data_dir: Path, tmp_path: Path) -> None:
             "--log_samples",
         ],
         cwd=_folder(tmp_path / "b"),
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     [b_dir] = [p for p in (tmp_path / "b" / "out").iterdir() if p.is_dir()]
 
     flips = tmp_path / "flips.csv"
-    proc = subprocess.run(
+    proc = run_python(
         [
             sys.executable,
             "-m",
@@ -475,8 +463,6 @@ def test_real_lm_eval_cli_samples(data_dir: Path, tmp_path: Path) -> None:
             "--resamples",
             "2000",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr

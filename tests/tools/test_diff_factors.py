@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import run_inspect_cli
+from cli_support import run_inspect_cli, run_python
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import get_model
@@ -34,7 +34,7 @@ LIMIT = 6
 def _diff(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The real command, as `python -m memevals.tools.diff` (the memevals-diff script)."""
     cmd = [sys.executable, "-m", "memevals.tools.diff", *map(str, args), "--resamples", "200"]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
+    return run_python(cmd, cwd=cwd, timeout=300)
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import SUPPORT, TESTS
+from cli_support import SUPPORT, TESTS, run_python
 from inspect_ai.log import read_eval_log, write_eval_log
 from lm_eval_support import run_lm_eval_cli
 from shared_runs import SharedRuns
@@ -73,7 +73,7 @@ DOC_IMAGES = [*(anchor for anchor, _ in SECTIONS), "question-open"]
 
 def _tool(module: str, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", f"memevals.tools.{module}", *map(str, args)]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
+    return run_python(cmd, cwd=cwd, timeout=600)
 
 
 @pytest.fixture(scope="session")
@@ -83,7 +83,6 @@ def run_dirs(data_dir: Path, shared_runs: SharedRuns) -> dict[str, Path]:
 
     def produce(root: Path) -> None:
         env = {
-            **os.environ,
             "MEMEVALS_DATA_DIR": str(data_dir),
             "MEMEVALS_CACHE_DIR": str(root / "cache"),
         }
@@ -91,9 +90,7 @@ def run_dirs(data_dir: Path, shared_runs: SharedRuns) -> dict[str, Path]:
         for name, extra in INSPECT_RUNS.items():
             cmd = [sys.executable, str(SUPPORT / "scripted_reader.py"), *base, *extra]
             cmd += ["--log-dir", str(root / name), "--display", "none"]
-            proc = subprocess.run(
-                cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900
-            )
+            proc = run_python(cmd, cwd=root, env=env, timeout=900)
             assert proc.returncode == 0, proc.stderr[-3000:]
         (root / "lm").mkdir()
         args = ["--model", "dummy", "--tasks", "locomo_temporal", "--limit", "4"]
