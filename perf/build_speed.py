@@ -37,6 +37,7 @@ def _clear_memos() -> None:
     for memo in (render_conversation, _host_blocks):
         memo.cache_clear()
     retrievers._bm25_tokens.cache_clear()
+    retrievers._bm25_counts.cache_clear()
     tokens._count_memo.cache_clear()
     tokens.get_token_counter.cache_clear()
 

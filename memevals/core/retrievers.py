@@ -15,6 +15,7 @@ never depends on hash order or thread timing.
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import re
 import time
@@ -153,17 +154,70 @@ def bm25_tokens(text: str) -> list[str]:
     return list(_bm25_tokens(text))
 
 
+# bm25s.BM25() defaults: method="lucene" (Robertson's term-frequency part), Lucene idf.
+_K1 = 1.5
+_B = 0.75
+# The dtype bm25s's `k1 * (...) + tf_array` takes: a float64 numpy scalar plus a float32 array
+# (float64 under NumPy 2's promotion rules, float32 under NumPy 1's value-based casting).
+_TFC_DTYPE = np.result_type(np.float64(1.0), np.zeros(1, dtype=np.float32))
+
+
+@lru_cache(maxsize=100_000)
+def _bm25_counts(text: str) -> tuple[tuple[str, int], ...]:
+    # term frequencies of a text's tokens, in first-occurrence order (memoised like the tokens)
+    counts: dict[str, int] = {}
+    for token in _bm25_tokens(text):
+        counts[token] = counts.get(token, 0) + 1
+    return tuple(counts.items())
+
+
 @dataclass
 class _BM25Index:
-    model: Any
-    vocab: frozenset[str]
+    """BM25 scores exactly as `bm25s.BM25().index(corpus).get_scores(query)` computes them.
+
+    bm25s scores every (unit, token) pair of the corpus when it indexes; a query reads only its
+    own tokens' columns. Here a column is scored when a query first asks for it (the same float
+    operations on the same dtypes, so the same float32 scores and rankings), which makes an
+    index used for one query (a LoCoMo-Plus stitched dialogue) cost a fraction of a full build.
+    tests/core/test_bm25_speed.py compares scores with bm25s bit for bit.
+    """
+
+    postings: dict[str, tuple[list[int], list[int]]]  # token -> (units holding it, its counts)
+    lengths: np.ndarray  # tokens per unit (1 for a unit without tokens: bm25s's placeholder)
     size: int
+    _columns: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        # as bm25s: the mean of an integer array (a float64 numpy scalar)
+        self._avg_len = self.lengths.mean() if self.size else np.float64(0.0)
+
+    @property
+    def vocab(self) -> frozenset[str]:
+        return frozenset(self.postings)
+
+    def _column(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        hit = self._columns.get(token)
+        if hit is not None:
+            return hit
+        units, counts = self.postings[token]
+        docs = np.asarray(units, dtype=np.int64)
+        tf = np.asarray(counts, dtype=np.float32)
+        df = len(units)
+        idf = np.full(df, math.log(1 + (self.size - df + 0.5) / (df + 0.5)), dtype=np.float32)
+        norm = _K1 * ((1 - _B) + _B * self.lengths[docs] / self._avg_len)
+        tfc = tf / (norm.astype(_TFC_DTYPE) + tf)
+        column = (docs, (idf * tfc).astype(np.float32))
+        self._columns[token] = column
+        return column
 
     def rank(self, query: str) -> list[int]:
-        tokens = [t for t in bm25_tokens(query) if t in self.vocab]
+        tokens = [t for t in bm25_tokens(query) if t in self.postings]
         if not tokens:
             return list(range(self.size))
-        scores = np.asarray(self.model.get_scores(tokens))
+        scores = np.zeros(self.size, dtype=np.float32)
+        for token in tokens:  # bm25s adds the query's columns in query order, repeats included
+            docs, values = self._column(token)
+            scores[docs] += values  # a unit appears once per column
         return _ranking(scores)
 
     def rank_many(self, queries: Sequence[str]) -> list[list[int]]:
@@ -172,7 +226,7 @@ class _BM25Index:
 
 @dataclass
 class BM25Retriever:
-    """Okapi BM25 (bm25s defaults: k1 = 1.5, b = 0.75, Lucene idf)."""
+    """Okapi BM25 (bm25s defaults: k1 = 1.5, b = 0.75, Lucene idf), scored as bm25s scores."""
 
     name: str = "bm25"
 
@@ -185,14 +239,20 @@ class BM25Retriever:
             ) from exc
 
     def index(self, units: Sequence[MemoryUnit]) -> _BM25Index:
-        import bm25s
-
-        corpus = [list(_bm25_tokens(u.text)) for u in units]
-        model = bm25s.BM25()
-        # bm25s rejects an all-empty corpus; a placeholder token keeps the index valid.
-        model.index([c or ["\x00"] for c in corpus], show_progress=False)
-        vocab = frozenset(t for c in corpus for t in c)
-        return _BM25Index(model=model, vocab=vocab, size=len(units))
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        lengths: list[int] = []
+        for i, unit in enumerate(units):
+            counts = _bm25_counts(unit.text)
+            # bm25s rejects an all-empty corpus; a placeholder token (in no query) keeps the
+            # index valid and counts as one token of the unit's length.
+            lengths.append(sum(c for _, c in counts) or 1)
+            for token, count in counts:
+                entry = postings.get(token)
+                if entry is None:
+                    entry = postings[token] = ([], [])
+                entry[0].append(i)
+                entry[1].append(count)
+        return _BM25Index(postings=postings, lengths=np.array(lengths), size=len(units))
 
 
 # --------------------------------------------------------------------------------------------
