@@ -22,6 +22,7 @@ from typing import Any
 
 import faulty_model
 import pytest
+from cli_support import run_python
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import get_model
@@ -188,11 +189,11 @@ def test_killed_run_is_completed_by_eval_retry(
     done = {str(s.id) for s in killed.samples or []}
     assert killed.status == "started" and 0 < len(done) < len(sample_ids), len(done)
 
-    retry = subprocess.run(
+    # the retry runs in this process (cli_support.run_python); the killed run above needs one
+    # of its own, to be killed
+    retry = run_python(
         _cli(["eval-retry", str(killed_path), "--log-dir", str(logs), "--display", "none"]),
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=400,
     )
     assert retry.returncode == 0, retry.stderr[-3000:]
