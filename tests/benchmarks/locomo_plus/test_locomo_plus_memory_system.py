@@ -260,7 +260,7 @@ def test_bad_memory_options_fail_before_any_file_is_read(tmp_path: Path) -> None
 
 
 def test_inspect_cli_records_the_memory_metrics(
-    inspect_cli: Any, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    inspect_cli: Any, tmp_path: Path, rag: Build, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMEVALS_CACHE_DIR", str(tmp_path / "cache"))
     logs = tmp_path / "logs"
@@ -321,19 +321,16 @@ def test_inspect_cli_records_the_memory_metrics(
     assert question.scores is not None
     assert "cue_recall" not in question.scores
     # the context the model read and the ids scored are those of context=rag
-    rag = {
-        i.id: i
-        for i in samples.build(samples.LocomoPlusOptions(protocol="memevals", memory=RAG)).items
-    }
+    by_rag = {i.id: i for i in rag.items}
     recall_md = question.scores["locomo_plus_evidence_recall"].metadata
     memory_md = question.scores["memory_system"].metadata
     assert recall_md is not None and memory_md is not None
-    assert recall_md["retrieved_ids"] == rag["conv-26-q0"].metadata["retrieved_ids"]
+    assert recall_md["retrieved_ids"] == by_rag["conv-26-q0"].metadata["retrieved_ids"]
     assert memory_md["memory_ingest"]["history_id"] == "conv-26"
     for sid, sample in by_id.items():
         # one user message: the rag context, then the question
         assert [(m.role, m.text) for m in sample.messages if m.role != "assistant"] == [
-            ("user", rag[sid].user)
+            ("user", by_rag[sid].user)
         ]
 
 
@@ -358,7 +355,7 @@ def test_lm_eval_documents_carry_the_rag_contexts(cache: Path, rag: Build, data_
             assert "evidence_recall" in row and "turn_recall" in row
 
 
-def test_lm_eval_run_with_memory_metadata(cache: Path, data_dir: Path) -> None:
+def test_lm_eval_run_with_memory_metadata(cache: Path, rag: Build) -> None:
     """The YAML task path: `--metadata '{"memory": "bm25"}'` through lm-eval's own TaskManager,
     the contexts sent are the rag contexts and `cue_recall` aggregates."""
     pytest.importorskip("lm_eval")
@@ -395,17 +392,14 @@ def test_lm_eval_run_with_memory_metadata(cache: Path, data_dir: Path) -> None:
         bootstrap_iters=0,
     )
     assert results is not None
-    rag = {
-        i.id: i
-        for i in samples.build(
-            samples.LocomoPlusOptions(protocol="memevals", categories="cognitive", memory=RAG)
-        ).items[:3]
-    }
+    # the first three cognitive samples of context=rag (the module's build of every category)
+    first = [i for i in rag.items if i.metadata["category"] == "cognitive"][:3]
+    by_rag = {i.id: i for i in first}
     logged = results["samples"]["locomo_plus_cognitive"]
     assert [s["doc"]["id"] for s in logged] == ["plus-0", "plus-1", "plus-2"]
     for s in logged:
-        assert s["doc"]["user"] == rag[s["doc"]["id"]].user
-    assert [rag[i].user for i in rag] == lm.prompts
+        assert s["doc"]["user"] == by_rag[s["doc"]["id"]].user
+    assert [by_rag[i].user for i in by_rag] == lm.prompts
     row = results["results"]["locomo_plus_cognitive"]
-    want = sum(i.metadata["cue_recall"] for i in rag.values()) / 3
+    want = sum(i.metadata["cue_recall"] for i in by_rag.values()) / 3
     assert row["cue_recall,none"] == pytest.approx(want)
