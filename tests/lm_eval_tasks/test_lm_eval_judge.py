@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +19,7 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
+from cli_support import run_python
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
 from lm_eval_support import run_inspect, samples_of, write_lm_eval_samples
 from scripted_judge import quoted_candidate, scripted_verdict
@@ -222,7 +221,7 @@ def test_grader_calls_are_cached(
 
 
 def test_cli_with_a_scripted_grader(data_dir: Path, tmp_path: Path) -> None:
-    """The real command line (argument parsing, printing, files) in a subprocess."""
+    """The real command line (argument parsing, printing, files)."""
     from memevals.benchmarks.locomo.data import load_locomo
     from memevals.benchmarks.locomo.prompts import build_items
 
@@ -236,15 +235,19 @@ def test_cli_with_a_scripted_grader(data_dir: Path, tmp_path: Path) -> None:
     run_dir = write_lm_eval_samples(
         ["locomo_temporal"], answers, MEMEVALS_NONE, tmp_path / "out", 4
     )
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import scripted_judge; "
-        "from memevals.tools.judge import main; sys.exit(main(sys.argv[2:]))"
+    # the judge's command line with the scripted grader registered first, run as a script
+    # in this process (cli_support.run_python)
+    script = tmp_path / "judge_cli.py"
+    script.write_text(
+        "import sys\n\nimport scripted_judge  # noqa: F401\n"
+        "from memevals.tools.judge import main\n\nsys.exit(main(sys.argv[1:]))\n",
+        encoding="utf-8",
     )
     cmd = [
-        sys.executable, "-c", code, str(REPO / "tests" / "support"), str(run_dir),
+        sys.executable, str(script), str(run_dir),
         "--grader", "scripted/strict", "--log-dir", str(tmp_path / "logs"), "--no-cache",
     ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), timeout=600)
+    proc = run_python(cmd, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "locomo: 4 samples judged" in proc.stdout
     assert "judge" in proc.stdout and "mean" in proc.stdout
