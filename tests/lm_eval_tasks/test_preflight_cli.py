@@ -26,6 +26,8 @@ def _lm_eval(metadata: dict[str, str | int], cwd: Path) -> list[str]:
     """The real `lm_eval` console script (as a user runs it) on LoCoMo; its output lines."""
     script = shutil.which("lm_eval", path=str(Path(sys.executable).parent))
     assert script is not None, "lm-eval's console script is not installed beside this Python"
+    # a process of its own: the one line at exit is memevals' excepthook, which only a real
+    # interpreter runs (in the pytest worker an uncaught error would be a traceback)
     res = subprocess.run(
         [
             script,

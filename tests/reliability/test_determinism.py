@@ -29,6 +29,7 @@ FIXTURES = HERE.parent / "fixtures"
 def test_datasets_do_not_depend_on_the_hash_seed() -> None:
     """Two processes with different PYTHONHASHSEED build byte-identical samples (ids, prompts,
     targets, metadata) for LoCoMo, LoCoMo-Plus and LongMemEval, including BM25 retrieval."""
+    # processes of their own: the hash seed is fixed when an interpreter starts
     procs = [
         subprocess.Popen(
             [sys.executable, str(HERE / "dataset_digest.py")],
