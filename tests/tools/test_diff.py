@@ -15,6 +15,7 @@ import json
 import math
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from cli_support import run_python
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log
-from lm_eval_support import inspect_prompt, run_inspect, run_lm_eval_cli
+from lm_eval_support import inspect_prompt, run_inspect
 
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.inspect_tasks.locomo import locomo
@@ -403,24 +404,22 @@ cli_evaluate()
 '''
 
 
-def test_real_lm_eval_cli_samples(data_dir: Path, tmp_path: Path) -> None:
+#: the dummy model's run, shared with test_diff_factors' lm-eval test (tests/tools/conftest.py)
+LM_EVAL_NONE = [
+    "--model", "dummy", "--tasks", "locomo_temporal,locomo_open_domain", "--limit", "4",
+    "--metadata", json.dumps({"context": "none"}),
+]  # fmt: skip
+
+
+def test_real_lm_eval_cli_samples(
+    data_dir: Path, tmp_path: Path, shared_lm_eval: Callable[[list[str]], Path]
+) -> None:
     """Two runs through the real `lm_eval` command line (its dummy model, and a table model
     right on known questions), compared from their samples folders."""
     from memevals.lm_eval_tasks import include_path
 
     metadata = ["--metadata", json.dumps({"context": "none"})]
-    a_dir = run_lm_eval_cli(
-        [
-            "--model",
-            "dummy",
-            "--tasks",
-            "locomo_temporal,locomo_open_domain",
-            "--limit",
-            "4",
-            *metadata,
-        ],
-        _folder(tmp_path / "a"),
-    )
+    a_dir = shared_lm_eval(LM_EVAL_NONE)
     right = ["conv-26-q0", "conv-26-q1"]
     (tmp_path / "ids.json").write_text(json.dumps(right), encoding="utf-8")
     script = tmp_path / "table_lm.py"

@@ -23,7 +23,6 @@ from cli_support import run_inspect_cli, run_python
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import get_model
-from lm_eval_support import run_lm_eval_cli
 
 from memevals.inspect_tasks.locomo import locomo
 from memevals.tools.diff import compare_runs, load_runs, main
@@ -178,16 +177,17 @@ def test_another_protocol_needs_allow_mismatch_and_says_so(
     )
 
 
-def test_lm_eval_runs_of_two_contexts_are_named_by_them(data_dir: Path, tmp_path: Path) -> None:
-    """The same question through `lm_eval` (its dummy model): two output folders, one per
-    context, compared as the context's comparison and labelled by it, not by the folder."""
+def test_lm_eval_runs_of_two_contexts_are_named_by_them(
+    data_dir: Path, tmp_path: Path, shared_lm_eval: Callable[[list[str]], Path]
+) -> None:
+    """The same questions through `lm_eval` (its dummy model): two output folders, one per
+    context, compared as the context's comparison and labelled by it, not by the folder.
+    The context=none run is test_diff's (the same arguments: one run, shared)."""
     folders = []
     for context in ("none", "rag"):
-        cwd = tmp_path / context
-        cwd.mkdir()
-        metadata = json.dumps({"context": context})
-        args = ["--model", "dummy", "--tasks", "locomo_temporal", "--limit", "3"]
-        folders.append(run_lm_eval_cli([*args, "--metadata", metadata], cwd))
+        args = ["--model", "dummy", "--tasks", "locomo_temporal,locomo_open_domain"]
+        args += ["--limit", "4", "--metadata", json.dumps({"context": context})]
+        folders.append(shared_lm_eval(args))
     proc = _diff(*folders, "--json", tmp_path / "d.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "## A: context=none  vs  B: context=rag\n" in proc.stdout
