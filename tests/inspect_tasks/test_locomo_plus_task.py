@@ -43,6 +43,12 @@ def full_task(data_dir: Path) -> Any:
     return locomo_plus(protocol="memevals")
 
 
+@pytest.fixture(scope="module")
+def cognitive_task(data_dir: Path) -> Any:
+    """The cognitive task in file order (read by two tests: one build)."""
+    return locomo_plus_cognitive(protocol="memevals")
+
+
 def test_task_shape(full_task: Any) -> None:
     samples = list(full_task.dataset)
     assert len(samples) == 2387
@@ -72,9 +78,9 @@ def test_task_shape(full_task: Any) -> None:
     assert full_task.metadata["memory"]["context"] == "full"
 
 
-def test_cognitive_task_and_gap_fix(data_dir: Path) -> None:
+def test_cognitive_task_and_gap_fix(cognitive_task: Any) -> None:
     fixed = {s.id: s for s in locomo_plus_cognitive(protocol="memevals", gap_fix=True).dataset}
-    plain = {s.id: s for s in locomo_plus_cognitive(protocol="memevals").dataset}
+    plain = {s.id: s for s in cognitive_task.dataset}
     assert len(plain) == len(fixed) == 401
 
     def texts(sample: Any) -> list[str]:
@@ -409,11 +415,11 @@ def test_host_order_groups_by_conversation_and_raises_the_shared_prefix(
     assert shared(host_order) == pytest.approx(0.92846, abs=5e-5)  # one message per sample
 
 
-def test_host_order_of_the_cognitive_task_and_bad_values(data_dir: Path) -> None:
+def test_host_order_of_the_cognitive_task_and_bad_values(cognitive_task: Any) -> None:
     ids = [
         str(s.id) for s in locomo_plus_cognitive(protocol="memevals", sample_order="host").dataset
     ]
-    file_ids = [str(s.id) for s in locomo_plus_cognitive(protocol="memevals").dataset]
+    file_ids = [str(s.id) for s in cognitive_task.dataset]
     assert file_ids == [f"plus-{i}" for i in range(401)]
     assert sorted(ids) == sorted(file_ids) and ids != file_ids
     with pytest.raises(ValueError, match="sample_order='random' is not one of file, host"):
