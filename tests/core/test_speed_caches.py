@@ -6,6 +6,7 @@ text (`core.retrievers._bm25_tokens`), and the stemmer's nltk import waits for t
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 
@@ -106,3 +107,35 @@ def test_per_object_memo_is_keyed_on_the_live_object() -> None:
     fresh = [Box(str(i)) for i in range(50)]
     assert [shout(x) for x in fresh] == [str(i) for i in range(50)]
     assert calls[2:] == [str(i) for i in range(50)]
+
+
+def test_long_texts_count_as_the_sum_of_their_line_chunks_exactly() -> None:
+    """A long text is counted in chunks cut before a letter that starts a line; the sum equals
+    tokenizing the whole text, also around whitespace runs, punctuation, digits, non-ASCII
+    letters and contractions at line starts, and across `_pieces`' 200K-character cuts."""
+    pytest.importorskip("bpe_openai")
+    lines = [
+        'Caroline said, "I went to the group."   ',
+        "Melanie: ...!!\n\n",
+        "  indented line\t",
+        "1234567 numbers first",
+        "'s a contraction at the start",
+        "Émilie écrit — naïve café",
+        "x\r",
+        "DATE: 1:56 pm on 8 May, 2023",
+        " \n \n",
+        "end.",
+    ]
+    rng = random.Random(3)
+    text = "\n".join(rng.choice(lines) for _ in range(2000))
+    assert len(tokens._blocks(text)) > 20
+    assert "".join(tokens._blocks(text)) == text
+    huge = text * 40  # over _MAX_PIECE_CHARS: counted in newline-cut pieces as before
+    for name in ("cl100k_base", "o200k_base"):
+        encoding = tokens._encoding(name)
+        counter = get_token_counter(name)
+        for t in (text, text[1:], text + "\nTail", huge):
+            want = sum(len(encoding.encode_ordinary(p)) for p in tokens._pieces(t))
+            assert counter(t) == want, name
+    approx = get_token_counter("approx")
+    assert approx(huge) == tokens.approx_token_count(huge)
