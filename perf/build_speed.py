@@ -52,9 +52,9 @@ def _cases() -> list[tuple[str, Callable[[], Any]]]:
 
     return [
         ("locomo (full)", lambda: locomo()),
-        ("locomo context=rag", lambda: locomo(context="rag")),
+        ("locomo context=rag", lambda: locomo(context="rag", protocol="memevals")),
         ("locomo_plus (full)", lambda: locomo_plus()),
-        ("locomo_plus context=rag", lambda: locomo_plus(context="rag")),
+        ("locomo_plus context=rag", lambda: locomo_plus(context="rag", protocol="memevals")),
         (
             "longmemeval s (fixture)",
             lambda: longmemeval(variant="s", data_dir=str(FIXTURES), verify_checksum=False),
