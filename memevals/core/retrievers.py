@@ -19,11 +19,12 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -162,13 +163,21 @@ _B = 0.75
 _TFC_DTYPE = np.result_type(np.float64(1.0), np.zeros(1, dtype=np.float32))
 
 
+class _TermCounts(NamedTuple):
+    length: int  # tokens in the unit (1 for none: bm25s's placeholder token)
+    counts: Mapping[str, int]  # term frequencies (read-only)
+
+
 @lru_cache(maxsize=100_000)
-def _bm25_counts(text: str) -> tuple[tuple[str, int], ...]:
-    # term frequencies of a text's tokens, in first-occurrence order (memoised like the tokens)
+def _bm25_counts(text: str) -> _TermCounts:
+    # memoised like the tokens: a text's counts are the same in every index that holds it
     counts: dict[str, int] = {}
-    for token in _bm25_tokens(text):
+    tokens = _bm25_tokens(text)
+    for token in tokens:
         counts[token] = counts.get(token, 0) + 1
-    return tuple(counts.items())
+    # bm25s rejects an all-empty corpus; its placeholder token (in no query) keeps the index
+    # valid and counts as one token of the unit's length.
+    return _TermCounts(len(tokens) or 1, MappingProxyType(counts))
 
 
 @dataclass
@@ -182,10 +191,12 @@ class _BM25Index:
     tests/core/test_bm25_speed.py compares scores with bm25s bit for bit.
     """
 
-    postings: dict[str, tuple[list[int], list[int]]]  # token -> (units holding it, its counts)
-    lengths: np.ndarray  # tokens per unit (1 for a unit without tokens: bm25s's placeholder)
+    units: list[Mapping[str, int]]  # term frequencies per unit
+    lengths: np.ndarray  # tokens per unit
     size: int
-    _columns: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    _columns: dict[str, tuple[np.ndarray, np.ndarray] | None] = field(
+        default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         # as bm25s: the mean of an integer array (a float64 numpy scalar)
@@ -193,32 +204,37 @@ class _BM25Index:
 
     @property
     def vocab(self) -> frozenset[str]:
-        return frozenset(self.postings)
+        """Every token of the corpus."""
+        return frozenset(t for counts in self.units for t in counts)
 
-    def _column(self, token: str) -> tuple[np.ndarray, np.ndarray]:
-        hit = self._columns.get(token)
-        if hit is not None:
-            return hit
-        units, counts = self.postings[token]
-        docs = np.asarray(units, dtype=np.int64)
-        tf = np.asarray(counts, dtype=np.float32)
-        df = len(units)
-        idf = np.full(df, math.log(1 + (self.size - df + 0.5) / (df + 0.5)), dtype=np.float32)
-        norm = _K1 * ((1 - _B) + _B * self.lengths[docs] / self._avg_len)
-        tfc = tf / (norm.astype(_TFC_DTYPE) + tf)
-        column = (docs, (idf * tfc).astype(np.float32))
+    def _column(self, token: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(units holding `token`, their float32 scores for it); None when no unit holds it
+        (bm25s leaves such a query token out)."""
+        if token in self._columns:
+            return self._columns[token]
+        hits = [(i, counts[token]) for i, counts in enumerate(self.units) if token in counts]
+        column = None
+        if hits:
+            docs = np.asarray([i for i, _ in hits], dtype=np.int64)
+            tf = np.asarray([c for _, c in hits], dtype=np.float32)
+            df = len(hits)
+            idf = math.log(1 + (self.size - df + 0.5) / (df + 0.5))
+            norm = _K1 * ((1 - _B) + _B * self.lengths[docs] / self._avg_len)
+            tfc = tf / (norm.astype(_TFC_DTYPE) + tf)
+            column = (docs, (np.full(df, idf, dtype=np.float32) * tfc).astype(np.float32))
         self._columns[token] = column
         return column
 
     def rank(self, query: str) -> list[int]:
-        tokens = [t for t in bm25_tokens(query) if t in self.postings]
-        if not tokens:
-            return list(range(self.size))
         scores = np.zeros(self.size, dtype=np.float32)
-        for token in tokens:  # bm25s adds the query's columns in query order, repeats included
-            docs, values = self._column(token)
-            scores[docs] += values  # a unit appears once per column
-        return _ranking(scores)
+        found = False
+        for token in bm25_tokens(query):  # bm25s adds the columns in query order, repeats too
+            column = self._column(token)
+            if column is not None:
+                docs, values = column
+                scores[docs] += values  # a unit appears once per column
+                found = True
+        return _ranking(scores) if found else list(range(self.size))
 
     def rank_many(self, queries: Sequence[str]) -> list[list[int]]:
         return [self.rank(q) for q in queries]
@@ -239,20 +255,12 @@ class BM25Retriever:
             ) from exc
 
     def index(self, units: Sequence[MemoryUnit]) -> _BM25Index:
-        postings: dict[str, tuple[list[int], list[int]]] = {}
-        lengths: list[int] = []
-        for i, unit in enumerate(units):
-            counts = _bm25_counts(unit.text)
-            # bm25s rejects an all-empty corpus; a placeholder token (in no query) keeps the
-            # index valid and counts as one token of the unit's length.
-            lengths.append(sum(c for _, c in counts) or 1)
-            for token, count in counts:
-                entry = postings.get(token)
-                if entry is None:
-                    entry = postings[token] = ([], [])
-                entry[0].append(i)
-                entry[1].append(count)
-        return _BM25Index(postings=postings, lengths=np.array(lengths), size=len(units))
+        counted = [_bm25_counts(u.text) for u in units]
+        return _BM25Index(
+            units=[c.counts for c in counted],
+            lengths=np.array([c.length for c in counted]),
+            size=len(units),
+        )
 
 
 # --------------------------------------------------------------------------------------------

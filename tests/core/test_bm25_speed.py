@@ -30,11 +30,13 @@ def bm25s_scores(texts: list[str], query: str) -> np.ndarray | None:
 
 def our_scores(texts: list[str], query: str) -> tuple[np.ndarray | None, list[int]]:
     index = BM25Retriever().index([MemoryUnit(str(i), t) for i, t in enumerate(texts)])
-    tokens = [t for t in bm25_tokens(query) if t in index.postings]
+    vocab = index.vocab
+    tokens = [t for t in bm25_tokens(query) if t in vocab]
     scores = np.zeros(index.size, dtype=np.float32)
     for token in tokens:
-        docs, values = index._column(token)
-        scores[docs] += values
+        column = index._column(token)
+        assert column is not None
+        scores[column[0]] += column[1]
     return (scores if tokens else None), index.rank(query)
 
 
