@@ -7,6 +7,7 @@ error of that sample (Inspect; lm-eval stops the run, see test_locomo_empty_memo
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,9 @@ def scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
+    # the CLIs run in this process: the registry is found on sys.path, not through PYTHONPATH
+    for entry in env["PYTHONPATH"].split(os.pathsep):
+        monkeypatch.syspath_prepend(entry)
     return env
 
 
