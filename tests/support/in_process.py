@@ -30,11 +30,12 @@ import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 __all__ = ["entry_of", "run"]
 
 #: A fresh interpreter's warning filters (python -W default is not set by these commands).
-_DEFAULT_FILTERS = (
+_DEFAULT_FILTERS: tuple[tuple[Literal["default", "ignore"], type[Warning], str | None], ...] = (
     ("default", DeprecationWarning, "__main__"),
     ("ignore", DeprecationWarning, None),
     ("ignore", PendingDeprecationWarning, None),

@@ -17,7 +17,7 @@ def patch_mockllm_token_count() -> None:
     async def count_text_tokens(self: MockLLM, text: str) -> int:
         return max(1, len(text.split()))
 
-    MockLLM.count_text_tokens = count_text_tokens  # type: ignore[method-assign]
+    MockLLM.count_text_tokens = count_text_tokens  # type: ignore[method-assign,assignment]
 
 
 def main() -> None:
