@@ -224,6 +224,8 @@ def test_bad_options_fail_before_any_model_call(data_dir: Path) -> None:
 # End to end on mockllm
 
 
+# the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
+@single_torch_thread()
 def test_scripted_replies_are_scored_exactly(data_dir: Path) -> None:
     task = locomo_dialogue(
         conversations="conv-26,conv-30",
@@ -358,6 +360,8 @@ def test_fetch_image(tmp_path: Path) -> None:
         fetch_image((tmp_path / "missing.jpg").as_uri())
 
 
+# the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
+@single_torch_thread()
 def test_real_cli_dialogue(inspect_cli: Any, tmp_path: Path) -> None:
     res = inspect_cli(
         "eval",

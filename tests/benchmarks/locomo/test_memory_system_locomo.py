@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback_guard import single_torch_thread
 
 from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.data import load_locomo
@@ -105,6 +106,8 @@ def _per_conversation(task: Any, n: int) -> list[str]:
     return [i for group in ids.values() for i in group]
 
 
+# the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
+@single_torch_thread()
 def test_observations_ingest_each_conversation_once_then_never_then_again_for_new_args(
     fresh_cache: Path, tmp_path: Path
 ) -> None:
@@ -196,6 +199,8 @@ def test_lm_eval_documents_carry_the_inspect_contexts(fresh_cache: Path) -> None
         locomo_docs("temporal", memory="observations")  # lm-eval has no memory model
 
 
+# the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
+@single_torch_thread()
 def test_comma_separated_memory_args_through_the_real_cli(tmp_path: Path) -> None:
     """Inspect's CLI splits `-T a=x,y` at the comma; the pairs still reach the system."""
     pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
