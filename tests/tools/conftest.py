@@ -17,7 +17,10 @@ def shared_lm_eval(shared_runs: SharedRuns) -> Callable[[list[str]], Path]:
     by the tests that only read it (test_diff's and test_diff_factors' dummy-model run)."""
 
     def run(args: list[str]) -> Path:
-        folder = shared_runs.folder({"lm-eval-cli": args}, lambda f: run_lm_eval_cli(args, f))
+        def produce(folder: Path) -> None:
+            run_lm_eval_cli(args, folder)
+
+        folder = shared_runs.folder({"lm-eval-cli": args}, produce)
         [run_dir] = [p for p in (folder / "out").iterdir() if p.is_dir()]
         return run_dir
 
