@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,37 @@ def _offline_mockllm() -> None:
     from inspect_offline import patch_mockllm_token_count
 
     patch_mockllm_token_count()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _lm_eval_builtin_index_once() -> Iterator[None]:
+    """Each `lm_eval` run (in this process: tests/support/in_process.py) indexes lm-eval's own
+    ~15,000 task YAML files before it finds ours; index them once per worker and hand each run
+    a deep copy, merged with the other paths in lm-eval's order (later paths win)."""
+    try:
+        import lm_eval.tasks
+        from lm_eval.tasks._index import TaskIndex
+    except ImportError:
+        yield
+        return
+    builtin = Path(lm_eval.tasks.__file__).parent.resolve()
+    original = TaskIndex.build
+    built: dict[bool, dict[str, object]] = {}
+
+    def build(paths: Iterable[Path], *, resolve_includes: bool = True) -> dict[str, object]:
+        index: dict[str, object] = {}
+        for root in paths:
+            if Path(root).resolve() == builtin:
+                if resolve_includes not in built:
+                    built[resolve_includes] = original([root], resolve_includes=resolve_includes)
+                index.update(copy.deepcopy(built[resolve_includes]))
+            else:
+                index.update(original([root], resolve_includes=resolve_includes))
+        return index
+
+    TaskIndex.build = staticmethod(build)  # type: ignore[method-assign,assignment]
+    yield
+    TaskIndex.build = staticmethod(original)  # type: ignore[method-assign]
 
 
 @pytest.fixture(scope="session")
