@@ -36,6 +36,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # end, as always, without the realtime buffer of samples in flight (for `inspect view` while a
 # run goes on), which no test reads and which costs each run time per sample.
 os.environ.setdefault("INSPECT_EVAL_NO_LOG_REALTIME", "1")
+# torch (embedders, BERTScore, SmolLM2) takes one thread per worker: the suite runs a worker per
+# core, and CLI runs happen inside the worker (tests/support/in_process.py), so two threads per
+# worker would contend for the same cores. Read by torch when first imported (after this).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session", autouse=True)
