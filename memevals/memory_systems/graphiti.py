@@ -135,13 +135,18 @@ _released: collections.deque[_OpenStore] = collections.deque()
 # graphiti, imported with telemetry off, and the three classes it is given
 
 
-@functools.lru_cache(maxsize=1)
 def _api() -> types.SimpleNamespace:
     """graphiti's modules and memevals' driver, embedder and reranker classes (ValueError
-    naming the extra when graphiti-core or kuzu is absent)."""
+    naming the extra when graphiti-core or kuzu is absent), with its telemetry off."""
+    # read by graphiti at every event: forced off at every use (not only at the first import),
+    # even if the user's environment says on or something changed it since
+    os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"
+    return _imported()
+
+
+@functools.lru_cache(maxsize=1)
+def _imported() -> types.SimpleNamespace:
     with _import_lock:
-        # read by graphiti at every event; forced off even if the user's environment says on
-        os.environ["GRAPHITI_TELEMETRY_ENABLED"] = "false"
         try:
             mods = {
                 name: importlib.import_module(f"graphiti_core{path}")

@@ -459,13 +459,13 @@ def test_telemetry_is_off() -> None:
 
 
 def test_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    graphiti_module._api.cache_clear()
+    graphiti_module._imported.cache_clear()
     monkeypatch.setitem(sys.modules, "graphiti_core", None)  # import now raises ImportError
     try:
         with pytest.raises(ValueError, match=r"pip install 'memevals\[graphiti\]'"):
             graphiti_system(llm_base_url="http://127.0.0.1:9/v1")
     finally:
-        graphiti_module._api.cache_clear()
+        graphiti_module._imported.cache_clear()
 
 
 def test_dates_are_read_in_every_benchmark_format() -> None:

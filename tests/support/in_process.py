@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import io
+import logging
 import os
 import runpy
 import subprocess
@@ -102,27 +103,39 @@ def _environment(cwd: Path | str | None, env: Mapping[str, str] | None) -> Itera
 
 
 @contextlib.contextmanager
-def _inspect_log_stream(stream: io.TextIOBase) -> Iterator[None]:
-    """Inspect's log handler keeps the stderr it found when first made: point it at `stream`."""
-    handler = None
-    with contextlib.suppress(ImportError):
+def _fresh_logging() -> Iterator[None]:
+    """Logging as a new process starts it: no handler on the root logger (a warning reaches
+    stderr through logging's last resort), its default level, and no Inspect log handler yet
+    (an Inspect run makes its own, on this run's streams); what the worker had comes back after.
+    """
+    root = logging.getLogger()
+    saved_root = root.handlers[:], root.level
+    try:
         from inspect_ai._util.logger import _logHandler
-
-        handler = _logHandler.get("handler")
-    saved = getattr(handler, "display_stream", None)
-    if handler is not None and saved is not None:
-        handler.display_stream = stream
+    except ImportError:
+        _logHandler = None  # type: ignore[assignment]
+    saved_var = None if _logHandler is None else _logHandler["handler"]
+    named = [logging.getLogger(name) for name in ("inspect_ai", "memevals")]
+    saved_named = [(lg.handlers[:], lg.level, lg.propagate) for lg in named]
+    root.handlers = []
+    root.setLevel(logging.WARNING)
+    for lg in named:
+        lg.handlers = []
+        lg.setLevel(logging.NOTSET)
+        lg.propagate = True
+    if _logHandler is not None:
+        _logHandler["handler"] = None
     try:
         yield
     finally:
-        if handler is not None and saved is not None:
-            handler.display_stream = saved
-        with contextlib.suppress(ImportError):
-            from inspect_ai._util.logger import _logHandler
-
-            made = _logHandler.get("handler")
-            if made is not None and made is not handler:
-                made.display_stream = sys.__stderr__  # made during the run: not ours to keep
+        root.handlers, level = saved_root
+        root.setLevel(level)
+        for lg, (handlers, lg_level, propagate) in zip(named, saved_named, strict=True):
+            lg.handlers = handlers
+            lg.setLevel(lg_level)
+            lg.propagate = propagate
+        if _logHandler is not None:
+            _logHandler["handler"] = saved_var
 
 
 @contextlib.contextmanager
@@ -197,13 +210,18 @@ def run(
         _path_first(first),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
-        _inspect_log_stream(err),
+        _fresh_logging(),
         _fresh_inspect_display(),
         warnings.catch_warnings(),
     ):
         warnings.resetwarnings()
         for action, category, module in reversed(_DEFAULT_FILTERS):
             warnings.filterwarnings(action, category=category, module=module or "")
+        # runpy's note that `-m`'s module was imported already: true of this worker only
+        warnings.filterwarnings(
+            "ignore", message=".* found in sys.modules after import of package",
+            category=RuntimeWarning,
+        )
         warnings.showwarning = _show_on(err)
         if timeout is not None:
             faulthandler.dump_traceback_later(timeout, exit=True)
