@@ -17,7 +17,6 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessage, ContentImage, ContentText, ModelOutput, get_model
 from inspect_results import merged_scores, metric_values
-from loopback_guard import single_torch_thread
 
 import memevals.inspect_tasks.images as images_glue
 from memevals.benchmarks.locomo import memory as memory
@@ -225,7 +224,6 @@ def test_bad_options_fail_before_any_model_call(data_dir: Path) -> None:
 
 
 # the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
-@single_torch_thread()
 def test_scripted_replies_are_scored_exactly(data_dir: Path) -> None:
     task = locomo_dialogue(
         conversations="conv-26,conv-30",
@@ -361,7 +359,6 @@ def test_fetch_image(tmp_path: Path) -> None:
 
 
 # the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
-@single_torch_thread()
 def test_real_cli_dialogue(inspect_cli: Any, tmp_path: Path) -> None:
     res = inspect_cli(
         "eval",
@@ -403,7 +400,6 @@ def test_real_cli_dialogue(inspect_cli: Any, tmp_path: Path) -> None:
 @pytest.mark.slow
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-@single_torch_thread()
 def test_real_smollm2_continues_the_conversation(smollm2_dir: Path, data_dir: Path) -> None:
     [log] = inspect_eval(
         locomo_dialogue(

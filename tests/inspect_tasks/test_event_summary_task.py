@@ -15,7 +15,6 @@ from event_summary_grader import scripted_grader
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
-from loopback_guard import single_torch_thread
 
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo_event_summary.prompts import (
@@ -240,7 +239,6 @@ def test_real_cli_reports_rouge_and_counts_unscored(inspect_cli: Any, tmp_path: 
 @pytest.mark.slow
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-@single_torch_thread()
 def test_real_smollm2_incremental_summary(smollm2_dir: Path, data_dir: Path) -> None:
     [log] = inspect_eval(
         locomo_event_summary(conversations="conv-26", sessions=2, incremental=True, max_tokens=32),

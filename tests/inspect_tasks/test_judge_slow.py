@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from inspect_ai import eval
 from inspect_ai.model import GenerateConfig, get_model
-from loopback_guard import single_torch_thread
 
 from memevals.benchmarks import judge_criteria
 from memevals.inspect_tasks.locomo import locomo
@@ -24,7 +23,6 @@ IDS = ["conv-26-q82", "conv-26-q152"]  # one single-hop question, one adversaria
 @pytest.mark.slow
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-@single_torch_thread()
 def test_smollm2_answers_and_judges(smollm2_dir: Path, data_dir: Path, tmp_path: Path) -> None:
     # one model instance in both roles; the grader role's own max_tokens bounds the judge
     model = get_model(

@@ -15,7 +15,6 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
-from loopback_guard import single_torch_thread
 from scripted_judge import judge_labels, quoted_candidate
 
 from memevals.benchmarks.locomo.data import load_locomo
@@ -341,7 +340,6 @@ def test_cli_namespaced_names(inspect_cli: Any, tmp_path: Path) -> None:
 @pytest.mark.slow
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-@single_torch_thread()
 def test_real_smollm2_answers_and_judges_cognitive_samples(
     smollm2_dir: Path, data_dir: Path, tmp_path: Path
 ) -> None:

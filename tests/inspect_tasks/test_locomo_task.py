@@ -12,7 +12,6 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log, read_eval_log_sample_summaries
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
-from loopback_guard import single_torch_thread
 
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.prompts import NOT_MENTIONED, choice_options, resolve_choice
@@ -266,7 +265,6 @@ def test_cli_bad_parameter_fails_before_any_model_call(inspect_cli: Any) -> None
 @pytest.mark.slow
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-@single_torch_thread()
 def test_real_smollm2_answers_locomo_questions(
     smollm2_dir: Path, inspect_cli: Any, tmp_path: Path
 ) -> None:

@@ -16,7 +16,6 @@ from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ChatMessageSystem, GenerateConfig, ModelOutput, get_model
 from inspect_ai.tool import ToolChoice, ToolInfo
 from longmemeval_grader import EXPECTED, mock_grader
-from loopback_guard import single_torch_thread
 
 from memevals.inspect_tasks.longmemeval import (
     longmemeval,
@@ -323,7 +322,6 @@ def test_real_cli_all_variants(tmp_path: Path) -> None:
 @pytest.mark.slow
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-@single_torch_thread()
 def test_real_local_model_with_chain_of_note(smollm2_dir: Path, tmp_path: Path) -> None:
     """SmolLM2-135M takes notes on each session and answers; the table grader judges."""
     task = longmemeval(

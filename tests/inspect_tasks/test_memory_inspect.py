@@ -12,7 +12,6 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ModelOutput, get_model
-from loopback_guard import single_torch_thread
 
 from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.locomo import locomo, locomo_open_domain
@@ -306,7 +305,6 @@ def test_paper_rag_sweep_runs_as_one_eval_set(tmp_path: Path, data_dir: Path) ->
 @pytest.mark.parametrize("params", [{"context": "rag", "top_k": 5}, {"context": "oracle"}])
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-@single_torch_thread()
 def test_smollm2_rag_and_oracle(params: dict[str, Any], smollm2_dir: Path, tmp_path: Path) -> None:
     model = get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False)
     log = inspect_eval(

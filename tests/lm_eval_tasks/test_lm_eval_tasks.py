@@ -16,7 +16,6 @@ from lm_eval import simple_evaluate
 from lm_eval.api.model import LM
 from lm_eval.tasks import TaskManager
 from lm_eval_support import run_lm_eval_cli, samples_of
-from loopback_guard import single_torch_thread
 
 from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
@@ -214,30 +213,27 @@ def test_lm_eval_cli_smollm2_on_cpu(smollm2_dir: Path, data_dir: Path, tmp_path:
     """A real model through lm-eval's HF backend with its chat template, a few questions."""
     from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 
-    # in this process: torch on one thread, as under pytest-xdist's two workers on two cores
-    # each should be (a second thread waits for a busy core: docs/performance.md)
-    with single_torch_thread():
-        run_dir = run_lm_eval_cli(
-            [
-                "--model",
-                "hf",
-                "--model_args",
-                f"pretrained={smollm2_dir},dtype=float32",
-                "--device",
-                "cpu",
-                "--tasks",
-                "locomo_single_hop,locomo_adversarial",
-                "--limit",
-                "1",
-                "--metadata",
-                json.dumps({"context": "none"}),
-                "--apply_chat_template",
-                # a short answer keeps this CPU run quick; the task's own limit is 32 tokens
-                "--gen_kwargs",
-                "max_gen_toks=12",
-            ],
-            tmp_path,
-        )
+    run_dir = run_lm_eval_cli(
+        [
+            "--model",
+            "hf",
+            "--model_args",
+            f"pretrained={smollm2_dir},dtype=float32",
+            "--device",
+            "cpu",
+            "--tasks",
+            "locomo_single_hop,locomo_adversarial",
+            "--limit",
+            "1",
+            "--metadata",
+            json.dumps({"context": "none"}),
+            "--apply_chat_template",
+            # a short answer keeps this CPU run quick; the task's own limit is 32 tokens
+            "--gen_kwargs",
+            "max_gen_toks=12",
+        ],
+        tmp_path,
+    )
     for task in ("locomo_single_hop", "locomo_adversarial"):
         logged = samples_of(run_dir, task)
         assert len(logged) == 1

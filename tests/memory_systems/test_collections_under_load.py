@@ -29,7 +29,6 @@ from typing import Any
 import pytest
 from histories import history
 from loopback_graphiti import graphiti_facts
-from loopback_guard import one_torch_thread  # noqa: F401 (autouse fixtures)
 from loopback_openai import LoopbackOpenAI, mem0_facts
 
 from memevals.core.memory_harness import MemoryRun

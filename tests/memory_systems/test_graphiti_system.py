@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from histories import caroline_and_melanie
 from loopback_graphiti import fact_sentence, graphiti_facts, schema_name, section, topic_name
-from loopback_guard import loopback_only, one_torch_thread  # noqa: F401 (autouse fixtures)
+from loopback_guard import loopback_only  # noqa: F401 (an autouse fixture)
 from loopback_openai import HttpFailure, LoopbackOpenAI
 
 from memevals.core.memory_harness import MemoryRun

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from histories import FIRST_SESSION, history
-from loopback_guard import loopback_only, one_torch_thread  # noqa: F401 (autouse fixtures)
+from loopback_guard import loopback_only  # noqa: F401 (an autouse fixture)
 from loopback_langmem import (
     PATCHED_PREFIX,
     LangMemScript,

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from cli_support import run_inspect_cli
 from inspect_ai.log import read_eval_log
-from loopback_guard import single_torch_thread
 from loopback_openai import LoopbackOpenAI, mem0_facts
 
 from memevals.benchmarks.locomo.data import load_locomo
@@ -44,16 +43,12 @@ def _run(
     logs = tmp_path / "logs"
     env = {"MEMEVALS_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": "test-key"}
     cmd = ["eval", task, "--model", "mockllm/model", "--log-dir", str(logs), "--display", "none"]
-    # in this process (cli_support), torch on one thread: on a shared 2-core machine torch's
-    # default of one per core makes each small encoding wait for a busy core
-    # (docs/performance.md)
-    with single_torch_thread():
-        done = run_inspect_cli(
-            [*cmd, "-T", "memory=mem0", "-T", f"memory_args={memory_args}", *args],
-            cwd=tmp_path,
-            env=env,
-            timeout=600,
-        )
+    done = run_inspect_cli(
+        [*cmd, "-T", "memory=mem0", "-T", f"memory_args={memory_args}", *args],
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = sorted(logs.glob("*.eval"))[-1:]
     return read_eval_log(str(path))

@@ -1,8 +1,9 @@
 """Nothing leaves the machine: a socket guard that refuses every address but loopback.
 
 In-process, `refusing_network()` guards a block; a memory-system test module imports the
-autouse fixtures `loopback_only` (every test of the module guarded, and nothing refused) and
-`one_torch_thread`. Around a real CLI, run this file before the CLI's own script:
+autouse fixture `loopback_only` (every test of the module guarded, and nothing refused); torch's
+one thread per worker is tests/conftest.py's. Around a real CLI, run this file before the CLI's
+own script:
 
     python tests/support/loopback_guard.py tests/support/scripted_memory.py eval ...
 
@@ -79,13 +80,6 @@ def loopback_only() -> Iterator[list[Any]]:
     with refusing_network() as refused:
         yield refused
     assert refused == [], f"something tried the network: {refused}"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    """The embedder on one torch thread (a shared 2-core machine, docs/performance.md)."""
-    with single_torch_thread():
-        yield
 
 
 def run_guarded(

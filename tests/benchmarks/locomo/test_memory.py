@@ -14,9 +14,6 @@ from typing import Any
 
 import pytest
 
-# the embedder on one torch thread for this module (a busy 2-core machine: docs/performance.md)
-from loopback_guard import one_torch_thread  # noqa: F401  (an autouse fixture)
-
 from memevals.benchmarks.locomo.data import Conversation, load_locomo
 from memevals.benchmarks.locomo.memory import (
     LocomoMemory,

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback_guard import single_torch_thread
 
 from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.data import load_locomo
@@ -107,7 +106,6 @@ def _per_conversation(task: Any, n: int) -> list[str]:
 
 
 # the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
-@single_torch_thread()
 def test_observations_ingest_each_conversation_once_then_never_then_again_for_new_args(
     fresh_cache: Path, tmp_path: Path
 ) -> None:
@@ -200,7 +198,6 @@ def test_lm_eval_documents_carry_the_inspect_contexts(fresh_cache: Path) -> None
 
 
 # the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
-@single_torch_thread()
 def test_comma_separated_memory_args_through_the_real_cli(tmp_path: Path) -> None:
     """Inspect's CLI splits `-T a=x,y` at the comma; the pairs still reach the system."""
     pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")

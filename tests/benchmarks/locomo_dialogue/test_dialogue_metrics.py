@@ -7,9 +7,6 @@ import math
 from pathlib import Path
 
 import pytest
-
-# the embedder on one torch thread for this module (a busy 2-core machine: docs/performance.md)
-from loopback_guard import one_torch_thread  # noqa: F401  (an autouse fixture)
 from rouge_score import rouge_scorer
 from sacrebleu.metrics.bleu import BLEU
 

@@ -18,9 +18,6 @@ from inspect_ai.log import EvalLog
 from inspect_ai.model import ModelOutput, get_model
 from longmemeval_grader import mock_grader
 
-# the embedder on one torch thread for this module (a busy 2-core machine: docs/performance.md)
-from loopback_guard import one_torch_thread  # noqa: F401  (an autouse fixture)
-
 from memevals.benchmarks.longmemeval.data import Instance, load_longmemeval
 from memevals.benchmarks.longmemeval.memory import (
     HISTORY_INTRO,
