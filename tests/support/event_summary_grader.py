@@ -12,26 +12,35 @@ from inspect_ai.model import ChatMessage, ModelOutput, get_model
 __all__ = ["grader_reply", "scripted_grader"]
 
 
-def _quoted(prompt: str, name: str) -> str:
+def quoted(prompt: str, name: str) -> str:
+    """The text of the prompt's `name` block (there is exactly one closing line for it)."""
     m = re.search(rf"<<<{name} ([0-9A-F]{{12}})\n", prompt)
     assert m is not None, f"no {name} block"
-    return prompt[m.end() :].split(f"\nEND {m.group(1)}>>>")[0]
+    rest = prompt[m.end() :]
+    close = f"\nEND {m.group(1)}>>>"
+    assert rest.count(close) == 1
+    return rest.split(close)[0]
 
 
-def grader_reply(prompt: str) -> str:
+def fact_reply(prompt: str) -> str:
     """Decomposition: one fact per line. Support: the fact's text after "<date>: " must occur
-    in the source. A prompt about Melanie gets an unreadable reply (-> unscored)."""
-    if "life of Melanie" in prompt or "in Melanie's life" in prompt:
-        return "I cannot comply with JSON today."
+    in the source."""
     if "<<<TEXT" in prompt:
-        return json.dumps({"facts": _quoted(prompt, "TEXT").splitlines()})
-    source = _quoted(prompt, "SOURCE")
-    facts = [ln.split(". ", 1)[1] for ln in _quoted(prompt, "FACTS").splitlines()]
+        return json.dumps({"facts": quoted(prompt, "TEXT").splitlines()})
+    source = quoted(prompt, "SOURCE")
+    facts = [ln.split(". ", 1)[1] for ln in quoted(prompt, "FACTS").splitlines()]
     verdicts = [
         {"id": i, "label": "supported" if f.split(": ", 1)[-1] in source else "not_supported"}
         for i, f in enumerate(facts, 1)
     ]
     return json.dumps({"verdicts": verdicts})
+
+
+def grader_reply(prompt: str) -> str:
+    """`fact_reply`, except that a prompt about Melanie gets an unreadable reply (-> unscored)."""
+    if "life of Melanie" in prompt or "in Melanie's life" in prompt:
+        return "I cannot comply with JSON today."
+    return fact_reply(prompt)
 
 
 def scripted_grader() -> Any:

@@ -16,13 +16,9 @@ import upstream_longmemeval as up
 pytest.importorskip("lm_eval")
 
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
-from lm_eval import simple_evaluate
-from lm_eval.loggers import EvaluationTracker
-from lm_eval.tasks import TaskManager
-from lm_eval_support import TableLM
+from lm_eval_support import write_lm_eval_samples
 
 from memevals.core.official_judge import yes_in_reply
-from memevals.lm_eval_tasks import include_path
 from memevals.tools.judge import judge_samples
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -41,22 +37,9 @@ def test_lm_eval_replies_get_upstreams_judge(tmp_path: Path) -> None:
         p: f"  I believe the answer is {entries[q]['answer']}.\n" for p, q in prompts.items()
     }
     # lm-eval answers only the prompts upstream's reader builds (TableLM refuses any other)
-    tracker = EvaluationTracker(output_path=str(tmp_path / "out"))
-    results = simple_evaluate(
-        model=TableLM(replies),
-        tasks=[TASK],
-        task_manager=TaskManager(
-            include_path=include_path(), metadata={**OPTIONS, "protocol": "official"}
-        ),
-        log_samples=True,
-        bootstrap_iters=0,
-        evaluation_tracker=tracker,
+    run_dir = write_lm_eval_samples(
+        [TASK], replies, {**OPTIONS, "protocol": "official"}, tmp_path / "out", None
     )
-    assert results is not None
-    samples = results.pop("samples")
-    tracker.save_results_aggregated(results=results, samples=samples)
-    tracker.save_results_samples(task_name=TASK, samples=samples[TASK])
-    [run_dir] = [p for p in (tmp_path / "out").iterdir() if p.is_dir()]
 
     verdicts = ["Yes.", "eyes", "No"]
     seen: list[tuple[str, GenerateConfig]] = []
