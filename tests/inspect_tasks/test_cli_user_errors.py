@@ -80,10 +80,9 @@ def test_cli_prints_the_message_alone(
 ) -> None:
     args, message = CASES[case]
     extra = [] if display == "default" else ["--display", "none"]
-    # a process of its own: what the user sees is printed by memevals' excepthook at exit
-    res = inspect_cli(
-        "eval", *args, "--model", "mockllm/model", "--limit", "1", *extra, process=True
-    )
+    # what the user sees is printed by Inspect's excepthook at exit (in-process, the helper
+    # calls the command's hook as the interpreter does)
+    res = inspect_cli("eval", *args, "--model", "mockllm/model", "--limit", "1", *extra)
     out = res.stdout + res.stderr
     assert res.returncode == 1, out[-3000:]
     assert _squeezed(message) in _squeezed(out), out[-3000:]

@@ -39,8 +39,6 @@ def _run(inspect_cli: Any, url: str) -> tuple[str, float]:
         "-T",
         f"memory_args=llm_base_url={url},llm_model=local",
         timeout=BOUND_S + 60,
-        # a process of its own: the one-line message is memevals' excepthook's, at exit
-        process=True,
     )
     elapsed = time.monotonic() - started
     out = res.stdout + res.stderr

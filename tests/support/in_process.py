@@ -10,8 +10,9 @@ the command's argv, working directory and environment, its stdout and stderr cap
 exit status taken from SystemExit, and returns what `subprocess.run(..., capture_output=True,
 text=True)` would. What is not the same, and why tests that depend on it keep a real process
 (`process=True` in cli_support / shared_runs, or `subprocess.run` itself):
-- the process: an `excepthook`, a signal, a kill, an installed-package scan at start-up, or
-  anything a module reads from the environment when first imported;
+- the process: a signal, a kill, an installed-package scan at start-up, or anything a module
+  does when first imported (reads the environment, installs an `excepthook`): the worker
+  imported it already;
 - warnings: shown once per place per test, with a fresh interpreter's default filters.
 A command this cannot run in-process (`-c`, another executable) runs as a subprocess.
 """
@@ -27,7 +28,6 @@ import runpy
 import subprocess
 import sys
 import tempfile
-import traceback
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -166,6 +166,32 @@ def _fresh_inspect_display() -> Iterator[None]:
         active._active_display, _display._display_type = saved
 
 
+@contextlib.contextmanager
+def _fresh_console_and_excepthook() -> Iterator[None]:
+    """A new process's rich console (Inspect reconfigures the global one, `quiet` under
+    `--display none`) and its `sys.excepthook` (Python's own; Inspect's CLI installs the one that
+    prints a prerequisite error as its message alone, once per process); the worker's come back
+    after the run."""
+    import rich
+
+    try:
+        from inspect_ai._util import error as inspect_error
+    except ImportError:
+        inspect_error = None  # type: ignore[assignment]
+    saved = rich._console, sys.excepthook
+    saved_set = None if inspect_error is None else inspect_error._exception_hook_set
+    rich._console = None
+    sys.excepthook = sys.__excepthook__
+    if inspect_error is not None:
+        inspect_error._exception_hook_set = False
+    try:
+        yield
+    finally:
+        rich._console, sys.excepthook = saved
+        if inspect_error is not None and saved_set is not None:
+            inspect_error._exception_hook_set = saved_set
+
+
 def _exit_status(code: object, err: io.TextIOBase) -> int:
     if code is None:
         return 0
@@ -212,6 +238,7 @@ def run(
         contextlib.redirect_stderr(err),
         _fresh_logging(),
         _fresh_inspect_display(),
+        _fresh_console_and_excepthook(),
         warnings.catch_warnings(),
     ):
         warnings.resetwarnings()
@@ -234,8 +261,8 @@ def run(
                 runpy.run_path(target, run_name="__main__")
         except SystemExit as stop:
             status = _exit_status(stop.code, err)
-        except Exception:  # what an uncaught exception does to a process: traceback, status 1
-            traceback.print_exc(file=err)
+        except Exception as exc:  # what the interpreter does with an uncaught one: its hook, 1
+            sys.excepthook(type(exc), exc, exc.__traceback__)
             status = 1
         finally:
             if timeout is not None:
