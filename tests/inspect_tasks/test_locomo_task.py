@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog, read_eval_log, read_eval_log_sample_summaries
+from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
 
 from memevals.benchmarks.locomo.data import load_locomo
@@ -178,8 +178,10 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
         "memevals/locomo",
         "--model",
         "mockllm/model",
-        # the same log at the end; no per-sample buffer of 1,986 whole conversations meanwhile
-        "--no-log-realtime",
+        # results and each sample's scores (the log's reductions), not the samples: writing
+        # 1,986 whole conversations into the log is most of the run; the bare run below logs its
+        # samples
+        "--no-log-samples",
         "--log-dir",
         "full",
         "--display",
@@ -200,25 +202,23 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
         "ci_upper",
         *cats,
     }
-    # the clustered error over the 10 conversations is the core's, from the logged samples
+    # the clustered error over the 10 conversations is the core's, from each logged score
     from memevals.core.statistics import clustered_stderr
 
-    # each sample's score and metadata, without parsing 1,986 whole conversations
-    samples = read_eval_log_sample_summaries(str(log_path))
-    f1 = [float(s.scores["locomo_f1_scorer"].value) for s in samples]  # type: ignore[index, arg-type]
-    clusters = [str(s.metadata["cluster"]) for s in samples]
+    dataset = locomo().dataset
+    cluster_of = {s.id: str(s.metadata["cluster"]) for s in dataset}  # type: ignore[index]
+    reductions = read_eval_log(str(log_path)).reductions or []
+    [scores] = [r.samples for r in reductions if r.scorer.endswith("locomo_f1_scorer")]
+    assert len(scores) == 1986
+    f1 = [float(s.value) for s in scores]  # type: ignore[arg-type]
+    clusters = [cluster_of[s.sample_id] for s in scores]  # type: ignore[index]
     assert len(set(clusters)) == 10
     assert metrics["stderr"] == pytest.approx(clustered_stderr(f1, clusters), abs=1e-12)
     # the prompt size (a score of its own) is the offline count of the prompts we built
-    tokens = [int(s.metadata["prompt_tokens"]) for s in locomo().dataset]  # type: ignore[index]
+    tokens = [int(s.metadata["prompt_tokens"]) for s in dataset]  # type: ignore[index]
     sizes = _metrics(read_eval_log(str(log_path), header_only=True), "prompt_tokens")
     assert sizes["total"] == sum(tokens)
     assert sizes["mean"] == pytest.approx(sum(tokens) / len(tokens))
-    # the sample inputs in the log are the one user message we built (protocol=official)
-    with zipfile.ZipFile(log_path) as z:
-        first = json.loads(z.read("samples/conv-26-q0_epoch_1.json"))
-    assert [m["role"] for m in first["input"]] == ["user"]
-    assert first["metadata"]["protocol"] == "official"
 
     bare = inspect_cli(
         "eval",
@@ -245,6 +245,12 @@ def test_cli_full_run_namespaced_and_bare(inspect_cli: Any, tmp_path: Path) -> N
     }
     note = read_eval_log(str(bare_log), header_only=True).eval.metadata["uncertainty"]
     assert "fewer than two clusters" in note["left_out"]
+    # the sample inputs in the log are the one user message we built (protocol=official)
+    first_id = next(s.id for s in dataset if s.metadata["category"] == "adversarial")  # type: ignore[index]
+    with zipfile.ZipFile(bare_log) as z:
+        first = json.loads(z.read(f"samples/{first_id}_epoch_1.json"))
+    assert [m["role"] for m in first["input"]] == ["user"]
+    assert first["metadata"]["protocol"] == "official"
 
 
 def test_cli_bad_parameter_fails_before_any_model_call(inspect_cli: Any) -> None:
