@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,21 +66,20 @@ def _files(root: Path) -> dict[str, bytes]:
 #: The lm-eval generator, run in the copy before anything else.
 GENERATE = ["-m", "memevals.lm_eval_tasks", "generate"]
 
-#: The package's files as copied, before the toy was added (test -> snapshot).
+#: The package's files as copied, before the toy was added (copy -> snapshot).
 SNAPSHOTS: dict[Path, dict[str, bytes]] = {}
 
 
-@pytest.fixture
-def copy(tmp_path: Path) -> Iterator[Path]:
-    """A copy of the package with the toy benchmark added (each test runs the lm-eval generator
-    in it first, in the process of its other commands: GENERATE)."""
+def make_copy(root: Path) -> Path:
+    """A copy of the package under `root` with the toy benchmark added (the lm-eval generator
+    is run in it by the first command of `toy_runs`: GENERATE)."""
     shutil.copytree(
-        REPO / "memevals", tmp_path / "memevals", ignore=shutil.ignore_patterns("__pycache__")
+        REPO / "memevals", root / "memevals", ignore=shutil.ignore_patterns("__pycache__")
     )
-    SNAPSHOTS[tmp_path] = _files(tmp_path / "memevals")
-    shutil.copytree(TOY / "memevals", tmp_path / "memevals", dirs_exist_ok=True)
-    (tmp_path / "lookup_model.py").write_text(textwrap.dedent(LOOKUP_MODEL), encoding="utf-8")
-    yield tmp_path
+    SNAPSHOTS[root] = _files(root / "memevals")
+    shutil.copytree(TOY / "memevals", root / "memevals", dirs_exist_ok=True)
+    (root / "lookup_model.py").write_text(textwrap.dedent(LOOKUP_MODEL), encoding="utf-8")
+    return root
 
 
 def env(root: Path) -> dict[str, str]:
@@ -132,10 +131,101 @@ def run(*commands: list[str], root: Path) -> list[str]:
     return [str(done["out"]) for done in results]
 
 
-def test_the_toy_touches_one_folder_and_one_module(copy: Path) -> None:
-    """Zero shared edits: every file of the package is unchanged in the copy; the toy adds its
-    folder and its thin module by hand, and the generator adds its lm-eval YAML."""
-    run(GENERATE, root=copy)
+#: Gives the one log of `<logs>/full` and of `<logs>/none` the name `run.eval`.
+RENAME_LOGS = """
+import sys
+from pathlib import Path
+
+for context in ("full", "none"):
+    [log] = (Path(sys.argv[1]) / context).glob("*.eval")
+    log.rename(log.with_name("run.eval"))
+"""
+
+#: The post-hoc judge's command line with the scripted grader registered first; its first
+#: argument is lm-eval's output folder, whose one run folder it judges.
+JUDGE = """
+import sys
+from pathlib import Path
+
+import scripted_judge  # noqa: F401  (registers scripted/strict)
+from memevals.tools.judge import main
+
+[run_dir] = [p for p in Path(sys.argv[1]).iterdir() if p.is_dir()]
+sys.exit(main([str(run_dir), *sys.argv[2:]]))
+"""
+
+
+@dataclass(frozen=True)
+class ToyRuns:
+    """The copy with the toy, after every command line of the tests below has run in it."""
+
+    copy: Path
+    #: memevals-compare's table, memevals-diff's output, and what `-m memevals.lm_eval_tasks`
+    #: printed
+    table: str
+    diff_out: str
+    include_printed: str
+
+    @property
+    def logs(self) -> Path:
+        return self.copy / "logs"
+
+    @property
+    def diff_json(self) -> Path:
+        return self.copy / "diff.json"
+
+    @property
+    def include(self) -> Path:
+        return self.copy / "memevals" / "lm_eval_tasks"
+
+    @property
+    def lm_eval_out(self) -> Path:
+        return self.copy / "lm-eval"
+
+    @property
+    def judged(self) -> Path:
+        return self.copy / "judged"
+
+
+@pytest.fixture(scope="module")
+def toy_runs(tmp_path_factory: pytest.TempPathFactory) -> ToyRuns:
+    """One copy and one interpreter for the whole toy (its start and the generator were most of
+    each test's time when every test made its own): the generator first, then the real Inspect
+    CLI (tests/support/inspect_offline.py, the lookup provider registered first) at three
+    context settings, memevals-compare and memevals-diff, then the include path, lm-eval and
+    the post-hoc judge. The commands write only outside the copy's package folder, so the
+    zero-shared-edits check reads the package after all of them."""
+    copy = make_copy(tmp_path_factory.mktemp("toy"))
+    logs = copy / "logs"
+    (copy / "rename_logs.py").write_text(RENAME_LOGS, encoding="utf-8")
+    (copy / "judge.py").write_text(JUDGE, encoding="utf-8")
+    full, none = logs / "full" / "run.eval", logs / "none" / "run.eval"
+    include = copy / "memevals" / "lm_eval_tasks"
+    out = run(
+        GENERATE,
+        *(
+            [str(copy / "lookup_model.py"), "eval", "toy", "--model", "lookup/facts",
+             "-T", f"context={context}", "--log-dir", str(logs / context), "--display", "none"]
+            for context in ("full", "none", "rag")
+        ),
+        [str(BIN / "memevals-compare"), "--no-png", "--wide", str(logs)],
+        [str(copy / "rename_logs.py"), str(logs)],  # full's and none's log: a name known here
+        [str(BIN / "memevals-diff"), str(full), str(none), "--json", str(copy / "diff.json")],
+        ["-m", "memevals.lm_eval_tasks"],
+        ["-m", "lm_eval", "--model", "dummy", "--tasks", "toy", "--include_path", str(include),
+         "--output_path", str(copy / "lm-eval"), "--log_samples"],
+        [str(copy / "judge.py"), str(copy / "lm-eval"), "--grader", "scripted/strict",
+         "--output-dir", str(copy / "judged")],
+        root=copy,
+    )  # fmt: skip
+    return ToyRuns(copy=copy, table=out[4], diff_out=out[6], include_printed=out[7])
+
+
+def test_the_toy_touches_one_folder_and_one_module(toy_runs: ToyRuns) -> None:
+    """Zero shared edits: every file of the package is unchanged in the copy (after the
+    generator and every command of the toy's runs); the toy adds its folder and its thin module
+    by hand, and the generator adds its lm-eval YAML."""
+    copy = toy_runs.copy
     original, now = SNAPSHOTS[copy], _files(copy / "memevals")
     changed = sorted(p for p in original if now.get(p) != original[p])
     assert changed == []
@@ -156,36 +246,8 @@ def test_the_toy_touches_one_folder_and_one_module(copy: Path) -> None:
     )
 
 
-#: Gives the one log of `<logs>/full` and of `<logs>/none` the name `run.eval`.
-RENAME_LOGS = """
-import sys
-from pathlib import Path
-
-for context in ("full", "none"):
-    [log] = (Path(sys.argv[1]) / context).glob("*.eval")
-    log.rename(log.with_name("run.eval"))
-"""
-
-
-def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
-    logs = copy / "logs"
-    diff_json = copy / "diff.json"
-    (copy / "rename_logs.py").write_text(RENAME_LOGS, encoding="utf-8")
-    full, none = logs / "full" / "run.eval", logs / "none" / "run.eval"
-    # the real Inspect CLI (tests/support/inspect_offline.py), the lookup provider registered
-    # first; then memevals-compare and memevals-diff, all in one process (run)
-    *_, table, _, out = run(
-        GENERATE,
-        *(
-            [str(copy / "lookup_model.py"), "eval", "toy", "--model", "lookup/facts",
-             "-T", f"context={context}", "--log-dir", str(logs / context), "--display", "none"]
-            for context in ("full", "none", "rag")
-        ),
-        [str(BIN / "memevals-compare"), "--no-png", "--wide", str(logs)],
-        [str(copy / "rename_logs.py"), str(logs)],  # full's and none's log: a name known here
-        [str(BIN / "memevals-diff"), str(full), str(none), "--json", str(diff_json)],
-        root=copy,
-    )  # fmt: skip
+def test_inspect_eval_compare_and_diff_find_the_toy(toy_runs: ToyRuns) -> None:
+    logs, table, out = toy_runs.logs, toy_runs.table, toy_runs.diff_out
     # found by name: the bare task name resolved to the toy's thin module
     means = {}
     for context in ("full", "none", "rag"):
@@ -211,7 +273,7 @@ def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
     assert "| 10 | 0.700 |" in rows["rag(fact, k=2, overlap)"]
 
     assert "A: context=full  vs  B: context=none" in out  # one declared factor: no refusal
-    [comparison] = json.loads(diff_json.read_text(encoding="utf-8"))
+    [comparison] = json.loads(toy_runs.diff_json.read_text(encoding="utf-8"))
     assert comparison["benchmark"] == "toy" and comparison["factor"] == "context"
     by_category = {r["category"]: r for r in comparison["scores"]["exact"]["rows"]}
     assert list(by_category) == ["overall", "recall", "arithmetic"]
@@ -222,36 +284,9 @@ def test_inspect_eval_compare_and_diff_find_the_toy(copy: Path) -> None:
     ]
 
 
-#: The post-hoc judge's command line with the scripted grader registered first; its first
-#: argument is lm-eval's output folder, whose one run folder it judges.
-JUDGE = """
-import sys
-from pathlib import Path
-
-import scripted_judge  # noqa: F401  (registers scripted/strict)
-from memevals.tools.judge import main
-
-[run_dir] = [p for p in Path(sys.argv[1]).iterdir() if p.is_dir()]
-sys.exit(main([str(run_dir), *sys.argv[2:]]))
-"""
-
-
-def test_lm_eval_and_the_posthoc_judge_find_the_toy(copy: Path) -> None:
-    include = copy / "memevals" / "lm_eval_tasks"
-    out = copy / "lm-eval"
-    judged = copy / "judged"
-    (copy / "judge.py").write_text(JUDGE, encoding="utf-8")
-    # the generator, the include path, lm-eval, then the post-hoc judge, in one process (run)
-    _, printed, _, _ = run(
-        GENERATE,
-        ["-m", "memevals.lm_eval_tasks"],
-        ["-m", "lm_eval", "--model", "dummy", "--tasks", "toy", "--include_path", str(include),
-         "--output_path", str(out), "--log_samples"],
-        [str(copy / "judge.py"), str(out), "--grader", "scripted/strict",
-         "--output-dir", str(judged)],
-        root=copy,
-    )  # fmt: skip
-    assert Path(printed.strip()) == include
+def test_lm_eval_and_the_posthoc_judge_find_the_toy(toy_runs: ToyRuns) -> None:
+    out, judged = toy_runs.lm_eval_out, toy_runs.judged
+    assert Path(toy_runs.include_printed.strip()) == toy_runs.include
     [run_dir] = [p for p in out.iterdir() if p.is_dir()]
     [results_file] = run_dir.glob("results_*.json")
     results = json.loads(results_file.read_text(encoding="utf-8"))["results"]

@@ -3,34 +3,64 @@
 cannot be reached (the endpoint check names the URL, what is missing and the `memory_args`
 syntax) and a misspelt `--metadata` option. Exit status 1, no traceback, nothing after the
 message; the run stops before any document is built.
+
+The one line is memevals' excepthook, installed when a task's module first imports
+memevals.lm_eval_tasks.common. The lm_eval runs are the real console script's entry point in
+this process (tests/support/in_process.py), started the way a new interpreter is at that
+point: Python's own hook, then memevals' installed over it (this worker imported the module
+already, so lm-eval's task loading cannot install it here). That the import installs it, and
+that a real interpreter then ends on a user error with the one line, is checked in a process
+of its own (test_a_fresh_interpreter_installs_the_one_line_hook): the lm_eval runs need no
+process each.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_support import run_python
 from loopback_openai import free_port
 
 from memevals.lm_eval_tasks import include_path
 
 pytest.importorskip("lm_eval")
 
+#: The `lm_eval` console script's entry point, after what a new interpreter has done by the
+#: time lm-eval imports a memevals task: memevals' hook installed over Python's own.
+LM_EVAL = """
+import logging
+import sys
+
+import lm_eval.utils
+from memevals.lm_eval_tasks.common import user_errors_in_one_line
+
+user_errors_in_one_line()  # what the first import of common does in a new interpreter
+
+# lm-eval's log handler as a new interpreter has it: none yet (an earlier in-process lm_eval
+# run left one on its own, closed, stderr: a warning would print a logging error's traceback)
+lm_eval.utils._LOGGING_CONFIGURED = False
+logging.getLogger("lm_eval").handlers.clear()
+
+from lm_eval.__main__ import cli_evaluate
+
+sys.argv[0] = "lm_eval"
+sys.exit(cli_evaluate())
+"""
+
 
 def _lm_eval(metadata: dict[str, str | int], cwd: Path) -> list[str]:
-    """The real `lm_eval` console script (as a user runs it) on LoCoMo; its output lines."""
-    script = shutil.which("lm_eval", path=str(Path(sys.executable).parent))
-    assert script is not None, "lm-eval's console script is not installed beside this Python"
-    # a process of its own: the one line at exit is memevals' excepthook, which only a real
-    # interpreter runs (in the pytest worker an uncaught error would be a traceback)
-    res = subprocess.run(
+    """`lm_eval` (its console script's entry point, in this process) on LoCoMo; its output
+    lines."""
+    (cwd / "lm_eval_main.py").write_text(LM_EVAL, encoding="utf-8")
+    res = run_python(
         [
-            script,
+            sys.executable,
+            str(cwd / "lm_eval_main.py"),
             "--model",
             "dummy",
             "--tasks",
@@ -45,9 +75,7 @@ def _lm_eval(metadata: dict[str, str | int], cwd: Path) -> list[str]:
             str(cwd / "out"),
         ],
         cwd=cwd,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
-        capture_output=True,
-        text=True,
+        env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
         timeout=600,
     )
     out = res.stdout + res.stderr
@@ -55,6 +83,33 @@ def _lm_eval(metadata: dict[str, str | int], cwd: Path) -> list[str]:
     assert "Traceback" not in out and 'File "' not in out, out[-3000:]
     assert not (cwd / "out").exists()  # stopped before any result
     return res.stderr.strip().splitlines()
+
+
+#: A new interpreter imports a task's module as lm-eval does, then a user error reaches the top.
+FRESH = """
+import sys
+
+import memevals.lm_eval_tasks.locomo.utils  # what lm-eval imports for the task
+from memevals.lm_eval_tasks.common import OptionError
+
+print(getattr(sys.excepthook, "_memevals_user_errors_in_one_line", False))
+raise OptionError("locomo: --metadata key 'topk' is not an option")
+"""
+
+
+def test_a_fresh_interpreter_installs_the_one_line_hook(tmp_path: Path) -> None:
+    # a process of its own: only a new interpreter imports the module for the first time
+    res = subprocess.run(
+        [sys.executable, "-c", FRESH],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 1, res.stderr[-3000:]
+    assert res.stdout == "True\n"
+    assert res.stderr == "Error: locomo: --metadata key 'topk' is not an option\n"
 
 
 @pytest.mark.server
