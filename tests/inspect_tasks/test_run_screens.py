@@ -2,9 +2,10 @@
 per score, no NaN, names unique and uncut as Inspect lays them out, counts integral and
 drawn as integers (`4`, not Inspect's `4.000`).
 
-One `eval` of every task (mockllm as the model and as the grader, a few samples each, offline);
-the assertions read the logs' results, and Inspect's own renderer of the closing summary draws
-them at a 150-column terminal (four scores a row, each name column about 25 characters).
+One `eval` of every task (mockllm as the model and as the grader, a few samples each, offline,
+samples not logged); the assertions read the logs' results, and Inspect's own renderer of the
+closing summary draws them at a 150-column terminal (four scores a row, each name column about
+25 characters).
 mockllm's replies are no verdict, so every judge below leaves all its samples unscored: the
 all-unscored screens (LoCoMo-Plus and LongMemEval under protocol=memevals, BEAM, judge_check)
 are checked with the rest.
@@ -99,6 +100,8 @@ def logs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
         display="none",
         log_dir=str(tmp_path_factory.mktemp("screens")),
         max_tasks=len(tasks),
+        # the tests read the results only: whole-conversation samples are not written
+        log_samples=False,
     )
     out = {}
     for name, log in zip(RUNS, done, strict=True):
