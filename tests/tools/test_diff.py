@@ -27,7 +27,6 @@ from inspect_ai.log import read_eval_log
 from lm_eval_support import inspect_prompt, run_inspect
 
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
-from memevals.inspect_tasks.locomo import locomo
 from memevals.scorers import locomo_f1
 from memevals.tools.diff import (
     FLIP_COLUMNS,
@@ -79,7 +78,9 @@ def _table(samples: list[Sample], right: set[str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def scripted_runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def scripted_runs(
+    locomo_task: Callable[..., Task], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     """Three runs over 120 LoCoMo questions (12 in each of 10 conversations), context=none.
 
     A: right on questions 0-1 of every conversation.
@@ -87,7 +88,7 @@ def scripted_runs(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     spread: conversations 1-5 gain questions 2 and 3 (+2 each); conversations 6-10 gain
     question 2 and lose question 0 (0 each). Same total, +10, over ten clusters.
     """
-    task = locomo(context="none")
+    task = locomo_task(context="none")
     convs = _questions(task)
     names = sorted(convs)
     samples = [s for c in names for s in convs[c]]
@@ -202,10 +203,13 @@ def test_flips_difference_and_clustered_interval(
 
 
 def test_other_context_mode_is_refused_and_named(
-    scripted_runs: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    scripted_runs: dict[str, Any],
+    locomo_task: Callable[..., Task],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     ids = scripted_runs["ids"][:12]
-    oracle = locomo(context="oracle")
+    oracle = locomo_task(context="oracle")
     samples = [s for s in oracle.dataset if s.id in set(ids)]
     log = run_inspect(oracle, _table(samples, set(ids[:3])), tmp_path / "oracle", ids)
     a = scripted_runs["paths"]["a"]
@@ -259,12 +263,12 @@ def test_errored_and_unscored_samples_are_excluded_and_counted() -> None:
     ]
 
 
-def test_epochs_are_averaged_per_question(data_dir: Path, tmp_path: Path) -> None:
+def test_epochs_are_averaged_per_question(locomo_task: Callable[..., Task], tmp_path: Path) -> None:
     """Two epochs, the first question right in one of them: its F1 is 0.5, one question."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import ChatMessage, ModelOutput, get_model
 
-    task = locomo(context="none")
+    task = locomo_task(context="none")
     samples = list(task.dataset)[:2]
     first_prompt = inspect_prompt(samples[0].input)  # type: ignore[arg-type]
     calls: Counter[str] = Counter()
@@ -319,11 +323,13 @@ run_inspect()
 '''
 
 
-def test_real_inspect_cli_logs(data_dir: Path, tmp_path: Path) -> None:
+def test_real_inspect_cli_logs(
+    data_dir: Path, locomo_task: Callable[..., Task], tmp_path: Path
+) -> None:
     """Two providers through the real `inspect eval` (mockllm, and a table provider that knows
     the gold answers), then `python -m memevals.tools.diff` on the two logs."""
     limit = 6
-    first = list(locomo(context="none").dataset)[:limit]
+    first = list(locomo_task(context="none").dataset)[:limit]
     replies = {str(s.metadata["question"]): str(s.target) for s in first}  # type: ignore[index]
     (tmp_path / "replies.json").write_text(json.dumps(replies), encoding="utf-8")
     script = tmp_path / "table_provider.py"

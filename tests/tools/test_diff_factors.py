@@ -24,7 +24,6 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import get_model
 
-from memevals.inspect_tasks.locomo import locomo
 from memevals.tools.diff import compare_runs, load_runs, main
 
 LIMIT = 6
@@ -93,9 +92,12 @@ def test_context_is_the_factor_compared_and_names_the_runs(
 
 
 def test_the_model_alone_is_a_factor_and_two_factors_are_refused(
-    cli_runs: dict[str, Path], tmp_path: Path, diff: Callable[..., Any]
+    cli_runs: dict[str, Path],
+    locomo_task: Callable[..., Any],
+    tmp_path: Path,
+    diff: Callable[..., Any],
 ) -> None:
-    other = _in_process(locomo(context="rag"), tmp_path / "other", model="mockllm/other")
+    other = _in_process(locomo_task(context="rag"), tmp_path / "other", model="mockllm/other")
     proc = diff(cli_runs["rag"], other)
     assert proc.returncode == 0, proc.stderr
     assert "## A: model=mockllm/model  vs  B: model=mockllm/other\n" in proc.stdout
@@ -117,11 +119,14 @@ def test_the_model_alone_is_a_factor_and_two_factors_are_refused(
 
 
 def test_other_samples_data_or_judge_are_refused_even_with_one_factor(
-    data_dir: Path, cli_runs: dict[str, Path], tmp_path: Path, diff: Callable[..., Any]
+    cli_runs: dict[str, Path],
+    locomo_task: Callable[..., Any],
+    tmp_path: Path,
+    diff: Callable[..., Any],
 ) -> None:
     import scripted_judge  # noqa: F401  (registers the scripted/ judge provider)
 
-    fewer = _in_process(locomo(context="rag"), tmp_path / "fewer", limit=4)
+    fewer = _in_process(locomo_task(context="rag"), tmp_path / "fewer", limit=4)
     proc = diff(cli_runs["none"], fewer)
     assert proc.returncode == 1
     assert "context=none with context=rag: the runs differ in sample set" in proc.stderr
@@ -134,14 +139,16 @@ def test_other_samples_data_or_judge_are_refused_even_with_one_factor(
     proc = diff(cli_runs["none"], other_data)
     assert proc.returncode == 1 and "the runs differ in data checksums" in proc.stderr
 
-    # our own judge prompt (protocol=memevals), read by two rule-based graders
+    # our own judge prompt (protocol=memevals), read by two rule-based graders; the runs'
+    # one factor is their context (oracle: the evidence sessions, with no retrieval index to
+    # build)
     judged = [
         _in_process(
-            locomo(context=context, judge=True, protocol="memevals"),
+            locomo_task(context=context, judge=True, protocol="memevals"),
             tmp_path / context,
             model_roles={"grader": get_model(grader)},
         )
-        for context, grader in (("none", "scripted/strict"), ("rag", "scripted/lenient"))
+        for context, grader in (("none", "scripted/strict"), ("oracle", "scripted/lenient"))
     ]
     [a, b] = load_runs(judged)
     comparison = compare_runs(a, b, resamples=50)
@@ -154,10 +161,10 @@ def test_other_samples_data_or_judge_are_refused_even_with_one_factor(
 
 
 def test_another_protocol_needs_allow_mismatch_and_says_so(
-    data_dir: Path, tmp_path: Path, diff: Callable[..., Any]
+    locomo_task: Callable[..., Any], tmp_path: Path, diff: Callable[..., Any]
 ) -> None:
     runs = [
-        _in_process(locomo(context="none", protocol=protocol), tmp_path / protocol)
+        _in_process(locomo_task(context="none", protocol=protocol), tmp_path / protocol)
         for protocol in ("official", "memevals")
     ]
     proc = diff(*runs)

@@ -9,17 +9,18 @@ the benchmark record, and a run's protocol is the one it records, else `memevals
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, write_eval_log
 from inspect_ai.model import get_model
 
 from memevals.benchmarks import records
 from memevals.core.protocol import BEFORE_OPTION
-from memevals.inspect_tasks.locomo import locomo
 from memevals.inspect_tasks.locomo_plus import locomo_plus
 from memevals.tools.compare import load_rows, markdown_tables, row_from_run
 from memevals.tools.diff import compare_runs
@@ -124,12 +125,14 @@ def test_groups_beside_the_category_come_from_the_record(cognitive: tuple[EvalLo
     )
 
 
-def test_score_names_and_kinds_come_from_the_record(data_dir: Path, tmp_path: Path) -> None:
+def test_score_names_and_kinds_come_from_the_record(
+    locomo_task: Callable[..., Task], tmp_path: Path
+) -> None:
     """A LoCoMo rag run logs F1, evidence recall and three retrieval diagnostics: the record
     names F1 `f1` (answer) and evidence recall (retrieval) and the prompt size (tokens, read
     from the answer scorer's record of it); the diagnostics it does not declare are neither
     compared nor tabulated. Without a record every numeric value counts, named as logged."""
-    task = locomo(context="rag")
+    task = locomo_task(context="rag")
     ids = [str(s.id) for s in list(task.dataset)[:4]]
     log = _run(task, ids, tmp_path / "rag")
     run = read_inspect_run(log.location)
@@ -165,10 +168,12 @@ def test_score_names_and_kinds_come_from_the_record(data_dir: Path, tmp_path: Pa
     ]  # fmt: skip
 
 
-def test_protocol_recorded_else_the_documented_default(data_dir: Path, tmp_path: Path) -> None:
+def test_protocol_recorded_else_the_documented_default(
+    locomo_task: Callable[..., Task], tmp_path: Path
+) -> None:
     """A run records its protocol as a task argument; one from before the option records none
     and reads as `memevals` (the only prompts then). Compare shows it in every table."""
-    task = locomo(context="none", protocol="memevals")
+    task = locomo_task(context="none", protocol="memevals")
     ids = [str(s.id) for s in list(task.dataset)[:2]]
     log = _run(task, ids, tmp_path / "new")
     assert read_inspect_run(log.location).protocol == "memevals"
@@ -189,11 +194,13 @@ def test_protocol_recorded_else_the_documented_default(data_dir: Path, tmp_path:
     assert "| memevals |" in table and "| x |" in table
 
 
-def test_a_folder_is_its_logs_oldest_first(data_dir: Path, tmp_path: Path) -> None:
-    task = locomo(context="none")
+def test_a_folder_is_its_logs_oldest_first(
+    locomo_task: Callable[..., Task], tmp_path: Path
+) -> None:
+    task = locomo_task(context="none")
     ids = [str(s.id) for s in list(task.dataset)[:2]]
     first = _run(task, ids, tmp_path / "logs")
-    second = _run(locomo(context="oracle"), ids, tmp_path / "logs")
+    second = _run(locomo_task(context="oracle"), ids, tmp_path / "logs")
     runs = load_runs([str(tmp_path / "logs")])
     assert [r.path for r in runs] == [
         first.location.removeprefix("file://"),
