@@ -343,14 +343,17 @@ def test_cli_namespaced_names(inspect_cli: Any, tmp_path: Path) -> None:
 def test_real_smollm2_answers_and_judges_cognitive_samples(
     smollm2_dir: Path, data_dir: Path, tmp_path: Path
 ) -> None:
-    """SmolLM2-135M (8K window) as answerer and grader on three cognitive samples. The history
-    is the cue alone (context=oracle) to keep CPU time small. Its verdicts may be unreadable:
-    then they are unscored."""
+    """SmolLM2-135M (8K window) as answerer and grader on a cognitive sample. The history is the
+    cue alone (context=oracle) to keep CPU time small. Its verdicts may be unreadable: then they
+    are unscored."""
     model = get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False)
     task = locomo_plus_cognitive(
         protocol="memevals", context="oracle", max_tokens=16, judge_max_tokens=24
     )
-    ids = ["plus-0", "plus-1", "plus-2"]
+    # one sample: every check below is per sample (the answer, its prompt size, the judge's
+    # metadata and score, the scored/unscored count), and each sample's judge prompt is most of
+    # the CPU time
+    ids = ["plus-0"]
     log = inspect_eval(
         task,
         model=model,
@@ -362,7 +365,7 @@ def test_real_smollm2_answers_and_judges_cognitive_samples(
     assert log.status == "success", log.error
     assert log.samples is not None and sorted(str(s.id) for s in log.samples) == ids
     judge = {s.name: s for s in log.results.scores}["judge"]  # type: ignore[union-attr]
-    assert (judge.scored_samples or 0) + (judge.unscored_samples or 0) == 3
+    assert (judge.scored_samples or 0) + (judge.unscored_samples or 0) == len(ids)
     for sample in log.samples:
         assert sample.output.completion.strip()  # the model really answered
         assert sample.metadata["prompt_tokens"] < 200  # cue + trigger + instruction

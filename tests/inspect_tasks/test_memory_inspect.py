@@ -310,12 +310,14 @@ def test_smollm2_rag_and_oracle(params: dict[str, Any], smollm2_dir: Path, tmp_p
     log = inspect_eval(
         locomo(protocol="memevals", categories="single_hop", max_tokens=16, **params),
         model=model,
-        limit=3,
+        # one question: every check below is per sample or a mean over the samples, and each
+        # sample's prompt (five retrieved turns, or the evidence) is most of the CPU time
+        limit=1,
         display="none",
         log_dir=str(tmp_path),
     )[0]
     assert log.status == "success", log.error
-    assert log.samples is not None and len(log.samples) == 3
+    assert log.samples is not None and len(log.samples) == 1
     for sample in log.samples:
         assert sample.output.completion.strip()  # the model answered
         assert sample.scores is not None
