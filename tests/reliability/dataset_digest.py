@@ -1,8 +1,9 @@
 """Print a sha256 per task configuration over every sample's id, input, target and metadata.
 
-Run in separate processes with different PYTHONHASHSEED values: equal digests mean no prompt,
-ordering or metadata depends on set/dict iteration order or anything else that varies between
-processes. Usage: python tests/reliability/dataset_digest.py
+Run in a process with another PYTHONHASHSEED than the test's (the hash of PROBE, printed too,
+shows the seeds differ): equal digests mean no prompt, ordering or metadata depends on set/dict
+iteration order or anything else that varies between processes. Usage: python
+tests/reliability/dataset_digest.py
 """
 
 from __future__ import annotations
@@ -54,9 +55,19 @@ def digest(task: Task) -> str:
     return h.hexdigest()
 
 
+#: A string whose hash shows which hash seed a process has (equal seeds, equal hashes).
+PROBE = "memevals hash seed probe"
+
+
+def digests() -> dict[str, str]:
+    """Each configuration's digest, built in this process."""
+    return {name: digest(build()) for name, build in configurations().items()}
+
+
 def main() -> None:
-    out = {name: digest(build()) for name, build in configurations().items()}
+    out = digests()
     out["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "")
+    out["hash of PROBE"] = str(hash(PROBE))
     json.dump(out, sys.stdout)
 
 

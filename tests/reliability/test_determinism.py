@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import dataset_digest
 import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog
@@ -27,27 +28,31 @@ FIXTURES = HERE.parent / "fixtures"
 
 
 def test_datasets_do_not_depend_on_the_hash_seed() -> None:
-    """Two processes with different PYTHONHASHSEED build byte-identical samples (ids, prompts,
-    targets, metadata) for LoCoMo, LoCoMo-Plus and LongMemEval, including BM25 retrieval."""
-    # processes of their own: the hash seed is fixed when an interpreter starts
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(HERE / "dataset_digest.py")],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for seed in ("1", "2")
-    ]
-    outputs = [p.communicate(timeout=600) for p in procs]
-    for proc, (_, err) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, err[-3000:]
-    first, second = (json.loads(out) for out, _ in outputs)
-    assert (first.pop("PYTHONHASHSEED"), second.pop("PYTHONHASHSEED")) == ("1", "2")
-    assert len(first) == 5 and all(len(v) == 64 for v in first.values())
-    assert first == second
-    count("deterministic dataset configurations checked", len(first))
+    """A process with another PYTHONHASHSEED than this one builds byte-identical samples (ids,
+    prompts, targets, metadata) for LoCoMo, LoCoMo-Plus and LongMemEval, including BM25
+    retrieval."""
+    # a process of its own: the hash seed is fixed when an interpreter starts. This process is
+    # the other side (one interpreter start fewer than two processes): it builds while the
+    # other one does, and the hash of a probe string shows the two seeds differ.
+    seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "dataset_digest.py")],
+        env={**os.environ, "PYTHONHASHSEED": seed},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        here = dataset_digest.digests()
+    finally:
+        out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    other = json.loads(out)
+    assert other.pop("PYTHONHASHSEED") == seed
+    assert int(other.pop("hash of PROBE")) != hash(dataset_digest.PROBE)  # another hash seed
+    assert len(here) == 5 and all(len(v) == 64 for v in here.values())
+    assert other == here
+    count("deterministic dataset configurations checked", len(here))
 
 
 def _runs(task: Any, tmp_path: Path, **kwargs: Any) -> list[EvalLog]:
