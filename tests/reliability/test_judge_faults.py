@@ -169,6 +169,9 @@ def test_a_flaky_grader_connection_changes_nothing(tmp_path: Path) -> None:
             log_dir=str(tmp_path / name),
             max_retries=10,
             attempt_timeout=1,
+            # every sample at once: a hung call's second before its timeout overlaps the others
+            # (a call's faults depend on its input and attempt only, never on the schedule)
+            max_connections=len(ids),
         )[0]
 
     healthy = run("healthy")

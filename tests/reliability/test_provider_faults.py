@@ -91,6 +91,9 @@ def test_retries_absorb_errors_hangs_and_empty_streams(
         model_args={"fault_rate": 0.3, "faults": "error,empty,timeout", "seed": 11, "hang": 5},
         max_retries=10,
         attempt_timeout=1,
+        # every sample at once: a hung call's second before its timeout overlaps the others
+        # (a call's faults depend on its input and attempt only, never on the schedule)
+        max_connections=len(sample_ids),
     )
     injected = sum(faulty_model.INJECTED.values()) - before
     count("provider faults injected", injected)
