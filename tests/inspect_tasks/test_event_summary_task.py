@@ -240,8 +240,10 @@ def test_real_cli_reports_rouge_and_counts_unscored(inspect_cli: Any, tmp_path: 
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
 def test_real_smollm2_incremental_summary(smollm2_dir: Path, data_dir: Path) -> None:
+    # two sessions: the fewest that carry a summary forward; a step's summary need only be real
+    # text (its length is not checked), and each generated token costs as much as ~30 read
     [log] = inspect_eval(
-        locomo_event_summary(conversations="conv-26", sessions=2, incremental=True, max_tokens=32),
+        locomo_event_summary(conversations="conv-26", sessions=2, incremental=True, max_tokens=16),
         model=get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False),
         model_roles={"grader": scripted_grader()},
         display="none",

@@ -329,8 +329,10 @@ def test_real_local_model_with_chain_of_note(smollm2_dir: Path, tmp_path: Path) 
         categories="knowledge_update",
         context="oracle",
         chain_of_note=True,
-        max_tokens=24,
-        note_max_tokens=24,
+        # the notes and the answer need only be real text (their length is not checked), and
+        # each generated token costs as much as ~30 read
+        max_tokens=8,
+        note_max_tokens=8,
         **FX,
     )
     model = get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False)
