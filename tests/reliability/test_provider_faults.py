@@ -28,6 +28,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import get_model
 from log_tools import metrics, scores_by_id
 from reliability_figures import count
+from scripted_api import register
 
 from memevals.inspect_tasks.locomo import locomo
 
@@ -196,12 +197,18 @@ def test_killed_run_is_completed_by_eval_retry(
     # of its own, to be killed. It may run the missing samples side by side (the slow calls of
     # the killed run were there to be caught mid-run; a sample's faults depend on its input and
     # attempt only, faulty_model.py): what is checked is which samples and calls it makes.
-    retry = run_python(
-        _cli(["eval-retry", str(killed_path), "--log-dir", str(logs), "--display", "none",
-              "--max-connections", "40", "--max-samples", "40"]),
-        cwd=tmp_path,
-        timeout=400,
-    )
+    try:
+        retry = run_python(
+            _cli(["eval-retry", str(killed_path), "--log-dir", str(logs), "--display", "none",
+                  "--max-connections", "40", "--max-samples", "40"]),
+            cwd=tmp_path,
+            timeout=400,
+        )
+    finally:
+        # the script ran as __main__ registered its own copy of the provider, whose fault
+        # counter (INJECTED) is not faulty_model's: a later test of this worker would count
+        # no faults; the imported module's provider comes back
+        register(faulty_model.FaultyModel)
     assert retry.returncode == 0, retry.stderr[-3000:]
     others = [read_eval_log(str(p)) for p in logs.glob("*.eval") if p != killed_path]
     [final] = [log for log in others if log.status == "success"]
