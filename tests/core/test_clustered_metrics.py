@@ -232,7 +232,9 @@ def test_lm_eval_aggregation_equals_core_value(data_dir: Path) -> None:
         model=TableLM(answers),
         tasks=["locomo_temporal"],
         task_manager=TaskManager(
-            include_path=include_path(), metadata={"context": "none", "protocol": "memevals"}
+            include_path=include_path(),
+            include_defaults=False,
+            metadata={"context": "none", "protocol": "memevals"},
         ),
         samples={"locomo_temporal": indices},
         log_samples=True,

@@ -57,7 +57,9 @@ def run_lm_eval(
     results = simple_evaluate(
         model=lm,
         tasks=tasks,
-        task_manager=TaskManager(include_path=include_path(), metadata=metadata),
+        task_manager=TaskManager(
+            include_path=include_path(), include_defaults=False, metadata=metadata
+        ),
         limit=limit,
         log_samples=True,
         bootstrap_iters=0,

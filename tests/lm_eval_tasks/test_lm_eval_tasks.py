@@ -156,7 +156,9 @@ def test_longmemeval_groups_on_the_fixture_with_rag_metrics() -> None:
     results = simple_evaluate(
         model=lm,
         tasks=["longmemeval_oracle", "longmemeval_oracle_abstention"],
-        task_manager=TaskManager(include_path=include_path(), metadata=metadata),
+        task_manager=TaskManager(
+            include_path=include_path(), include_defaults=False, metadata=metadata
+        ),
         log_samples=True,
         bootstrap_iters=0,
     )
@@ -194,7 +196,9 @@ def test_locomo_plus_cognitive_has_no_f1_but_cue_recall(data_dir: Path) -> None:
         model=lm,
         tasks=["locomo_plus_cognitive"],
         task_manager=TaskManager(
-            include_path=include_path(), metadata={"context": "oracle", "protocol": "memevals"}
+            include_path=include_path(),
+            include_defaults=False,
+            metadata={"context": "oracle", "protocol": "memevals"},
         ),
         limit=5,
         log_samples=True,
