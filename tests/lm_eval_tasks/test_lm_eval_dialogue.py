@@ -186,7 +186,9 @@ def test_scores_match_across_frameworks(
     results = simple_evaluate(
         model=lm,
         tasks=["locomo_dialogue"],
-        task_manager=TaskManager(include_path=include_path(), metadata=lm_options),
+        task_manager=TaskManager(
+            include_path=include_path(), include_defaults=False, metadata=lm_options
+        ),
         log_samples=True,
         bootstrap_iters=0,
     )
