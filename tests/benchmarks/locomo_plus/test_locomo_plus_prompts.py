@@ -239,38 +239,49 @@ print(h.hexdigest())
 """
 
 
-def _digest(data_dir: Path, gap_fix: bool, disclose: bool, process: bool = True) -> str:
-    """The digest of every built sample, from a fresh interpreter with a random hash seed (a
-    real process: the seed is what varies), or from this one unless `process`."""
+#: A string whose hash shows which hash seed a process has (equal seeds, equal hashes).
+PROBE = "memevals hash seed probe"
+
+
+def _digest(data_dir: Path, gap_fix: bool, disclose: bool) -> str:
+    """The digest of every built sample, computed in this interpreter."""
     argv = [str(data_dir), str(int(gap_fix)), str(int(disclose))]
-    if not process:
-        saved, printed = sys.argv, io.StringIO()
-        sys.argv = ["-c", *argv]
-        try:
-            with contextlib.redirect_stdout(printed):
-                exec(compile(_DIGEST, "<digest>", "exec"), {"__name__": "__main__"})
-        finally:
-            sys.argv = saved
-        return printed.getvalue().strip()
-    out = subprocess.run(
-        [sys.executable, "-c", _DIGEST, *argv],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "PYTHONHASHSEED": "random"},
-    )
-    return out.stdout.strip()
+    saved, printed = sys.argv, io.StringIO()
+    sys.argv = ["-c", *argv]
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(_DIGEST, "<digest>", "exec"), {"__name__": "__main__"})
+    finally:
+        sys.argv = saved
+    return printed.getvalue().strip()
 
 
 def test_building_twice_gives_byte_identical_inputs(data_dir: Path) -> None:
-    """Two fresh processes (different hash seeds) build identical samples: no unseeded choice."""
-    first = _digest(data_dir, gap_fix=False, disclose=True)
+    """A fresh process with another hash seed than this one builds identical samples: no
+    unseeded choice."""
+    # a real process: the seed is what varies, fixed when an interpreter starts. This process
+    # is the other build (one interpreter start instead of two, building while the other one
+    # does); the hash of a probe string shows the two seeds differ.
+    seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+    argv = [str(data_dir), "0", "1"]  # gap_fix off, task disclosed
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _DIGEST + f"print(hash({PROBE!r}))\n", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": seed},
+    )
+    try:
+        first = _digest(data_dir, gap_fix=False, disclose=True)
+    finally:
+        out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    other, probe = out.split()
+    assert int(probe) != hash(PROBE)  # another hash seed than this process's
     assert len(first) == 64
-    assert _digest(data_dir, gap_fix=False, disclose=True) == first
-    # and the digest does see the options: gap_fix changes 15 samples (no seed at stake here:
-    # this process computes it)
-    assert _digest(data_dir, gap_fix=False, disclose=True, process=False) == first
-    assert _digest(data_dir, gap_fix=True, disclose=True, process=False) != first
+    assert other == first
+    # and the digest does see the options: gap_fix changes 15 samples
+    assert _digest(data_dir, gap_fix=True, disclose=True) != first
 
 
 def test_in_process_rebuild_is_identical(
