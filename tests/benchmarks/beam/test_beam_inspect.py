@@ -26,6 +26,7 @@ from memevals.core.protocol import OFFICIAL
 from memevals.inspect_tasks.beam import beam
 
 GRADER = TESTS / "support" / "beam_grader.py"
+ABILITIES = ("event_ordering", "knowledge_update")
 
 
 def metrics(log: EvalLog, *names: str) -> dict[str, float]:
@@ -68,8 +69,11 @@ def test_beam_through_the_real_cli(tmp_path: Path) -> None:
             "grader=beamgrader/rule",
             "-T",
             "categories=event_ordering,knowledge_update",
-            "--limit",
-            "6",
+            # one question of each ability from each of two conversations (two clusters): each
+            # sample carries a whole ~100K-token conversation into the log, twice (its input and
+            # its model event), and the checks below are per sample
+            "--sample-id",
+            ",".join(f"beam-100K-{c}-{a}-0" for c in (1, 2) for a in ABILITIES),
             "--log-dir",
             str(log_dir),
             "--display",
@@ -91,6 +95,7 @@ def test_beam_through_the_real_cli(tmp_path: Path) -> None:
         assert {e.role == "grader" for e in sent} == {True, False}
         assert {(e.config.temperature, e.config.max_tokens) for e in sent} == {(0.0, None)}
     rows = []
+    assert len(log.samples or []) == 4
     for sample, score in judged(log):
         md = sample.metadata
         assert len(score.metadata["item_scores"]) == len(md["rubric"])
