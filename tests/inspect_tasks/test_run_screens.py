@@ -155,4 +155,3 @@ def test_all_unscored_judge_shows_the_count_and_no_figure(logs: dict[str, EvalLo
     beam_scores = {s.name: s for s in logs["beam"].results.scores}  # type: ignore[union-attr]
     assert beam_scores["beam"].metrics == {}
     assert beam_scores["unscored"].metrics["count"].value == LIMIT
-
