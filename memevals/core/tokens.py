@@ -192,10 +192,13 @@ def get_token_counter(name: str = "auto") -> TokenCounter:
         # refuses inputs over 1M characters / 200K tokens, so long texts are counted in pieces.
         return sum(len(encoding.encode_ordinary(piece)) for piece in _pieces(text))
 
-    def count(text: str) -> int:
-        if len(text) < _SPLIT_MIN_CHARS:
-            return memo.get(text, tokenize_count)
+    def count_blocks(text: str) -> int:
         return sum(memo.get(block, tokenize_count) for block in _blocks(text))
+
+    def count(text: str) -> int:
+        # a long text asked again (the same prompt estimated twice) is one lookup, not a new
+        # split into blocks
+        return memo.get(text, tokenize_count if len(text) < _SPLIT_MIN_CHARS else count_blocks)
 
     def prefix(tokens: list[int], n: int) -> str:
         # A cut can fall inside a multi-byte character: drop its incomplete bytes.

@@ -139,3 +139,26 @@ def test_long_texts_count_as_the_sum_of_their_line_chunks_exactly() -> None:
             assert counter(t) == want, name
     approx = get_token_counter("approx")
     assert approx(huge) == tokens.approx_token_count(huge)
+
+
+def test_a_long_text_counted_again_is_one_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long text's count is memoised whole too: asked again, it is not split into blocks."""
+    pytest.importorskip("bpe_openai")
+    calls: list[int] = []
+    split = tokens._blocks
+
+    def counted_blocks(text: str) -> list[str]:
+        calls.append(len(text))
+        return split(text)
+
+    monkeypatch.setattr(tokens, "_blocks", counted_blocks)
+    counter = get_token_counter("o200k_base")
+    text = "\n".join(f"Speaker {i}: line number {i} of a long test text." for i in range(400))
+    encoding = tokens._encoding("o200k_base")
+    want = len(encoding.encode_ordinary(text))
+    assert [counter(text), counter(text), counter(text + "\nTail")] == [
+        want,
+        want,
+        len(encoding.encode_ordinary(text + "\nTail")),
+    ]
+    assert calls == [len(text), len(text) + 5]  # the repeat was a lookup
