@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback_guard import needs
 from loopback_openai import LoopbackOpenAI, free_port, json_mode_only
 
 from memevals.memory_systems.endpoint import is_probe
 
-pytest.importorskip("graphiti_core", reason="needs the [graphiti] extra")
-
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, needs(graphiti_core="graphiti")]
 
 #: Seconds a failed run may take: the CLI's imports on a busy machine; no ingestion, no retry.
 BOUND_S = 150

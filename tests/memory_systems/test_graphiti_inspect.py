@@ -29,16 +29,15 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, read_eval_log
 from loopback_graphiti import graphiti_facts, schema_name
-from loopback_guard import run_guarded
+from loopback_guard import needs, run_guarded
 from loopback_openai import HttpFailure, LoopbackOpenAI, mem0_facts
 
 from memevals.benchmarks.locomo.data import load_locomo
 
-pytest.importorskip("graphiti_core", reason="needs the [graphiti] extra")
-pytest.importorskip("mem0", reason="needs the [mem0] extra")
-pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
-
-pytestmark = pytest.mark.server
+pytestmark = [
+    pytest.mark.server,
+    needs(graphiti_core="graphiti", mem0="mem0", sentence_transformers="embeddings"),
+]
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "fixtures"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from histories import caroline_and_melanie
 from loopback_graphiti import fact_sentence, graphiti_facts, schema_name, section, topic_name
-from loopback_guard import loopback_only  # noqa: F401 (an autouse fixture)
+from loopback_guard import loopback_only, needs  # noqa: F401 (an autouse fixture)
 from loopback_openai import HttpFailure, LoopbackOpenAI
 
 from memevals.core.memory_harness import MemoryRun
@@ -35,10 +35,6 @@ from memevals.core.memory_system import (
     Turn,
     load_memory_system,
 )
-
-pytest.importorskip("graphiti_core", reason="needs the [graphiti] extra")
-pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
-
 from memevals.memory_systems import graphiti as graphiti_module
 from memevals.memory_systems.graphiti import (
     GraphitiSystem,
@@ -47,7 +43,10 @@ from memevals.memory_systems.graphiti import (
     parse_date,
 )
 
-pytestmark = pytest.mark.server
+pytestmark = [
+    pytest.mark.server,
+    needs(graphiti_core="graphiti", sentence_transformers="embeddings"),
+]
 
 API_KEY = "sk-loopback-secret-4711"
 MODEL = "loopback-extractor"

@@ -26,20 +26,21 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, read_eval_log
 from loopback_graphiti import graphiti_facts
-from loopback_guard import run_guarded
+from loopback_guard import needs, run_guarded
 from loopback_langmem import LangMemScript, LoopbackTools
 from loopback_openai import HttpFailure, LoopbackOpenAI, mem0_facts
 
 from memevals.benchmarks.locomo.data import load_locomo
 
-pytest.importorskip("langmem", reason="needs the [langmem] extra")
-pytest.importorskip("graphiti_core", reason="needs the [graphiti] extra")
-pytest.importorskip("mem0", reason="needs the [mem0] extra")
-pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
-
-from langchain_core.runnables.config import DEFAULT_RECURSION_LIMIT
-
-pytestmark = pytest.mark.server
+pytestmark = [
+    pytest.mark.server,
+    needs(
+        langmem="langmem",
+        graphiti_core="graphiti",
+        mem0="mem0",
+        sentence_transformers="embeddings",
+    ),
+]
 
 TESTS = Path(__file__).resolve().parents[1]
 FIXTURES = TESTS / "fixtures"
@@ -269,6 +270,8 @@ class FailFor:
 
 
 def test_langmem_on_the_longmemeval_fixture(tmp_path: Path) -> None:
+    from langchain_core.runnables.config import DEFAULT_RECURSION_LIMIT
+
     # trustcall asks again after a failed call (a "fix the error" message) until LangGraph's
     # recursion limit: an endpoint failing that often for one haystack fails its ingestion
     # (a single failure is absorbed: test_langmem_system.py)

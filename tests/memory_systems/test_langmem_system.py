@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from histories import FIRST_SESSION, history
-from loopback_guard import loopback_only  # noqa: F401 (an autouse fixture)
+from loopback_guard import loopback_only, needs  # noqa: F401 (an autouse fixture)
 from loopback_langmem import (
     PATCHED_PREFIX,
     LangMemScript,
@@ -32,10 +32,6 @@ from loopback_openai import HttpFailure, plain
 
 from memevals.core.memory_harness import MemoryRun
 from memevals.core.memory_system import MemoryQuery, MemorySystemError, load_memory_system
-
-pytest.importorskip("langmem", reason="needs the [langmem] extra")
-pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
-
 from memevals.memory_systems import langmem as langmem_module
 from memevals.memory_systems.endpoint import forget_probes
 from memevals.memory_systems.langmem import (
@@ -46,7 +42,7 @@ from memevals.memory_systems.langmem import (
     turn_content,
 )
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, needs(langmem="langmem", sentence_transformers="embeddings")]
 
 API_KEY = "sk-loopback-secret-4711"
 MODEL = "loopback-manager"

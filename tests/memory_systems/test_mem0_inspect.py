@@ -13,14 +13,12 @@ from typing import Any
 import pytest
 from cli_support import run_inspect_cli
 from inspect_ai.log import read_eval_log
+from loopback_guard import needs
 from loopback_openai import LoopbackOpenAI, mem0_facts
 
 from memevals.benchmarks.locomo.data import load_locomo
 
-pytest.importorskip("mem0", reason="needs the [mem0] extra")
-pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
-
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, needs(mem0="mem0", sentence_transformers="embeddings")]
 
 #: Turns per mem0 `add`: one LLM call and a handful of embeddings per chunk keeps conv-26
 #: (419 turns) to ~40 calls; each memory still cites the turns of its chunk.

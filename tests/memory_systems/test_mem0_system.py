@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from histories import PLAIN_DATES, caroline_and_melanie
-from loopback_guard import loopback_only  # noqa: F401 (autouse fixtures)
+from loopback_guard import loopback_only, needs  # noqa: F401 (autouse fixtures)
 from loopback_openai import HttpFailure, LoopbackOpenAI, fact_sentence, mem0_facts, plain
 
 from memevals.core.memory_harness import MemoryRun
@@ -27,13 +27,9 @@ from memevals.core.memory_system import (
     Turn,
     load_memory_system,
 )
-
-pytest.importorskip("mem0", reason="needs the [mem0] extra")
-pytest.importorskip("sentence_transformers", reason="needs the [embeddings] extra")
-
 from memevals.memory_systems.mem0 import Mem0System, mem0_system
 
-pytestmark = pytest.mark.server
+pytestmark = [pytest.mark.server, needs(mem0="mem0", sentence_transformers="embeddings")]
 
 API_KEY = "sk-loopback-secret-4711"
 MODEL = "loopback-extractor"

@@ -15,6 +15,7 @@ with the script's folder first on the path as `python <script>` would put it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import runpy
 import socket
@@ -58,6 +59,23 @@ def refusing_network(
         yield refused
     finally:
         setattr(socket.socket, "connect", original)  # noqa: B010
+
+
+def needs(**extras: str) -> pytest.MarkDecorator:
+    """A module's skip unless each package (name=extra) is installed, found without importing
+    it: importing mem0, graphiti-core, langmem or sentence-transformers (torch) at collection
+    would cost every pytest-xdist worker seconds, whether or not it runs the module's tests.
+
+    Args:
+        **extras: the packages, each with the extra that installs it.
+
+    Returns:
+        The skip mark (for the module's `pytestmark`).
+    """
+    missing = sorted({e for p, e in extras.items() if importlib.util.find_spec(p) is None})
+    return pytest.mark.skipif(
+        bool(missing), reason=f"needs the {', '.join(f'[{e}]' for e in missing)} extra"
+    )
 
 
 @contextmanager

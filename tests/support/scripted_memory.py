@@ -62,6 +62,8 @@ class SparseIndex:
         self.rows = rows
         self.empty_on = empty_on
         self.fail_on = fail_on
+        # each row's words once, not once per question (lm-eval fills every document of a task)
+        self.words = [set(row["text"].lower().split()) for row in rows]
 
     def retrieve(self, query: Any) -> list[Any]:
         from memevals.core.memory_system import MemoryItem
@@ -73,7 +75,7 @@ class SparseIndex:
         words = set(query.text.lower().split())
         ranked = sorted(
             range(len(self.rows)),
-            key=lambda n: (-len(words & set(self.rows[n]["text"].lower().split())), n),
+            key=lambda n: (-len(words & self.words[n]), n),
         )
         return [
             MemoryItem(text=self.rows[n]["text"], source_ids=(self.rows[n]["id"],), verbatim=True)
