@@ -33,18 +33,11 @@ pytest.importorskip("lm_eval")
 #: The `lm_eval` console script's entry point, after what a new interpreter has done by the
 #: time lm-eval imports a memevals task: memevals' hook installed over Python's own.
 LM_EVAL = """
-import logging
 import sys
 
-import lm_eval.utils
 from memevals.lm_eval_tasks.common import user_errors_in_one_line
 
 user_errors_in_one_line()  # what the first import of common does in a new interpreter
-
-# lm-eval's log handler as a new interpreter has it: none yet (an earlier in-process lm_eval
-# run left one on its own, closed, stderr: a warning would print a logging error's traceback)
-lm_eval.utils._LOGGING_CONFIGURED = False
-logging.getLogger("lm_eval").handlers.clear()
 
 from lm_eval.__main__ import cli_evaluate
 

@@ -105,8 +105,9 @@ def _environment(cwd: Path | str | None, env: Mapping[str, str] | None) -> Itera
 @contextlib.contextmanager
 def _fresh_logging() -> Iterator[None]:
     """Logging as a new process starts it: no handler on the root logger (a warning reaches
-    stderr through logging's last resort), its default level, and no Inspect log handler yet
-    (an Inspect run makes its own, on this run's streams); what the worker had comes back after.
+    stderr through logging's last resort), its default level, and no Inspect or lm-eval log
+    handler yet (a run makes its own, on this run's streams); what the worker had comes back
+    after.
     """
     root = logging.getLogger()
     saved_root = root.handlers[:], root.level
@@ -115,7 +116,15 @@ def _fresh_logging() -> Iterator[None]:
     except ImportError:
         _logHandler = None  # type: ignore[assignment]
     saved_var = None if _logHandler is None else _logHandler["handler"]
-    named = [logging.getLogger(name) for name in ("inspect_ai", "memevals")]
+    try:
+        import lm_eval.utils as lm_eval_utils
+    except ImportError:
+        lm_eval_utils = None
+    # lm-eval adds its handler, on the stderr of the moment, once per process (a flag)
+    saved_flag = None if lm_eval_utils is None else lm_eval_utils._LOGGING_CONFIGURED
+    if lm_eval_utils is not None:
+        lm_eval_utils._LOGGING_CONFIGURED = False
+    named = [logging.getLogger(name) for name in ("inspect_ai", "memevals", "lm_eval")]
     saved_named = [(lg.handlers[:], lg.level, lg.propagate) for lg in named]
     root.handlers = []
     root.setLevel(logging.WARNING)
@@ -136,6 +145,8 @@ def _fresh_logging() -> Iterator[None]:
             lg.propagate = propagate
         if _logHandler is not None:
             _logHandler["handler"] = saved_var
+        if lm_eval_utils is not None and saved_flag is not None:
+            lm_eval_utils._LOGGING_CONFIGURED = saved_flag
 
 
 @contextlib.contextmanager
