@@ -10,10 +10,13 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from functools import lru_cache
 
 from nltk.stem import PorterStemmer
 
-_ps = PorterStemmer()
+# nltk's stemmer, each word stemmed once per process (a pure function of the word: the parity
+# tests stem the same answer words hundreds of thousands of times)
+_ps_stem = lru_cache(maxsize=None)(PorterStemmer().stem)
 
 
 def ref_normalize(s: str) -> str:
@@ -25,8 +28,8 @@ def ref_normalize(s: str) -> str:
 
 
 def ref_f1(prediction: str, gold: str) -> float:
-    p = [_ps.stem(w) for w in ref_normalize(prediction).split()]
-    g = [_ps.stem(w) for w in ref_normalize(gold).split()]
+    p = [_ps_stem(w) for w in ref_normalize(prediction).split()]
+    g = [_ps_stem(w) for w in ref_normalize(gold).split()]
     common = Counter(p) & Counter(g)
     same = sum(common.values())
     if same == 0:
