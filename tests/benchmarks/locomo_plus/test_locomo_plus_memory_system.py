@@ -338,32 +338,37 @@ def test_lm_eval_documents_carry_the_rag_contexts(cache: Path, rag: Build, data_
     pytest.importorskip("lm_eval")
     from memevals.lm_eval_tasks.locomo_plus.utils import locomo_plus_docs, locomo_plus_results
 
+    # the cognitive documents are checked the same way on the lm-eval run's own build of them
+    # (test_lm_eval_run_with_memory_metadata): 401 stitched histories, built once
+    docs = locomo_plus_docs("open_domain", memory="bm25", protocol="memevals")["test"]
+    _carry_the_rag_contexts(docs, rag, "open_domain")
+    row = locomo_plus_results(docs[0], ["a reply"])
+    assert "evidence_recall" in row and "turn_recall" in row
+
+
+def _carry_the_rag_contexts(docs: list[dict[str, Any]], rag: Build, category: str) -> None:
+    """Every document of `category`, each with its context=rag message and retrieved ids."""
     by_id = {i.id: i for i in rag.items}
-    for category in ("cognitive", "open_domain"):
-        docs = locomo_plus_docs(category, memory="bm25", protocol="memevals")["test"]
-        assert len(docs) == sum(1 for i in rag.items if i.metadata["category"] == category)
-        for doc in docs:
-            want = by_id[doc["id"]]
-            assert (doc["system"], doc["user"]) == ("", want.user), doc["id"]
-            md = json.loads(doc["metadata"])
-            assert md["retrieved_ids"] == want.metadata["retrieved_ids"]
-            assert md["memory_latency_s"] >= 0.0
-        row = locomo_plus_results(docs[0], ["a reply"])
-        if category == "cognitive":
-            assert row["cue_recall"] == by_id[docs[0]["id"]].metadata["cue_recall"]
-        else:
-            assert "evidence_recall" in row and "turn_recall" in row
+    assert len(docs) == sum(1 for i in rag.items if i.metadata["category"] == category)
+    for doc in docs:
+        want = by_id[doc["id"]]
+        assert (doc["system"], doc["user"]) == ("", want.user), doc["id"]
+        md = json.loads(doc["metadata"])
+        assert md["retrieved_ids"] == want.metadata["retrieved_ids"]
+        assert md["memory_latency_s"] >= 0.0
 
 
 def test_lm_eval_run_with_memory_metadata(cache: Path, rag: Build) -> None:
     """The YAML task path: `--metadata '{"memory": "bm25"}'` through lm-eval's own TaskManager,
-    the contexts sent are the rag contexts and `cue_recall` aggregates."""
+    every document of the task carries its rag context, the contexts sent are the rag contexts
+    and `cue_recall` aggregates."""
     pytest.importorskip("lm_eval")
     from lm_eval import simple_evaluate
     from lm_eval.api.model import LM
     from lm_eval.tasks import TaskManager
 
     from memevals.lm_eval_tasks import include_path
+    from memevals.lm_eval_tasks.locomo_plus.utils import locomo_plus_results
 
     class Fixed(LM):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -381,12 +386,15 @@ def test_lm_eval_run_with_memory_metadata(cache: Path, rag: Build) -> None:
             raise NotImplementedError
 
     lm = Fixed()
+    manager = TaskManager(
+        include_path=include_path(), metadata={"memory": "bm25", "protocol": "memevals"}
+    )
+    # the task as lm-eval loads it by name, kept to read all its documents after the run
+    task = manager.load(["locomo_plus_cognitive"])["tasks"]["locomo_plus_cognitive"]
     results = simple_evaluate(
         model=lm,
-        tasks=["locomo_plus_cognitive"],
-        task_manager=TaskManager(
-            include_path=include_path(), metadata={"memory": "bm25", "protocol": "memevals"}
-        ),
+        tasks=[task],
+        task_manager=manager,
         limit=3,
         log_samples=True,
         bootstrap_iters=0,
@@ -403,3 +411,8 @@ def test_lm_eval_run_with_memory_metadata(cache: Path, rag: Build) -> None:
     row = results["results"]["locomo_plus_cognitive"]
     want = sum(i.metadata["cue_recall"] for i in by_rag.values()) / 3
     assert row["cue_recall,none"] == pytest.approx(want)
+    # every document of the task (all 401, not only the three run) carries its rag context
+    docs = list(task.test_docs())
+    _carry_the_rag_contexts(docs, rag, "cognitive")
+    row = locomo_plus_results(docs[0], ["a reply"])
+    assert row["cue_recall"] == by_rag[docs[0]["id"]].metadata["cue_recall"]
