@@ -190,16 +190,17 @@ def _fresh_console_and_excepthook() -> Iterator[None]:
     except ImportError:
         inspect_error = None  # type: ignore[assignment]
     saved = rich._console, sys.excepthook
-    saved_set = None if inspect_error is None else inspect_error._exception_hook_set
+    # Inspect's once-per-process flag (absent from an Inspect that installs no hook)
+    saved_set = getattr(inspect_error, "_exception_hook_set", None)
     rich._console = None
     sys.excepthook = sys.__excepthook__
-    if inspect_error is not None:
+    if saved_set is not None:
         inspect_error._exception_hook_set = False
     try:
         yield
     finally:
         rich._console, sys.excepthook = saved
-        if inspect_error is not None and saved_set is not None:
+        if saved_set is not None:
             inspect_error._exception_hook_set = saved_set
 
 
