@@ -202,11 +202,6 @@ class _BM25Index:
         # as bm25s: the mean of an integer array (a float64 numpy scalar)
         self._avg_len = self.lengths.mean() if self.size else np.float64(0.0)
 
-    @property
-    def vocab(self) -> frozenset[str]:
-        """Every token of the corpus."""
-        return frozenset(t for counts in self.units for t in counts)
-
     def _column(self, token: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(units holding `token`, their float32 scores for it); None when no unit holds it
         (bm25s leaves such a query token out)."""

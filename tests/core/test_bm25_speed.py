@@ -30,7 +30,7 @@ def bm25s_scores(texts: list[str], query: str) -> np.ndarray | None:
 
 def our_scores(texts: list[str], query: str) -> tuple[np.ndarray | None, list[int]]:
     index = BM25Retriever().index([MemoryUnit(str(i), t) for i, t in enumerate(texts)])
-    vocab = index.vocab
+    vocab = {t for text in texts for t in bm25_tokens(text)}
     tokens = [t for t in bm25_tokens(query) if t in vocab]
     scores = np.zeros(index.size, dtype=np.float32)
     for token in tokens:
