@@ -78,20 +78,6 @@ def needs(**extras: str) -> pytest.MarkDecorator:
     )
 
 
-@contextmanager
-def single_torch_thread() -> Iterator[None]:
-    """The embedder on one torch thread: on a shared 2-core machine torch's default of one per
-    core makes every small encoding wait for a busy core (docs/performance.md)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def loopback_only() -> Iterator[list[Any]]:
     """Refuse (and record) every connection to an address that is not 127.0.0.1."""
@@ -110,7 +96,7 @@ def run_guarded(
     """Run `python <this file> <script> <args>` as a new process would, in this one.
 
     The guard is installed for the run only (and removed after, by this file's `__main__`
-    block), torch gets one thread (what OMP_NUM_THREADS=1 does to a new process), and the
+    block), torch keeps the worker's one thread (tests/conftest.py's OMP_NUM_THREADS=1), and the
     endpoint checks passed earlier in this process are forgotten (each run is its own process
     in real use, and checks its endpoint once).
 
@@ -130,11 +116,10 @@ def run_guarded(
 
     full = {**os.environ, **(env or {})}
     forget_probes()
-    with single_torch_thread():
-        return in_process.run(
-            [sys.executable, os.path.abspath(__file__), script, *args],
-            cwd=cwd, env=full, timeout=timeout,
-        )
+    return in_process.run(
+        [sys.executable, os.path.abspath(__file__), script, *args],
+        cwd=cwd, env=full, timeout=timeout,
+    )
 
 
 def _write_down(address: Any) -> None:
