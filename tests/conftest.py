@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_inspect_cli
+from scratch import SCRATCH
 from shared_runs import SharedRuns, shared_root
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,8 +29,11 @@ sys.path[:] = [p for p in sys.path if p not in ("", str(REPO))]
 _default_data = REPO.parent / "shared" / "data"
 DATA_DIR = Path(os.environ.get("MEMEVALS_DATA_DIR", str(_default_data))).resolve()
 os.environ["MEMEVALS_DATA_DIR"] = str(DATA_DIR)
-# Never touch the user's cache from tests.
-os.environ.setdefault("MEMEVALS_CACHE_DIR", str(REPO / ".pytest_cache" / "memevals-cache"))
+# Never touch the user's cache from tests, nor write into the checkout: the cache (the SmolLM2
+# folder converted once from its wheel, memory-system stores) and Hypothesis' files (it keeps
+# them in `.hypothesis/` of the working folder by default) live in the suite's scratch folder.
+os.environ.setdefault("MEMEVALS_CACHE_DIR", str(SCRATCH / "memevals-cache"))
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(SCRATCH / "hypothesis"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Every real `inspect eval` of the suite (they inherit this environment) writes its log at the

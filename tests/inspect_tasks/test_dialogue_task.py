@@ -224,7 +224,7 @@ def test_bad_options_fail_before_any_model_call(data_dir: Path) -> None:
 
 
 # the embedder on one torch thread (a busy 2-core machine: docs/performance.md)
-def test_scripted_replies_are_scored_exactly(data_dir: Path) -> None:
+def test_scripted_replies_are_scored_exactly(data_dir: Path, tmp_path: Path) -> None:
     task = locomo_dialogue(
         conversations="conv-26,conv-30",
         turns_per_conversation=3,
@@ -253,7 +253,10 @@ def test_scripted_replies_are_scored_exactly(data_dir: Path) -> None:
         return ModelOutput.from_content("mockllm/model", reply)
 
     [log] = inspect_eval(
-        task, model=get_model("mockllm/model", custom_outputs=model), display="none"
+        task,
+        model=get_model("mockllm/model", custom_outputs=model),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success" and log.samples is not None and len(log.samples) == 6
     scorer = get_bertscorer(MINILM, 6)
@@ -283,7 +286,10 @@ def test_scripted_replies_are_scored_exactly(data_dir: Path) -> None:
 
 
 def test_images_are_sent_or_fall_back_to_captions(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
 ) -> None:
     good = "data:image/png;base64," + base64.b64encode(PNG).decode()
     fetched: list[str] = []
@@ -319,7 +325,10 @@ def test_images_are_sent_or_fall_back_to_captions(
 
     with caplog.at_level(logging.WARNING):
         [log] = inspect_eval(
-            task, model=get_model("mockllm/model", custom_outputs=model), display="none"
+            task,
+            model=get_model("mockllm/model", custom_outputs=model),
+            display="none",
+            log_dir=str(tmp_path / "logs"),
         )
     assert log.status == "success" and log.samples is not None
     expected_images = [i for s in samples for i in s.metadata["images"]]  # type: ignore[index]
@@ -400,7 +409,9 @@ def test_real_cli_dialogue(inspect_cli: Any, tmp_path: Path) -> None:
 @pytest.mark.slow
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-def test_real_smollm2_continues_the_conversation(smollm2_dir: Path, data_dir: Path) -> None:
+def test_real_smollm2_continues_the_conversation(
+    smollm2_dir: Path, data_dir: Path, tmp_path: Path
+) -> None:
     [log] = inspect_eval(
         locomo_dialogue(
             conversations="conv-26",
@@ -413,6 +424,7 @@ def test_real_smollm2_continues_the_conversation(smollm2_dir: Path, data_dir: Pa
         ),
         model=get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False),
         display="none",
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success" and log.samples is not None and len(log.samples) == 2
     for sample in log.samples:

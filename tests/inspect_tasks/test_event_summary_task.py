@@ -110,7 +110,9 @@ def test_bad_event_summary_input_names_conversation_and_field(data_dir: Path) ->
 # End to end on mockllm
 
 
-def test_scripted_run_gives_exact_fact_scores_and_unscored_samples(data_dir: Path) -> None:
+def test_scripted_run_gives_exact_fact_scores_and_unscored_samples(
+    data_dir: Path, tmp_path: Path
+) -> None:
     conv = load_locomo()[0]
     reference = reference_text(reference_events(conv, "Caroline", None)).splitlines()
     assert len(reference) == 13
@@ -126,6 +128,7 @@ def test_scripted_run_gives_exact_fact_scores_and_unscored_samples(data_dir: Pat
         model=get_model("mockllm/model", custom_outputs=model),
         model_roles={"grader": scripted_grader()},
         display="none",
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success" and log.samples is not None
     by_id = {s.id: s for s in log.samples}
@@ -157,7 +160,7 @@ def test_scripted_run_gives_exact_fact_scores_and_unscored_samples(data_dir: Pat
     assert ("rouge1", "mean") in metrics and ("rougeL", "stderr") not in metrics
 
 
-def test_incremental_summarises_session_by_session(data_dir: Path) -> None:
+def test_incremental_summarises_session_by_session(data_dir: Path, tmp_path: Path) -> None:
     calls: list[list[ChatMessage]] = []
 
     def model(messages: list[ChatMessage], _t: Any, _c: Any, config: GenerateConfig) -> ModelOutput:
@@ -178,6 +181,7 @@ def test_incremental_summarises_session_by_session(data_dir: Path) -> None:
         model=get_model("mockllm/model", custom_outputs=model),
         model_roles={"grader": scripted_grader()},
         display="none",
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success" and log.samples is not None
     [sample] = log.samples
@@ -239,7 +243,9 @@ def test_real_cli_reports_rouge_and_counts_unscored(inspect_cli: Any, tmp_path: 
 @pytest.mark.slow
 # torch on one thread: on a busy 2-core machine (xdist's two workers) a second thread waits
 # for a core the other holds (docs/performance.md)
-def test_real_smollm2_incremental_summary(smollm2_dir: Path, data_dir: Path) -> None:
+def test_real_smollm2_incremental_summary(
+    smollm2_dir: Path, data_dir: Path, tmp_path: Path
+) -> None:
     # two sessions: the fewest that carry a summary forward; a step's summary need only be real
     # text (its length is not checked), and each generated token costs as much as ~30 read
     [log] = inspect_eval(
@@ -247,6 +253,7 @@ def test_real_smollm2_incremental_summary(smollm2_dir: Path, data_dir: Path) -> 
         model=get_model("hf/local", model_path=str(smollm2_dir), device="cpu", do_sample=False),
         model_roles={"grader": scripted_grader()},
         display="none",
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success" and log.samples is not None
     [sample] = log.samples  # Caroline; Melanie has no event in sessions 1-2

@@ -128,7 +128,7 @@ def _answer_by_sample(answers: dict[str, str]) -> Any:
     return reply
 
 
-def test_scripted_answers_are_scored_with_official_f1(data_dir: Path) -> None:
+def test_scripted_answers_are_scored_with_official_f1(data_dir: Path, tmp_path: Path) -> None:
     conv = load_locomo()[0]
     qas = conv.qa[:40]
     answers: dict[str, str] = {}
@@ -143,6 +143,7 @@ def test_scripted_answers_are_scored_with_official_f1(data_dir: Path) -> None:
         model=get_model("mockllm/model", custom_outputs=_answer_by_sample(answers)),
         limit=40,
         display="none",
+        log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success"
     assert log.samples is not None

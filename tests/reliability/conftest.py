@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from reliability_figures import FIGURES, TIMINGS
+from scratch import SCRATCH
 
-_OUT = Path(__file__).resolve().parents[2] / ".pytest_cache" / "reliability_figures.json"
+# outside the checkout (the tests write nothing into it); the section names the file
+_OUT = SCRATCH / "reliability_figures.json"
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -19,5 +20,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"{name}: {value}")
     for name, seconds in sorted(TIMINGS.items()):
         terminalreporter.write_line(f"{name}: {seconds}")
+    terminalreporter.write_line(f"(written to {_OUT})")
     _OUT.parent.mkdir(parents=True, exist_ok=True)
     _OUT.write_text(json.dumps({"figures": FIGURES, "timings": TIMINGS}, indent=2) + "\n")

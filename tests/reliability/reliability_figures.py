@@ -1,8 +1,8 @@
 """Counters behind the docs/reliability.md figures, filled by the tests as they run.
 
 The reliability conftest prints them at the end of a pytest run and writes them to
-``.pytest_cache/reliability_figures.json``, so the README figures can be re-measured with one
-command instead of being typed in by hand.
+``reliability_figures.json`` in the suite's scratch folder (tests/support/scratch.py), so the
+README figures can be re-measured with one command instead of being typed in by hand.
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ headless chromium, driven by Playwright: no console error, no request but the pa
 SVG mark per run and category in each chart, sorting and filtering work, a question opens with
 its gold, replies and the memory system's results, a linked row shows below its table's sticky
 header, and every number equals memevals-compare's CSV and memevals-diff's JSON. Screenshots of
-each section go to tests/artifacts/report/ (git-ignored).
+each section go to the suite's scratch folder (tests/support/scratch.py: `report/`), never
+into the checkout.
 
 The browser is part of the test set-up (scripts/setup.sh installs it): a browser that cannot
 start fails these tests, it does not skip them.
@@ -35,6 +36,7 @@ import pytest
 from cli_support import SUPPORT, TESTS, run_python
 from inspect_ai.log import read_eval_log, write_eval_log
 from lm_eval_support import run_lm_eval_cli
+from scratch import SCRATCH
 from shared_runs import SharedRuns
 
 from memevals.benchmarks import records
@@ -50,7 +52,8 @@ SAMPLES = [
 ]  # fmt: skip
 READER = "scripted_reader/evidence"
 CHROMIUM = os.environ.get("MEMEVALS_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = TESTS / "artifacts" / "report"
+#: the screenshots of the sections (kept after the run: their folder is printed at set-up)
+ARTIFACTS = SCRATCH / "report"
 #: Inspect runs: folder -> extra arguments (every run: memevals/locomo, the reader, SAMPLES).
 INSPECT_RUNS: dict[str, list[str]] = {
     "none": ["-T", "context=none"],
@@ -170,6 +173,7 @@ def opened(browser: Any, built: dict[str, Any]) -> Iterator[dict[str, Any]]:
     page.wait_for_selector("#q-count:not(:empty)")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     screenshot_sections(page, ARTIFACTS)
+    print(f"report screenshots: {ARTIFACTS}")  # shown with a failing test's set-up output
     yield {**built, "file": built["page"], "page": page, "errors": errors, "requests": requests}
     page.close()
 

@@ -141,7 +141,9 @@ def test_inspect_and_lm_eval_send_the_same_messages_and_score_the_same(tmp_path:
         ids += [json.loads(line)["doc"]["id"] for line in path.read_text().splitlines() if line]
     assert ids == [f"beam-100K-{c}-{t}-{i}" for t in TASKS for c in (1, 2) for i in range(2)]
     inspect_log = run_inspect(lm.seen, ids, tmp_path / "inspect")
-    [judged] = judge_samples([run_dir], grader(), output_dir=tmp_path / "judge")
+    [judged] = judge_samples(
+        [run_dir], grader(), log_dir=str(tmp_path / "logs"), output_dir=tmp_path / "judge"
+    )
     want = beam_metrics(inspect_log)
     assert want and want == beam_metrics(judged.log), (want, beam_metrics(judged.log))
     assert set(want) >= {"overall", "stderr", "knowledge_update", "event_ordering"}

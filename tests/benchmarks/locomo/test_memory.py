@@ -28,7 +28,12 @@ from memevals.benchmarks.locomo.memory import (
     turn_line,
 )
 from memevals.benchmarks.locomo.prompts import build_items
-from memevals.benchmarks.locomo.samples import LocomoOptions, annotate_items, build
+from memevals.benchmarks.locomo.samples import (
+    LocomoOptions,
+    annotate_items,
+    build,
+    unmatched_evidence_note,
+)
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.retrievers import BM25Retriever, IndexCache, MemoryUnit
 from memevals.core.tokens import approx_token_count, get_token_counter
@@ -52,8 +57,9 @@ def convs(data_dir: Path) -> list[Conversation]:
 # ---------------------------------------------------------------------------- token counter
 
 
-def _tiktoken_from_embedded(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A real tiktoken Encoding built from the vocabulary embedded in bpe-openai (offline)."""
+def _tiktoken_from_embedded(name: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A real tiktoken Encoding built from the vocabulary embedded in bpe-openai (offline; the
+    vocabulary file is written to `folder`)."""
     import tiktoken
     import tiktoken_ext.openai_public as openai_public
     from tiktoken.load import load_tiktoken_bpe
@@ -62,8 +68,7 @@ def _tiktoken_from_embedded(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
         (importlib.resources.files("bpe_openai.data") / f"{name}.tiktoken.gz").read_bytes()
     )
     assert hashlib.sha256(raw).hexdigest() == TIKTOKEN_SHA256[name]
-    path = Path(__file__).resolve().parents[3] / ".pytest_cache" / f"{name}.tiktoken"
-    path.parent.mkdir(exist_ok=True)
+    path = folder / f"{name}.tiktoken"
     path.write_bytes(raw)
 
     def load(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
@@ -76,10 +81,10 @@ def _tiktoken_from_embedded(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_counter_equals_tiktoken_on_locomo(
-    name: str, convs: list[Conversation], monkeypatch: pytest.MonkeyPatch
+    name: str, convs: list[Conversation], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     pytest.importorskip("bpe_openai", reason="needs the [tokens] extra")
-    reference = _tiktoken_from_embedded(name, monkeypatch)
+    reference = _tiktoken_from_embedded(name, tmp_path, monkeypatch)
     counter = get_token_counter(name)
     assert counter.name == name
     texts = [render_conversation(c) for c in convs[:3]]
@@ -332,7 +337,13 @@ def test_annotate_items_reports_prompt_tokens_and_unmatched_evidence(
         if a.metadata["unmatched_evidence"]
     }
     assert flagged["conv-42-q88"] == ["D"]
-    assert "4 evidence id(s) in 4 question(s) match no dialog turn" in caplog.text
+    # said by the run that asks one of them (its setup step), not when the items are built
+    assert "match no dialog turn" not in caplog.text
+    note = unmatched_evidence_note(annotated)
+    assert note is not None and note.samples == set(flagged)
+    assert "4 id(s) in 4 question(s): conv-42-q58 " in note.message
+    assert "conv-42-q88 D," in note.message
+    assert unmatched_evidence_note(annotated[:3]) is None
     assert {(a.metadata["token_counter"], a.metadata["turn_level"]) for a in annotated} == {
         (counter.name, True)
     }
