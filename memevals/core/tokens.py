@@ -200,32 +200,35 @@ def get_token_counter(name: str = "auto") -> TokenCounter:
         # split into blocks
         return memo.get(text, tokenize_count if len(text) < _SPLIT_MIN_CHARS else count_blocks)
 
-    def prefix(tokens: list[int], n: int) -> str:
-        # A cut can fall inside a multi-byte character: drop its incomplete bytes.
-        data: bytes = encoding.decode_bytes(tokens[:n])
-        return data.decode("utf-8", errors="ignore")
-
     def head(text: str, max_tokens: int) -> Head:
-        kept: list[str] = []
-        used = total = 0
-        cut = False
-        for piece in _pieces(text):
-            tokens = encoding.encode_ordinary(piece)
-            total += len(tokens)
-            if cut:
-                continue
-            if used + len(tokens) <= max_tokens:
-                kept.append(piece)
-                used += len(tokens)
-            else:
-                kept.append(prefix(tokens, max_tokens - used))
-                cut = True
-        out = "".join(kept)
-        if cut:
-            # Tokenizing the cut text again can merge its last characters differently: shrink
-            # until the count of the text actually kept is within the budget.
-            while (used := count(out)) > max_tokens:
-                out = out[: len(out) - (used - max_tokens)]
-        return Head(out, used, total)
+        return _bpe_head(encoding, count, text, max_tokens)
 
     return TokenCounter(encoding_name, count, head)
+
+
+def _bpe_head(encoding: Any, count: Callable[[str], int], text: str, max_tokens: int) -> Head:
+    """The head of `text` within `max_tokens` tokens of `encoding` (a bpe-openai Encoding),
+    `count` being the counter's own count of a text."""
+    kept: list[str] = []
+    used = total = 0
+    cut = False
+    for piece in _pieces(text):
+        tokens = encoding.encode_ordinary(piece)
+        total += len(tokens)
+        if cut:
+            continue
+        if used + len(tokens) <= max_tokens:
+            kept.append(piece)
+            used += len(tokens)
+        else:
+            # A cut can fall inside a multi-byte character: drop its incomplete bytes.
+            data: bytes = encoding.decode_bytes(tokens[: max_tokens - used])
+            kept.append(data.decode("utf-8", errors="ignore"))
+            cut = True
+    out = "".join(kept)
+    if cut:
+        # Tokenizing the cut text again can merge its last characters differently: shrink
+        # until the count of the text actually kept is within the budget.
+        while (used := count(out)) > max_tokens:
+            out = out[: len(out) - (used - max_tokens)]
+    return Head(out, used, total)
