@@ -48,6 +48,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import threading
 import types
@@ -430,10 +431,31 @@ class _OpenStore:
             return _run(self.loop, coro)
 
     def close(self) -> None:
+        """Close the graph, Kuzu's database and the loop, once."""
+        with self.lock:
+            if self.loop.is_closed():
+                return
+            try:
+                _close_graph(self.loop, self.graphiti, self.driver)
+            finally:
+                self.loop.close()
+
+
+def _close_all() -> None:
+    """Close every store still open, at the interpreter's exit, while closing still works (an
+    index a run keeps to the end would leave Kuzu's database to the interpreter's teardown)."""
+    _drain()
+    with _open_lock:
+        stores = list(_open_stores.values())
+        _open_stores.clear()
+    for store in stores:
         try:
-            _close_graph(self.loop, self.graphiti, self.driver)
-        finally:
-            self.loop.close()
+            store.close()
+        except Exception as exc:  # one store failing to close must not keep the others open
+            print(f"graphiti: closing the store {store.key} failed: {exc}", file=sys.stderr)
+
+
+atexit.register(_close_all)
 
 
 def _run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:

@@ -24,10 +24,12 @@ in one line. `llm_max_tokens` is mem0's per-call limit (mem0's own otherwise).
 
 from __future__ import annotations
 
+import atexit
 import collections
 import importlib
 import os
 import re
+import sys
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -185,6 +187,14 @@ class _OpenStore:
         self.memory = memory
         self.users = 0
         self.lock = threading.Lock()  # embedded qdrant is not made for concurrent queries
+        self.closed = False
+
+    def close(self) -> None:
+        """Close qdrant and SQLite once (not while another thread's retrieval searches)."""
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                _close_memory(self.memory)
 
 
 def _close_memory(memory: Any) -> None:
@@ -268,8 +278,26 @@ def _release(store: _OpenStore) -> None:
             return
         if _open_stores.get(store.key) is store:
             del _open_stores[store.key]
-        with store.lock:  # not while a retrieval of another thread is searching it
-            _close_memory(store.memory)
+        store.close()
+
+
+def _close_all() -> None:
+    """Close every store still open, at the interpreter's exit: an index a run keeps until the
+    process ends would otherwise leave its qdrant client to the interpreter's teardown, where
+    closing it fails (`QdrantClient.__del__` prints a traceback after the last line a command
+    printed)."""
+    _drain()
+    with _open_lock:
+        stores = list(_open_stores.values())
+        _open_stores.clear()
+    for store in stores:
+        try:
+            store.close()
+        except Exception as exc:  # one store failing to close must not keep the others open
+            print(f"mem0: closing the store {store.key} failed: {exc}", file=sys.stderr)
+
+
+atexit.register(_close_all)
 
 
 def _check_options(
