@@ -15,8 +15,17 @@ treats the cluster, not the question, as the independent unit:
   form as Inspect's ``stderr(cluster=...)``) with ``clusters - 1`` degrees of freedom.
 
 Without clusters every question is its own cluster and all three reduce to their usual
-unclustered forms. Framework-free: numpy here; scipy and statsmodels (the ``stats`` extra) are
-imported only when a test or the Holm correction needs them.
+unclustered forms.
+
+With fewer than `memevals.core.statistics.min_clusters(level)` clusters (6 at 95 %) the
+interval and the minimum detectable difference are not stated (NaN and infinity): the sign-flip
+test (and exact McNemar on as few independent questions) cannot reach p <= 1 - level then, so no
+difference is detectable and a bootstrap of so few clusters (3 distinct resamples of two) has
+no meaning. `PairedResult.too_few_clusters` says so. An interval of differences of scores in
+[0, 1] is clipped to [-1, 1].
+
+Framework-free: numpy here; scipy and statsmodels (the ``stats`` extra) are imported only when
+a test or the Holm correction needs them.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from memevals.core.statistics import clustered_stderr_of_totals
+from memevals.core.statistics import clustered_stderr_of_totals, min_clusters, score_range
 
 __all__ = ["PairedResult", "holm_adjust", "paired_comparison"]
 
@@ -62,6 +71,13 @@ class PairedResult:
     a_better: int  # binary: A right & B wrong; continuous: a > b
     b_better: int  # binary: B right & A wrong; continuous: b > a
     binary: bool
+    #: the fewest clusters for which the interval and MDE are stated (6 at 95 %)
+    min_clusters: int = 2
+
+    @property
+    def too_few_clusters(self) -> bool:
+        """Whether the interval and MDE are left out for want of clusters."""
+        return self.clusters < self.min_clusters
 
 
 def paired_comparison(
@@ -74,6 +90,7 @@ def paired_comparison(
     seed: int = 0,
     level: float = 0.95,
     power: float = 0.8,
+    minimum: int | None = None,
 ) -> PairedResult:
     """Compare paired scores `a` and `b` (index i is one question, epochs already averaged).
 
@@ -81,8 +98,9 @@ def paired_comparison(
     question is its own cluster. `binary=None` detects 0/1 scores (every value of both runs is 0
     or 1). The interval is a cluster-bootstrap percentile interval of mean(b - a) from
     `resamples` seeded resamples; the p-value and its test name follow the rules in the module
-    docstring (`_paired_test`); `mde` is `_minimum_detectable_difference`. Same inputs and seed,
-    same result.
+    docstring (`_paired_test`); `mde` is `_minimum_detectable_difference`. With fewer than
+    `minimum` clusters (None: `min_clusters(level)`) the interval is NaN and the MDE infinite.
+    Same inputs and seed, same result.
     """
     a_values, b_values = _paired_arrays(a, b)
     n = int(a_values.size)
@@ -94,7 +112,14 @@ def paired_comparison(
     differences = b_values - a_values
     sums, sizes = _cluster_totals(differences, cluster_index)
 
-    ci_low, ci_high = _bootstrap_interval(sums, sizes, resamples, seed, level)
+    fewest = min_clusters(level) if minimum is None else minimum
+    ci_low, ci_high, mde = math.nan, math.nan, math.inf
+    if cluster_count >= fewest:
+        ci_low, ci_high = _bootstrap_interval(sums, sizes, resamples, seed, level)
+        mde = _minimum_detectable_difference(sums, sizes, level, power)
+        if score_range([*a_values.tolist(), *b_values.tolist()]) is not None:
+            # differences of two scores in [0, 1] lie in [-1, 1]
+            ci_low, ci_high = max(ci_low, -1.0), min(ci_high, 1.0)
     p_value, test = _paired_test(a_values, b_values, sums, sizes, binary, resamples, seed)
     return PairedResult(
         n=n,
@@ -107,10 +132,11 @@ def paired_comparison(
         level=level,
         p_value=p_value,
         test=test,
-        mde=_minimum_detectable_difference(sums, sizes, level, power),
+        mde=mde,
         a_better=int(np.count_nonzero(a_values > b_values)),
         b_better=int(np.count_nonzero(b_values > a_values)),
         binary=binary,
+        min_clusters=fewest,
     )
 
 

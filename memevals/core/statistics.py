@@ -11,12 +11,26 @@ statsmodels and a hand computation.
 One difference from Inspect, on purpose: with fewer than two clusters the clustered variance
 cannot be estimated, and these functions return NaN where Inspect's `stderr` returns 0 (which
 reads as "no uncertainty"). The memevals Inspect metrics do the same.
+
+What the tools state beside a mean (`summarize`) adds two rules to that arithmetic:
+
+- **Too few clusters, no interval.** A 95 % interval needs at least `min_clusters()` clusters
+  (6 at 95 %). With C clusters the exact sign-flip (randomisation) test of the C cluster totals,
+  which assumes nothing but symmetry, cannot give a two-sided p-value below 2 / 2^C; 2 / 2^C
+  <= 0.05 first holds at C = 6. With 5 or fewer clusters no such test rejects any mean at 5 %,
+  so the assumption-light 95 % interval is the whole range: the t interval's finite bounds then
+  come from assuming normal cluster totals, which C <= 5 totals cannot check, and its t(C - 1)
+  critical value (12.7 for two clusters) makes them absurd. The tools say "too few clusters"
+  instead of printing one (docs/compare.md#too-few-clusters).
+- **Within the score's range.** An interval never leaves the range its score can take: the
+  unit range [0, 1] when every value lies in it (every memevals score: F1, recall, ROUGE, BLEU,
+  BERTScore F1, a judge's verdict), as the Inspect metrics clip theirs (`SCORE_RANGE`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -24,11 +38,16 @@ import numpy as np
 
 __all__ = [
     "CLUSTER_KEY",
+    "MIN_CLUSTERS",
+    "UNIT_RANGE",
     "Interval",
     "Summary",
+    "clipped",
     "cluster_count",
     "clustered_ci",
     "clustered_stderr",
+    "min_clusters",
+    "score_range",
     "summarize",
     "wilson_interval",
 ]
@@ -39,6 +58,31 @@ CLUSTER_KEY = "cluster"
 #: The confidence level of every interval memevals reports.
 LEVEL = 0.95
 
+#: The range of every memevals score that gets an interval.
+UNIT_RANGE = (0.0, 1.0)
+
+
+def min_clusters(level: float = LEVEL) -> int:
+    """The fewest clusters for which a two-sided interval at `level` is stated.
+
+    The smallest C with 2 / 2^C <= 1 - level: with fewer clusters the exact sign-flip test of
+    the cluster totals cannot reject any value at 1 - level, so the interval it implies is
+    unbounded (the module doc). 6 at 95 %, 8 at 99 %.
+
+    Args:
+        level: the confidence level, strictly between 0 and 1.
+
+    Returns:
+        The minimum number of clusters.
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie strictly between 0 and 1, got {level}")
+    return max(2, math.ceil(math.log2(2.0 / (1.0 - level)) - 1e-12))
+
+
+#: `min_clusters()` at the level of every interval memevals reports.
+MIN_CLUSTERS = min_clusters(LEVEL)
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -46,6 +90,34 @@ class Interval:
 
     lower: float
     upper: float
+
+
+def score_range(values: Iterable[float]) -> tuple[float, float] | None:
+    """The range a score can take, as far as its values tell: the unit range when every value
+    lies in it, else None (unknown: no clipping).
+
+    Args:
+        values: the score's values.
+
+    Returns:
+        UNIT_RANGE or None.
+    """
+    return UNIT_RANGE if all(0.0 <= v <= 1.0 for v in values) else None
+
+
+def clipped(interval: Interval, bounds: tuple[float, float] | None) -> Interval:
+    """`interval` cut to `bounds` (None: unchanged); NaN bounds stay NaN.
+
+    Args:
+        interval: the interval.
+        bounds: (lowest, highest) value the quantity can take, or None.
+
+    Returns:
+        The clipped interval.
+    """
+    if bounds is None or math.isnan(interval.lower) or math.isnan(interval.upper):
+        return interval
+    return Interval(max(interval.lower, bounds[0]), min(interval.upper, bounds[1]))
 
 
 def _checked(values: Sequence[float], clusters: Sequence[Hashable]) -> np.ndarray:
@@ -151,7 +223,8 @@ class Summary:
     """Mean, naive and clustered standard error and the 95 % interval of one set of values.
 
     `interval` is the Wilson interval for a proportion (`proportion=True`), else the clustered
-    t interval.
+    t interval, clipped to the score's range; NaN bounds when it cannot be estimated, or when
+    `too_few_clusters` (fewer than `min_clusters` clusters: the tools say so instead).
     """
 
     n: int
@@ -160,22 +233,51 @@ class Summary:
     stderr: float
     stderr_clustered: float
     interval: Interval
+    #: the fewest clusters an interval needs (MIN_CLUSTERS at 95 %)
+    min_clusters: int = MIN_CLUSTERS
+
+    @property
+    def too_few_clusters(self) -> bool:
+        """Whether the interval is left out for want of clusters (there are values, but fewer
+        than `min_clusters` clusters)."""
+        return 0 < self.clusters < self.min_clusters
 
 
 def summarize(
-    values: Sequence[float], clusters: Sequence[Hashable], *, proportion: bool = False
+    values: Sequence[float],
+    clusters: Sequence[Hashable],
+    *,
+    proportion: bool = False,
+    minimum: int = MIN_CLUSTERS,
 ) -> Summary:
-    """Every figure memevals shows beside a mean, from the values and their cluster ids."""
+    """Every figure memevals shows beside a mean, from the values and their cluster ids.
+
+    Args:
+        values: the values (one per sample).
+        clusters: each value's cluster id.
+        proportion: the values are a proportion's 0/1 (or [0, 1]) verdicts: a Wilson interval.
+        minimum: the fewest clusters for an interval (the module doc's rule).
+
+    Returns:
+        The summary; its interval clipped to the values' range (`score_range`).
+    """
     x = _checked(values, clusters)
     n = int(x.size)
     mean = float(x.mean()) if n else math.nan
     naive = float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-    interval = wilson_interval(values, clusters) if proportion else clustered_ci(values, clusters)
+    count = cluster_count(clusters)
+    if count < minimum:
+        interval = Interval(math.nan, math.nan)
+    elif proportion:
+        interval = wilson_interval(values, clusters)
+    else:
+        interval = clustered_ci(values, clusters)
     return Summary(
         n=n,
-        clusters=cluster_count(clusters),
+        clusters=count,
         mean=mean,
         stderr=naive,
         stderr_clustered=clustered_stderr(values, clusters) if n else math.nan,
-        interval=interval,
+        interval=clipped(interval, score_range(x.tolist())),
+        min_clusters=minimum,
     )

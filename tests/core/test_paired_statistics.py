@@ -109,10 +109,40 @@ def test_mcnemar_is_used_when_every_cluster_is_one_question() -> None:
 
 
 def test_no_discordant_pair_gives_p_one() -> None:
-    result = paired_comparison([1.0, 0.0, 1.0], [1.0, 0.0, 1.0])
+    result = paired_comparison([1.0, 0.0, 1.0] * 2, [1.0, 0.0, 1.0] * 2)
     assert result.p_value == 1.0
     assert result.difference == 0.0
     assert (result.ci_low, result.ci_high) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("clusters", [1, 2, 5])
+def test_too_few_clusters_state_no_interval_and_no_mde(clusters: int) -> None:
+    # With C <= 5 clusters the sign-flip test cannot reach p <= 0.05 (its smallest p is
+    # 2 / 2^C >= 1/16): no interval and no detectable difference are stated.
+    ids = [f"conv-{k % clusters}" for k in range(12)]
+    a = [0.0] * 12
+    b = [1.0] * 12
+    result = paired_comparison(a, b, ids)
+    assert result.too_few_clusters and result.min_clusters == 6
+    assert math.isnan(result.ci_low) and math.isnan(result.ci_high)
+    assert result.mde == math.inf
+    assert result.p_value == pytest.approx(2 / 2**clusters)
+    assert result.difference == 1.0
+    six = paired_comparison(a, b, [f"conv-{k % 6}" for k in range(12)])
+    assert not six.too_few_clusters and six.p_value == pytest.approx(2 / 64)
+    assert (six.ci_low, six.ci_high) == (1.0, 1.0) and math.isfinite(six.mde)
+    # a level of 90 % needs 5 clusters (2 / 2^5 = 0.0625 <= 0.1), 99 % needs 8
+    assert paired_comparison(a, b, ids, level=0.9).too_few_clusters == (clusters < 5)
+    assert paired_comparison(a, b, ids, minimum=2).too_few_clusters == (clusters < 2)
+
+
+def test_interval_of_unit_scores_stays_within_minus_one_and_one() -> None:
+    rng = np.random.default_rng(3)
+    ids = [f"c{k}" for k in range(6) for _ in range(3)]
+    a = list(rng.random(18))
+    b = list(rng.random(18))
+    result = paired_comparison(a, b, ids, resamples=500)
+    assert -1.0 <= result.ci_low <= result.difference <= result.ci_high <= 1.0
 
 
 def test_binary_with_real_clusters_uses_the_cluster_sign_flip() -> None:
@@ -203,7 +233,7 @@ def test_bootstrap_interval_matches_a_slow_loop_with_the_same_seed() -> None:
     b = [1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 0.0]
     clusters = ["b", "a", "b", "c", "a", "d", "c", "b", "d", "a", "c", "d"]
     for seed in (0, 5):
-        result = paired_comparison(a, b, clusters, resamples=3000, seed=seed, level=0.9)
+        result = paired_comparison(a, b, clusters, resamples=3000, seed=seed, level=0.9, minimum=2)
         slow = _slow_bootstrap(a, b, clusters, 3000, seed, 0.9)
         assert (result.ci_low, result.ci_high) == pytest.approx(slow, abs=1e-12)
         assert result.level == 0.9
@@ -214,7 +244,7 @@ def test_bootstrap_with_unequal_cluster_sizes_matches_the_slow_loop() -> None:
     clusters = [f"conv-{k}" for k in rng.integers(0, 6, 40)]
     a = list(rng.random(40))
     b = list(rng.random(40))
-    result = paired_comparison(a, b, clusters, resamples=2000, seed=9)
+    result = paired_comparison(a, b, clusters, resamples=2000, seed=9, minimum=2)
     slow = _slow_bootstrap(a, b, clusters, 2000, 9, 0.95)
     assert (result.ci_low, result.ci_high) == pytest.approx(slow, abs=1e-12)
 
@@ -329,7 +359,8 @@ def test_mde_is_t_quantiles_times_the_clustered_se_of_the_difference() -> None:
 def test_one_cluster_has_no_detectable_difference() -> None:
     result = paired_comparison([0.0, 1.0, 0.0], [1.0, 1.0, 1.0], ["c", "c", "c"])
     assert result.mde == math.inf
-    assert result.ci_low == result.ci_high == pytest.approx(2 / 3)
+    assert math.isnan(result.ci_low) and math.isnan(result.ci_high)  # too few clusters
+    assert result.difference == pytest.approx(2 / 3)
     assert result.p_value == 1.0
     assert result.test == "cluster_sign_flip"
 
