@@ -1,6 +1,9 @@
 """Compare runs across providers: Markdown tables, one CSV and one bar chart per benchmark.
 
     python -m memevals.tools.compare LOG_OR_DIR ... [--csv out.csv] [--png-dir DIR] [--wide]
+
+Charts are drawn only with --png-dir (one `<benchmark>.png` each); nothing else is written
+but the CSV asked for.
     memevals-compare logs/ lm-eval-out/ --csv compare.csv
 
 Each Inspect log becomes one row, and so does each lm-eval run (the `samples_<task>_*.jsonl`
@@ -33,7 +36,10 @@ The default Markdown fits MAX_WIDTH (120) columns: per benchmark a run key (`run
 one table per score and one for the context, a figure per line and a run per column (split over
 several tables when the runs do not fit); `--wide` gives the one wide table per benchmark. A
 figure that cannot be estimated (a clustered error of one cluster, a mean of no scored sample)
-is UNDEFINED in the tables and an empty cell in the CSV, never nan.
+is UNDEFINED in the tables and an empty cell in the CSV, never nan. An interval of fewer than
+`statistics.MIN_CLUSTERS` clusters (6) is not stated: its cell says `too few clusters (n)`, a
+note under the tables gives the rule, and the CSV leaves it empty; an interval never leaves its
+score's range (memevals.core.statistics).
 """
 
 from __future__ import annotations
@@ -69,6 +75,8 @@ from memevals.tools.runs import (
     Run,
     RunSample,
     context_label,
+    effective,
+    effective_options,
     is_compared,
     load_runs,
     memory_settings,
@@ -126,6 +134,8 @@ NO_JUDGE = "-"
 #: What a table shows for a figure that cannot be estimated (a clustered error or interval of
 #: one cluster, a mean of no scored sample): the figure is left out, never shown as nan.
 UNDEFINED = "-"
+#: What an interval's cell says where the clusters are too few for one (docs/compare.md).
+TOO_FEW = "too few clusters"
 #: The widest line of the default Markdown (a terminal's width); --wide has no limit.
 MAX_WIDTH = 120
 #: Repeated-judging figures shown in the Markdown table (the rest, per category, go to the CSV).
@@ -322,11 +332,14 @@ def _repeated(rows: Sequence[tuple[str, tuple[str | None, ...]]]) -> dict[str, f
 
 
 def _judge_label(run: Run, kinds: Mapping[str, KindScores]) -> str:
+    """Who judged the run's judged scores: its declared judge scores and any score whose
+    scorer recorded a grader model (a FactScore grader beside ROUGE); NO_JUDGE for none."""
     judged = [
         n
         for n in kinds
         if run.kinds.get(n.split("@", 1)[0]) == "judge"
         or (run.record is None and n.split("@", 1)[0] == "judge")
+        or run.judges.get(n.split("@", 1)[0])
     ]
     if not judged:
         return NO_JUDGE
@@ -383,7 +396,7 @@ def row_from_run(run: Run) -> Row | None:
         kinds=kinds,
         aux=aux,
         usage=dict(run.usage),
-        task_args=dict(run.options),
+        task_args=effective_options(run),
         framework=run.framework,
         ceilings={
             str(k): float(v)
@@ -437,7 +450,8 @@ def disambiguate(rows: list[Row]) -> None:
 
 def _disambiguate(rows: list[Row]) -> None:
     """Rows that share (benchmark, model, judge, protocol, context, task) get the task
-    arguments that differ between them appended to their context label."""
+    arguments that differ between them appended to their context label (an option not given
+    is its default: `top_k=5` and no `top_k` do not differ where 5 is the default)."""
     groups: dict[tuple[str, ...], list[Row]] = {}
     for r in rows:
         key = (r.benchmark, r.model, r.judge, r.protocol, r.context, r.task)
@@ -446,10 +460,14 @@ def _disambiguate(rows: list[Row]) -> None:
         if len(same) < 2:
             continue
         keys = sorted({k for r in same for k in r.task_args})
-        differing = [k for k in keys if len({repr(r.task_args.get(k)) for r in same}) > 1]
+
+        def value(r: Row, key: str) -> Any:
+            return r.task_args.get(key, effective(r.record, key, None))
+
+        differing = [k for k in keys if len({repr(value(r, k)) for r in same}) > 1]
         for i, r in enumerate(same, 1):
             if differing:
-                r.context += " [" + ", ".join(f"{k}={r.task_args.get(k)}" for k in differing) + "]"
+                r.context += " [" + ", ".join(f"{k}={value(r, k)}" for k in differing) + "]"
             else:
                 r.context += f" [run {i}: {Path(r.log).name}]"
 
@@ -688,14 +706,51 @@ def _shown_number(value: float | int | str | None) -> str:
 
 
 def _interval_text(row: Row, kind: str, group: str = "") -> str:
-    """`[lower, upper]`; UNDEFINED when neither bound can be estimated, empty without a mean."""
+    """`[lower, upper]`; TOO_FEW when the clusters are too few for one, UNDEFINED when neither
+    bound can be estimated otherwise, empty without a mean."""
     prefix = f"{kind}:{group}:" if group else f"{kind}:"
     summary = row.kinds[kind].clustered.get(group) if kind in row.kinds else None
     if summary is None:
         return ""
+    if summary.too_few_clusters:
+        return too_few_text(summary.clusters)
     lower = _shown_number(_cell(row, f"{prefix}ci_lower"))
     upper = _shown_number(_cell(row, f"{prefix}ci_upper"))
     return f"[{lower}, {upper}]" if lower and upper else UNDEFINED
+
+
+def too_few_text(clusters: int) -> str:
+    """An interval's cell where `clusters` are too few for one: `too few clusters (2)`.
+
+    Args:
+        clusters: the clusters the values come from.
+
+    Returns:
+        The text.
+    """
+    return f"{TOO_FEW} ({clusters})"
+
+
+def too_few_note(what: str = "95 % interval") -> str:
+    """The note under a table that has a TOO_FEW cell: the rule and where it is explained.
+
+    Args:
+        what: the figures left out.
+
+    Returns:
+        The note.
+    """
+    return (
+        f"{TOO_FEW} (n): the values come from n clusters, and a {what} needs at least "
+        f"{statistics.MIN_CLUSTERS}: with fewer, even an exact sign-flip test cannot reject "
+        "anything at 5 %, so no interval is stated (docs/compare.md#too-few-clusters)."
+    )
+
+
+def _any_too_few(sub: Sequence[Row]) -> bool:
+    """Whether a shown interval (a score's overall one) is left out for want of clusters."""
+    overall = [ks.clustered.get("") for r in sub for ks in r.kinds.values()]
+    return any(s is not None and s.too_few_clusters for s in overall)
 
 
 def _markdown_cell(row: Row, key: str) -> str:
@@ -921,6 +976,8 @@ def markdown_tables(rows: Sequence[Row], *, wide: bool = False, width: int = MAX
                     f"{_readme(r.record)}#audited-gold.",
                     limit,
                 )
+        if _any_too_few(sub):
+            out += ["", *_wrapped(too_few_note(), limit)]
         judges = sorted({r.judge for r in sub if r.judge != NO_JUDGE})
         if len(judges) > 1:
             out.append("")
@@ -1080,9 +1137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--png-dir",
         type=Path,
-        help="folder for the charts (<benchmark>.png); default: the CSV's folder, else '.'",
+        help="draw one chart per benchmark (<benchmark>.png) into this folder; without it no "
+        "chart is written",
     )
-    parser.add_argument("--no-png", action="store_true", help="do not draw charts")
+    parser.add_argument(
+        "--no-png", action="store_true", help="draw no chart (the default without --png-dir)"
+    )
     parser.add_argument(
         "--wide",
         action="store_true",
@@ -1101,10 +1161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.csv:
         write_csv(rows, ns.csv)
         print(f"CSV: {ns.csv}", file=sys.stderr)
-    if not ns.no_png:
-        png_dir = ns.png_dir or (ns.csv.parent if ns.csv else Path("."))
+    if ns.png_dir is not None and not ns.no_png:  # charts only where asked for
         for benchmark in sorted({r.benchmark for r in rows}):
-            out = plot_benchmark(rows, benchmark, png_dir / f"{safe_file_stem(benchmark)}.png")
+            out = plot_benchmark(rows, benchmark, ns.png_dir / f"{safe_file_stem(benchmark)}.png")
             print(f"chart: {out}", file=sys.stderr)
     return 0
 

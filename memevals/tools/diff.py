@@ -30,7 +30,10 @@ different prompts and are judged by different judges, so their difference measur
 protocol: the command compares them only with `--allow-mismatch`, and says so. A sample that
 errored or was left unscored in either run is left out of that score's pair and counted,
 never treated as wrong. A figure that cannot be estimated is UNDEFINED in the tables, empty in
-the CSV and null in the JSON, never nan or inf.
+the CSV and null in the JSON, never nan or inf. With fewer clusters than
+`memevals.core.statistics.MIN_CLUSTERS` (6) the interval and the minimum detectable difference
+are not stated: the table says `too few clusters (n)` with the rule under it, the CSV and JSON
+mark the row `too_few_clusters` (memevals.core.paired_statistics says why).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from typing import Any
 
 from memevals.core.benchmark import Benchmark
 from memevals.core.paired_statistics import PairedResult, holm_adjust, paired_comparison
+from memevals.tools.compare import too_few_note, too_few_text
 from memevals.tools.runs import (
     Run,
     RunError,
@@ -448,7 +452,11 @@ def _f(value: float | None, digits: int = 3, sign: str = "") -> str:
     return f"{value:{sign}.{digits}f}"
 
 
-def _interval(low: float, high: float) -> str:
+def _interval(result: PairedResult) -> str:
+    """`[low, high]`; TOO_FEW where the clusters are too few for an interval."""
+    if result.too_few_clusters:
+        return too_few_text(result.clusters)
+    low, high = result.ci_low, result.ci_high
     if not (math.isfinite(low) and math.isfinite(high)):
         return UNDEFINED
     return f"[{low:+.3f}, {high:+.3f}]"
@@ -532,7 +540,7 @@ def markdown(comparisons: Sequence[Comparison], allow_mismatch: bool = False) ->
                 out.append(
                     f"| {_md(row.category)} | {r.n} | {r.clusters} | {_f(r.mean_a)} | "
                     f"{_f(r.mean_b)} | {_f(r.difference, sign='+')} | "
-                    f"{_interval(r.ci_low, r.ci_high)} | "
+                    f"{_interval(r)} | "
                     f"{_p(r.p_value)} | {_p(row.holm_p)} | {r.test} | {_f(r.mde)} | "
                     f"{r.a_better} | {r.b_better} |"
                 )
@@ -540,6 +548,8 @@ def markdown(comparisons: Sequence[Comparison], allow_mismatch: bool = False) ->
                 f"\nLeft out of the pair: {t.errored} errored, {t.unscored} unscored in either "
                 "run (never counted as wrong).\n"
             )
+            if any(row.result.too_few_clusters for row in t.rows):
+                out.append(too_few_note("95 % interval or minimum detectable difference") + "\n")
         if not c.tables:
             out.append("No score is shared by both runs on any paired sample.\n")
         if c.not_shared:
@@ -572,6 +582,7 @@ def _result_record(c: Comparison, t: ScoreTable, row: TableRow) -> dict[str, Any
     record |= {
         k: (_finite(v) if isinstance(v, float) else v) for k, v in asdict(row.result).items()
     }
+    record["too_few_clusters"] = row.result.too_few_clusters
     record["holm_p"] = row.holm_p
     record["errored_excluded"] = t.errored
     record["unscored_excluded"] = t.unscored
@@ -694,7 +705,11 @@ def plot_differences(comparisons: Sequence[Comparison], path: Path) -> Path:
             xs = [g + offset for g, name in enumerate(groups) if name in rows]
             res = [rows[name] for name in groups if name in rows]
             ys = [r.difference for r in res]
-            err = [[r.difference - r.ci_low for r in res], [r.ci_high - r.difference for r in res]]
+            # no whisker where the interval is not stated (too few clusters)
+            err = [
+                [0.0 if r.too_few_clusters else r.difference - r.ci_low for r in res],
+                [0.0 if r.too_few_clusters else r.ci_high - r.difference for r in res],
+            ]
             ax.errorbar(xs, ys, yerr=err, fmt="o", capsize=4, label=f"B = {c.name_b}")
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_xticks(range(len(groups)))

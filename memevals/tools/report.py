@@ -36,7 +36,15 @@ from typing import Any
 from memevals.core import statistics
 from memevals.core.benchmark import AnalysisAxis, Benchmark
 from memevals.core.memory_harness import RESULT_CHARS, RESULTS_KEY, RESULTS_LOGGED
-from memevals.tools.compare import NO_JUDGE, Row, above_ceiling, disambiguate, row_from_run
+from memevals.tools.compare import (
+    NO_JUDGE,
+    Row,
+    above_ceiling,
+    disambiguate,
+    row_from_run,
+    too_few_note,
+    too_few_text,
+)
 from memevals.tools.diff import (
     EXPLICIT_FACTORS,
     Comparison,
@@ -545,14 +553,27 @@ def _leaderboard_cell(report: Report, held: Row | None, benchmark: str, kind: st
         f'data-kind="{_e(kind)}">'
         f'{_ci_glyph(ks.overall, low, high)}<a href="#{_grid_id(held, kind, report)}">'
         f'<span class="v">{_num(ks.overall)}</span></a> '
-        f"<small>[{_num(low)}, {_num(high)}]</small>"
+        f"<small>{_interval_html(summary.too_few_clusters, summary.clusters, low, high)}</small>"
         + (f' <span class="warn">{_e("; ".join(flags))}</span>' if flags else "")
         + "</td>"
     )
 
 
+def _interval_html(too_few: bool, clusters: int, low: float | None, high: float | None) -> str:
+    """`[low, high]`, or `too few clusters (n)` where the clusters are too few for one."""
+    return _e(too_few_text(clusters)) if too_few else f"[{_num(low)}, {_num(high)}]"
+
+
+def _too_few_rows(report: Report) -> bool:
+    """Whether a leaderboard or chart interval is left out for want of clusters."""
+    return any(
+        s.too_few_clusters for r in report.rows for ks in r.kinds.values()
+        for s in ks.clustered.values()
+    )  # fmt: skip
+
+
 def _leaderboard_warnings(report: Report, columns: Sequence[tuple[str, str]]) -> list[str]:
-    out = []
+    out = [too_few_note("clustered 95 % interval")] if _too_few_rows(report) else []
     for benchmark, kind in columns:
         rows = [r for r in report.rows if r.benchmark == benchmark and kind in r.kinds]
         judges = sorted({r.judge for r in rows if r.judge != NO_JUDGE})
@@ -720,6 +741,9 @@ def _paired(report: Report) -> str:
             "<th>p (Holm)</th><th>MDE</th><th>A better</th><th>B better</th></tr></thead>"
             f"<tbody>{''.join(rows_html)}</tbody></table>"
         )
+        if any(row.result.too_few_clusters for t in c.tables for row in t.rows):
+            note = too_few_note("95 % interval or minimum detectable difference")
+            parts.append(f"<p class='warn'>{_e(note)}</p>")
         parts.append(_flips_html(report, c))
     parts += [f"<p class='warn'>{_e(n)}</p>" for n in report.notes]
     return "".join(parts)
@@ -745,7 +769,9 @@ def _paired_rows(ci: int, c: Comparison) -> tuple[list[_Mark], list[str]]:
                 f"<td class='num'>{_num(res.mean_a)}</td>"
                 f"<td class='num'>{_num(res.mean_b)}</td>"
                 f"<td class='num'>{_num(res.difference)}</td>"
-                f"<td class='num'>[{_num(res.ci_low)}, {_num(res.ci_high)}]</td>"
+                "<td class='num'>"
+                f"{_interval_html(res.too_few_clusters, res.clusters, res.ci_low, res.ci_high)}"
+                "</td>"
                 f"<td class='num'>{_num(res.p_value, 4)}</td>"
                 f"<td class='num'>{_num(row.holm_p, 4)}</td><td class='num'>{_num(res.mde)}"
                 f"</td><td class='num'>{res.a_better}</td><td class='num'>{res.b_better}</td>"
@@ -980,7 +1006,7 @@ def _failures(report: Report) -> str:
             )
             continue
         for axis in record.analysis_axes:
-            charted = False
+            charted = too_few = False
             missing = []
             marks = []
             for i in idx:
@@ -993,6 +1019,7 @@ def _failures(report: Report) -> str:
                 for b in _bucket_order(axis, groups):
                     values = groups[b]
                     summary = statistics.summarize([v for v, _ in values], [c for _, c in values])
+                    too_few = too_few or summary.too_few_clusters
                     series = f"{row.label if row else run.label} ({_kind_title(kind or '')})"
                     marks.append(
                         _Mark(
@@ -1011,6 +1038,9 @@ def _failures(report: Report) -> str:
                         unit=unit,
                     )
                 )
+                if too_few:  # a bucket's dot without whiskers
+                    note = too_few_note("clustered 95 % interval")
+                    parts.append(f"<p class='none'>{_e(note)}</p>")
             if missing:
                 parts.append(
                     f"<p class='none'>{_e(benchmark)}, {_e(axis.title)}: no chart for "

@@ -33,7 +33,14 @@ from pathlib import Path
 from inspect_ai.log import list_eval_logs
 
 from memevals.tools._runs.inspect_reader import read_inspect_log, read_inspect_run
-from memevals.tools._runs.labels import context_label, memory_settings, system_label
+from memevals.tools._runs.labels import (
+    context_label,
+    effective,
+    effective_options,
+    memory_settings,
+    option_default,
+    system_label,
+)
 from memevals.tools._runs.lm_eval_reader import date_of, read_lm_eval_run, read_lm_eval_runs
 from memevals.tools._runs.model import Run, RunError, RunSample
 from memevals.tools._runs.records import (
@@ -60,9 +67,12 @@ __all__ = [
     "RunSample",
     "cluster_of",
     "context_label",
+    "effective",
+    "effective_options",
     "is_compared",
     "load_runs",
     "memory_settings",
+    "option_default",
     "plain",
     "read_inspect_log",
     "read_inspect_run",

@@ -373,9 +373,10 @@ def test_context_labels_come_from_the_settings_the_task_logged() -> None:
 def test_clustered_figures_from_inspect_logs_and_lm_eval_samples(
     data_dir: Path, tmp_path: Path
 ) -> None:
-    """Questions from four conversations, in an Inspect log and in a real lm-eval samples file
-    (its per-document F1 replaced by known values): the clustered error and the Wilson /
-    t intervals in the table are memevals.core.statistics' values of the same samples."""
+    """Questions from six conversations (the fewest an interval needs), in an Inspect log and in
+    a real lm-eval samples file (its per-document F1 replaced by known values): the clustered
+    error and the Wilson / t intervals (clipped to [0, 1]) in the table are
+    memevals.core.statistics' values of the same samples."""
     import json
 
     from lm_eval_support import run_inspect, run_lm_eval_cli
@@ -387,7 +388,7 @@ def test_clustered_figures_from_inspect_logs_and_lm_eval_samples(
     by_conv: dict[str, list[Sample]] = {}
     for s in task.dataset:
         by_conv.setdefault(str(s.metadata["cluster"]), []).append(s)  # type: ignore[index]
-    chosen = [s for conv in list(by_conv)[:4] for s in by_conv[conv][:3]]
+    chosen = [s for conv in list(by_conv)[:6] for s in by_conv[conv][:2]]
     answers = {}
     for n, s in enumerate(chosen):
         text = "\n\n".join(m.text for m in s.input)  # type: ignore[union-attr]
@@ -404,11 +405,14 @@ def test_clustered_figures_from_inspect_logs_and_lm_eval_samples(
     clusters = [str(s.metadata["cluster"]) for s in log.samples]
     [row] = load_rows([str(tmp_path / "inspect")])
     f1_summary = row.kinds["f1"].clustered["temporal"]
-    assert f1_summary.clusters == 4
+    assert f1_summary.clusters == 6 and not f1_summary.too_few_clusters
     assert f1_summary.stderr_clustered == pytest.approx(
         statistics.clustered_stderr(f1, clusters), abs=1e-12
     )
-    assert f1_summary.interval == statistics.clustered_ci(f1, clusters)
+    t_interval = statistics.clustered_ci(f1, clusters)
+    assert f1_summary.interval == statistics.Interval(
+        max(t_interval.lower, 0.0), min(t_interval.upper, 1.0)
+    )
     assert row.kinds["judge"].clustered[""].interval == statistics.wilson_interval(judged, clusters)
     md = markdown_tables([row], wide=True)
     se = row.kinds["f1"].clustered[""].stderr_clustered

@@ -134,7 +134,8 @@ def test_default_tables_fit_120_columns_and_show_no_nan(
     assert runs["run"] == ["model", "judge model", "protocol", "context", "task", "n"]
     assert runs["1"] == ["mockllm/model", "mockllm/model", "memevals", "none", "locomo", "6"]
     assert runs["2"] == ["mockllm/model", "scripted/strict", "memevals", "none", "locomo", "12"]
-    # one conversation: the mean without an error, the interval undefined
+    # one conversation: the mean without an error, too few clusters for an interval (the rule
+    # under the tables)
     rows = {r.judge: r for r in _rows(logs, "locomo", "locomo_unscored")}
     f1_mean = rows["scripted/strict"].kinds["f1"].overall
     assert f1_mean is not None
@@ -142,7 +143,8 @@ def test_default_tables_fit_120_columns_and_show_no_nan(
     assert f1["F1"] == ["run 1", "run 2"]
     assert f1["scored"] == ["6", "12"]
     assert f1["mean ± se"][1] == f"{f1_mean:.3f}"
-    assert f1["95% CI"] == ["-", "-"]
+    assert f1["95% CI"] == ["too few clusters (1)", "too few clusters (1)"]
+    assert "a 95 % interval needs at least 6" in " ".join(locomo_part.split())
     assert (
         f1["multi_hop"][1] == f"{rows['scripted/strict'].kinds['f1'].categories['multi_hop']:.3f}"
     )
@@ -203,8 +205,8 @@ def test_wide_table_is_an_option_and_shows_no_nan(
     assert max(len(line) for line in text.splitlines()) > MAX_WIDTH  # why it is not the default
     line = next(ln for ln in locomo_part.splitlines() if "| scripted/strict | memevals |" in ln)
     cells = [c.strip() for c in line.strip("|").split("|")]
-    # F1's clustered stderr and interval are undefined (one conversation)
-    assert cells[8:10] == ["-", "-"]
+    # F1's clustered stderr is undefined, its interval not stated (one conversation)
+    assert cells[8:10] == ["-", "too few clusters (1)"]
     assert "±" not in line  # no clustered error to show beside any mean
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from memevals.core.benchmark import Benchmark
 from memevals.core.memory_options import MemoryOptions
+from memevals.core.options import OPTIONS
 from memevals.tools._runs.model import Run
 from memevals.tools._runs.records import PROTOCOL_OPTION, plain
 
@@ -109,12 +110,62 @@ def _label_options(record: Benchmark | None) -> Mapping[str, Any]:
     return {k: v for k, v in options.items() if k != PROTOCOL_OPTION}
 
 
+def option_default(record: Benchmark | None, name: str) -> Any:
+    """What an option not given (or given as None) stands for: the record's context default
+    (`top_k` 5), else its label option's, else the shared option's (memevals.core.options),
+    else the memory options' field default.
+
+    Args:
+        record: the run's record, or None.
+        name: the option name.
+
+    Returns:
+        The default (None where none is declared).
+    """
+    if record is not None:
+        for declared in (record.context_defaults, record.label_options):
+            if name in declared:
+                return declared[name]
+    if name in OPTIONS:
+        return OPTIONS[name].default
+    return getattr(MemoryOptions(), name, None)
+
+
+def effective(record: Benchmark | None, name: str, value: Any) -> Any:
+    """An option's value made comparable: as given (`plain`), its default when not given or
+    None, so that `top_k=5` and no `top_k` are one setting where 5 is the default.
+
+    Args:
+        record: the run's record, or None.
+        name: the option name.
+        value: the value given (None: not given).
+
+    Returns:
+        The value.
+    """
+    given = plain(value)
+    return plain(option_default(record, name)) if given is None else given
+
+
+def effective_options(run: Run) -> dict[str, Any]:
+    """A run's options (Inspect task arguments, lm-eval metadata), each as `effective` makes
+    it.
+
+    Args:
+        run: the run.
+
+    Returns:
+        Option name -> value.
+    """
+    return {name: effective(run.record, name, value) for name, value in run.options.items()}
+
+
 def with_settings(run: Run) -> Run:
-    """The run with its compared option groups: the context options as given (a missing one
-    is its default) and the record's `label_options` as the run used them."""
-    memory = MemoryOptions()
+    """The run with its compared option groups: the context options as given (a missing or
+    None one is its default: `option_default`) and the record's `label_options` as the run
+    used them."""
     context = {
-        name: plain(run.options.get(name, getattr(memory, name))) for name in MemoryOptions.names()
+        name: effective(run.record, name, run.options.get(name)) for name in MemoryOptions.names()
     }
     labelled = _label_options(run.record)
     task = {k: plain(run.option(k, d)) for k, d in labelled.items()}

@@ -74,6 +74,21 @@ def gold_text(target: Any) -> str:
     return str(target)
 
 
+def _concerning(raised: Mapping[str, int], value: float, scores: int) -> dict[str, int]:
+    """The flags of a scorer's value that concern one of its `scores` numbers, `value`.
+
+    `unscored` concerns only a number the scorer could leave unscored: its only number (a
+    judge's verdict, counted 0 or 1), or one it did leave without a value (NaN). A scorer that
+    gives several numbers, as the event summary's ROUGE beside its FactScore, leaves only some
+    unscored; the others were scored. Every other flag (`unclear`) concerns each number.
+    """
+    return {
+        flag: n
+        for flag, n in raised.items()
+        if flag != "unscored" or scores == 1 or not math.isfinite(value)
+    }
+
+
 @dataclass
 class ScoreReader:
     """Names and kinds the values of one run's scores by the record (the module doc's rule)."""
@@ -126,8 +141,9 @@ class ScoreReader:
                 key = name if name not in values else f"{scorer.rsplit('/', 1)[-1]}.{name}"
                 self.kinds.setdefault(key, self.kinds.get(name))
                 values[key] = number
-                if raised:
-                    flags[key] = raised
+                concerned = _concerning(raised, number, len(named))
+                if concerned:
+                    flags[key] = concerned
                 if md.get("grader") is not None:
                     fallback = " (the model under test)" if md.get("grader_fallback") else ""
                     self.judges.setdefault(key, set()).add(f"{md['grader']}{fallback}")
