@@ -30,6 +30,11 @@ from memevals.core.retrievers import DEFAULT_EMBEDDING_MODEL, RETRIEVERS
 from memevals.core.tokens import TOKEN_COUNTERS
 
 __all__ = [
+    "AGENT_COMPACTIONS",
+    "AGENT_CONTEXT",
+    "AGENT_DEFAULTS",
+    "AGENT_MEMORY_MODES",
+    "AGENT_OPTIONS",
     "DEFAULT_PROTOCOL",
     "GROUPS",
     "OPTIONS",
@@ -61,6 +66,20 @@ DEFAULT_PROTOCOL = _protocol.DEFAULT.name
 #: interval, and the per-category means; `full` adds the naive standard error and every
 #: category's clustered error and interval.
 UNCERTAINTY_LEVELS: tuple[str, ...] = ("default", "full")
+
+#: `context=agent`: the model under test reads the history session by session and keeps its own
+#: memory (docs/agent_memory.md); its knobs are the `agent_*` options below.
+AGENT_CONTEXT = "agent"
+#: What the model keeps its memory in: Inspect's memory tool (`/memories` files), its context
+#: compacted by an Inspect strategy, both, or the tools of an MCP memory server.
+AGENT_MEMORY_MODES: tuple[str, ...] = ("files", "compaction", "files+compaction", "mcp")
+#: Inspect's compaction strategies, by the name `agent_compaction` takes.
+AGENT_COMPACTIONS: tuple[str, ...] = ("auto", "summary", "trim", "edit", "native")
+#: The agent knobs' defaults where none is given.
+AGENT_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {"agent_memory": "files", "agent_steps": 8, "agent_compaction": "auto", "agent_window": 16000}
+)
+_AGENT_LM_EVAL = "lm-eval has no tool loop, so it has no context=agent (docs/lm-eval.md)"
 
 _JUDGE_LM_EVAL = (
     "not an lm-eval option: lm-eval runs are judged afterwards (python -m memevals.tools.judge)"
@@ -201,6 +220,62 @@ OPTIONS: Mapping[str, Option] = _options(
         doc_default=False,
     ),
     Option(
+        "agent_memory",
+        "str | None",
+        None,
+        "context=agent only: where the model keeps its memory, {values} (default {default}; "
+        "docs/agent_memory.md).",
+        "memory",
+        values=AGENT_MEMORY_MODES,
+        lm_eval=None,
+        lm_eval_note=_AGENT_LM_EVAL,
+        doc_default=AGENT_DEFAULTS["agent_memory"],
+    ),
+    Option(
+        "agent_steps",
+        "int | None",
+        None,
+        "context=agent only: the model's tool-calling rounds per session and per answer "
+        "(default {default}).",
+        "memory",
+        lm_eval=None,
+        lm_eval_note=_AGENT_LM_EVAL,
+        doc_default=AGENT_DEFAULTS["agent_steps"],
+    ),
+    Option(
+        "agent_compaction",
+        "str | None",
+        None,
+        "agent_memory=compaction or files+compaction: Inspect's strategy, {values} (default "
+        "{default}).",
+        "memory",
+        values=AGENT_COMPACTIONS,
+        lm_eval=None,
+        lm_eval_note=_AGENT_LM_EVAL,
+        doc_default=AGENT_DEFAULTS["agent_compaction"],
+    ),
+    Option(
+        "agent_window",
+        "int | None",
+        None,
+        "agent_memory=compaction or files+compaction: the context size in tokens that "
+        "triggers compaction (default {default}).",
+        "memory",
+        lm_eval=None,
+        lm_eval_note=_AGENT_LM_EVAL,
+        doc_default=AGENT_DEFAULTS["agent_window"],
+    ),
+    Option(
+        "agent_mcp",
+        "str | None",
+        None,
+        "agent_memory=mcp only: the memory server, a command line (stdio) or an http(s):// "
+        "URL (docs/agent_memory.md).",
+        "memory",
+        lm_eval=None,
+        lm_eval_note=_AGENT_LM_EVAL,
+    ),
+    Option(
         "judge",
         "bool",
         False,
@@ -253,6 +328,12 @@ OPTIONS: Mapping[str, Option] = _options(
         lm_eval_note="lm-eval reports its own aggregates (with <metric>_stderr_clustered)",
     ),
 )
+
+
+#: The agent knobs, in the order task signatures list them.
+AGENT_OPTIONS: tuple[str, ...] = (
+    "agent_memory", "agent_steps", "agent_compaction", "agent_window", "agent_mcp"
+)  # fmt: skip
 
 
 class OptionValueError(ValueError):
@@ -445,6 +526,13 @@ def options_from(
     """
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not an options dataclass")
+    if values.get("context") == AGENT_CONTEXT:
+        # the Inspect tasks take context=agent out before their options are read
+        # (memevals.core.agent_memory.host_values): what reaches here is lm-eval's --metadata
+        raise OptionValueError(
+            f"{where}: context={AGENT_CONTEXT} needs a tool loop, which lm-eval does not have; "
+            "run it with Inspect (docs/lm-eval.md#no-agent-mode)"
+        )
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls) if f.init]
     memory_field = next((n for n in names if hints.get(n) is MemoryOptions), None)

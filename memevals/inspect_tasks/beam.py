@@ -14,6 +14,7 @@ from memevals.benchmarks.beam.rubric_judge import check_posthoc, judge_question
 from memevals.benchmarks.beam.samples import MEMEVALS_JUDGE_MAX_TOKENS, BeamOptions
 from memevals.core.options import options_from
 from memevals.core.protocol import DEFAULT
+from memevals.inspect_tasks import agent_memory as agent_mode
 from memevals.inspect_tasks import common
 from memevals.inspect_tasks.adapters import aggregate_metric, grader_score
 from memevals.inspect_tasks.memory_system import memory_system
@@ -41,7 +42,7 @@ def beam_judge(
     return grader_score(judge)
 
 
-@common.memevals_task(option_values={"context": CONTEXT_MODES, "retrieval_unit": RETRIEVAL_UNITS})
+@common.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
 def beam(
     size: str = BeamOptions.size,
     categories: str | None = None,
@@ -62,6 +63,11 @@ def beam(
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = None,
     memory_answers: bool | None = None,
+    agent_memory: str | None = None,
+    agent_steps: int | None = None,
+    agent_compaction: str | None = None,
+    agent_window: int | None = None,
+    agent_mcp: str | None = None,
 ) -> Task:
     """BEAM's probing questions, each answer judged against its rubric by the grader role.
 
@@ -73,11 +79,14 @@ def beam(
         data_dir: folder holding beam/chats/... (and upstream/BEAM/...); over MEMEVALS_DATA_DIR.
         verify_checksum: check every file's git blob id (false: read a same-schema copy as is).
     """
-    options = options_from(BeamOptions, locals(), where="beam")
-    build = samples.build(options)
+    given = dict(locals())
+    agent = agent_mode.options_of(given)
+    options = options_from(BeamOptions, agent_mode.host_values(given), where="beam")
+    build, subject = agent_mode.split(samples.build(options), agent)
     scorers = [beam_judge(**samples.judge_args(options)), prompt_tokens()]
     scorers += [memory_system()] if build.subject is not None else []
-    return common.task_from_build(build, scorers, name="beam")
+    built = common.task_from_build(build, scorers, name="beam")
+    return agent_mode.agent_task(built, subject, agent, memory_cache is not False)
 
 
 def posthoc_scorers(

@@ -15,6 +15,7 @@ from memevals.core.memory_options import MemoryOptions as _M
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.options import options_from
 from memevals.core.protocol import DEFAULT, MEMEVALS, OFFICIAL
+from memevals.inspect_tasks import agent_memory as agent_mode
 from memevals.inspect_tasks import common, retrieval
 from memevals.inspect_tasks import official_scorer as upstream
 from memevals.inspect_tasks.answer import answer_scorer
@@ -45,7 +46,7 @@ def evidence_recall() -> Scorer:
     return retrieval.recall_scorer(evidence_recall_rule)
 
 
-@common.memevals_task(option_values={"context": CONTEXT_MODES, "retrieval_unit": RETRIEVAL_UNITS})
+@common.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
 def locomo(
     categories: str | None = _O.categories,
     context: str = _M.context,
@@ -66,6 +67,11 @@ def locomo(
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = _M.memory_cache,
     memory_answers: bool | None = _M.memory_answers,
+    agent_memory: str | None = None,
+    agent_steps: int | None = None,
+    agent_compaction: str | None = None,
+    agent_window: int | None = None,
+    agent_mcp: str | None = None,
     protocol: str = DEFAULT.name,
     uncertainty: str = _O.uncertainty,
 ) -> Task:
@@ -79,13 +85,16 @@ def locomo(
         data_dir: folder holding locomo/locomo10.json (overrides MEMEVALS_DATA_DIR).
         gold: original (the official answers) or audited (locomo-audit's corrections).
     """
-    options = options_from(_O, locals(), where="locomo")
+    given = dict(locals())
+    agent = agent_mode.options_of(given)
+    options = options_from(_O, agent_mode.host_values(given), where="locomo")
     official, runs = locomo_official_judge, options.judge_runs
     judges = [upstream.protocol_judge(options.protocol, runs, official)] if options.judge else []
-    build = samples.build(options)
+    build, subject = agent_mode.split(samples.build(options), agent)
     recall = retrieval.retrieval_scorers_for(build, evidence_recall())
     scorers = [locomo_f1_scorer(), *recall, *judges, retrieval.prompt_tokens()]
-    return common.task_from_build(build, scorers, name="locomo")
+    built = common.task_from_build(build, scorers, name="locomo")
+    return agent_mode.agent_task(built, subject, agent, options.memory.memory_cache is not False)
 
 
 __all_tasks__ = common.declared_tasks(locomo)

@@ -12,6 +12,7 @@ from memevals.benchmarks.locomo.memory import CONTEXT_MODES, RETRIEVAL_UNITS
 from memevals.benchmarks.locomo_plus import data, official_judge, prompts, samples, scoring
 from memevals.core.memory_options import MemoryOptions as _M
 from memevals.core.options import options_from
+from memevals.inspect_tasks import agent_memory as agent_mode
 from memevals.inspect_tasks import common, retrieval
 from memevals.inspect_tasks import sample_kinds as kinds
 from memevals.inspect_tasks.judge_scorer import judge_runs_args
@@ -49,7 +50,7 @@ locomo_plus_judge = kinds.judge_scorer(
 )
 
 
-@common.memevals_task(option_values={"context": CONTEXT_MODES, "retrieval_unit": RETRIEVAL_UNITS})
+@common.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
 def locomo_plus(
     categories: str | None = _O.categories,
     disclose_task: bool = _O.disclose_task,
@@ -73,20 +74,28 @@ def locomo_plus(
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = _M.memory_cache,
     memory_answers: bool | None = _M.memory_answers,
+    agent_memory: str | None = None,
+    agent_steps: int | None = None,
+    agent_compaction: str | None = None,
+    agent_window: int | None = None,
+    agent_mcp: str | None = None,
     protocol: str = _O.protocol.name,
     uncertainty: str = _O.uncertainty,
 ) -> Task:
     """LoCoMo-Plus: LoCoMo's 1,986 questions and 401 cognitive cue-trigger samples. Options
     beyond the shared ones (categories, disclose_task, gap_fix, ...): README.md#parameters."""
-    options = options_from(_O, locals(), where="locomo_plus")
+    given = dict(locals())
+    agent = agent_mode.options_of(given)
+    options = options_from(_O, agent_mode.host_values(given), where="locomo_plus")
     runs = judge_runs_args(options.judge_runs)
     judge = locomo_plus_judge(max_tokens=options.judge_max_tokens, **runs)
-    build = samples.build(options)
+    build, subject = agent_mode.split(samples.build(options), agent)
     wanted = build.metadata["categories"]
     questions, cognitive = wanted != [COGNITIVE], COGNITIVE in wanted
     recall = [*RETRIEVAL] * questions + [cue_recall] * cognitive + [memory_system]
     scorers = [judge, *[locomo_plus_f1()] * questions, *(s() for s in recall if build.subject)]
-    return common.task_from_build(build, scorers, name="locomo_plus")
+    built = common.task_from_build(build, scorers, name="locomo_plus")
+    return agent_mode.agent_task(built, subject, agent, options.memory.memory_cache is not False)
 
 
 __all_tasks__ = common.declared_tasks(locomo_plus)

@@ -12,6 +12,7 @@ from memevals.benchmarks.longmemeval.memory import CONTEXT_MODES, RETRIEVAL_UNIT
 from memevals.benchmarks.longmemeval.samples import JUDGE_MAX_TOKENS, LongMemEvalOptions
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import options_from
+from memevals.inspect_tasks import agent_memory as agent_mode
 from memevals.inspect_tasks import common, judge_scorer, notes, scorer_parts
 from memevals.inspect_tasks.adapters import aggregate_metric
 from memevals.inspect_tasks.memory_system import memory_system
@@ -50,7 +51,7 @@ def longmemeval_retrieval() -> Scorer:
 
 @common.memevals_task(
     option_defaults={"max_context_tokens": "context_window - max_tokens - 1000"},
-    option_values={"context": CONTEXT_MODES, "retrieval_unit": RETRIEVAL_UNITS},
+    option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS),
 )
 def longmemeval(
     variant: str = _O.variant,
@@ -76,19 +77,32 @@ def longmemeval(
     memory_args: str | dict[str, Any] | None = None,
     memory_cache: bool | None = _M.memory_cache,
     memory_answers: bool | None = _M.memory_answers,
+    agent_memory: str | None = None,
+    agent_steps: int | None = None,
+    agent_compaction: str | None = None,
+    agent_window: int | None = None,
+    agent_mcp: str | None = None,
     protocol: str = _O.protocol.name,
     uncertainty: str = _O.uncertainty,
 ) -> Task:
     """LongMemEval's 500 questions (oracle, S or M histories), judged per question type by the
     grader role; its own options (variant, categories, chain_of_note, ...): README#parameters."""
-    options = options_from(LongMemEvalOptions, locals(), where="longmemeval", aliases=_ALIASES)
-    build = samples.build(options)
+    given = dict(locals())
+    agent = agent_mode.options_of(given)
+    if agent is not None and chain_of_note:
+        raise ValueError("chain_of_note does not apply with context=agent")
+    host = agent_mode.host_values(given)
+    options = options_from(LongMemEvalOptions, host, where="longmemeval", aliases=_ALIASES)
+    lme = samples.build(options)
+    build, subject = agent_mode.split(lme, agent)
     scorers = [longmemeval_judge(judge_max_tokens, **judge_scorer.judge_runs_args(judge_runs))]
     scorers += [] if chain_of_note else [prompt_tokens()]
     scorers += [longmemeval_retrieval()] if build.subject or context == "rag" else []
     scorers += [memory_system()] if build.subject else []
     task = common.task_from_build(build, scorers, name="longmemeval")
-    return notes.with_notes(task, build.note_plans, note_max_tokens) if chain_of_note else task
+    if agent is not None:
+        return agent_mode.agent_task(task, subject, agent, memory_cache is not False)
+    return notes.with_notes(task, lme.note_plans, note_max_tokens) if chain_of_note else task
 
 
 __all_tasks__ = common.declared_tasks(longmemeval)
