@@ -18,7 +18,7 @@ from typing import Any
 from memevals.core.memory_harness import MemorySubject
 from memevals.core.prompt_item import PromptItem
 
-__all__ = ["Build", "Generation"]
+__all__ = ["Build", "Generation", "SampleNote"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,18 @@ class Generation:
 
     max_tokens: int | None = None
     temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class SampleNote:
+    """A warning about some samples only, said once per run when the first of them runs (not
+    when the task is built: a run that `--limit` or `--sample-id` keeps them out of stays
+    quiet)."""
+
+    #: the warning, one line
+    message: str
+    #: the ids of the samples it concerns
+    samples: frozenset[str]
 
 
 def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -49,10 +61,13 @@ class Build:
     subject: MemorySubject | None = None
     #: the dataset's name in the log (default: the benchmark's)
     dataset: str = ""
+    #: warnings about some samples, said once per run when the first of them runs
+    notes: tuple[SampleNote, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "items", tuple(self.items))
         object.__setattr__(self, "metadata", _frozen(self.metadata))
+        object.__setattr__(self, "notes", tuple(self.notes))
 
     @classmethod
     def of(
@@ -64,6 +79,7 @@ class Build:
         temperature: float | None = None,
         subject: MemorySubject | None = None,
         dataset: str = "",
+        notes: Sequence[SampleNote] = (),
     ) -> Build:
         """A Build from its parts, the generation settings given flat.
 
@@ -74,6 +90,7 @@ class Build:
             temperature: the reader's temperature (None: the run's).
             subject: the memory system under test, if any.
             dataset: the dataset's name in the log.
+            notes: warnings about some samples (`SampleNote`).
 
         Returns:
             The Build.
@@ -84,4 +101,5 @@ class Build:
             generation=Generation(max_tokens=max_tokens, temperature=temperature),
             subject=subject,
             dataset=dataset,
+            notes=tuple(notes),
         )

@@ -18,6 +18,7 @@ from inspect_ai.scorer import Scorer
 
 from memevals.core.build import Build
 from memevals.core.prompt_item import PromptItem
+from memevals.inspect_tasks.run_notes import run_notes
 
 __all__ = [
     "task_from_build",
@@ -54,7 +55,9 @@ def to_dataset(items: Iterable[PromptItem], name: str) -> MemoryDataset:
 def task_from_build(build: Build, scorers: Sequence[Scorer], *, name: str) -> Task:
     """The Inspect task of one benchmark build: its items as the dataset, the memory system's
     solvers when a run names one, the scorers, the reader's generation settings and the run's
-    log metadata, all from the build (its version is the record's, set at registration).
+    log metadata, all from the build (its version is the record's, set at registration). Its
+    setup step says the build's notes and a prompt too long for a local model's window, once
+    per run (memevals.inspect_tasks.run_notes).
 
     Args:
         build: what the benchmark's `samples.build(options)` returned.
@@ -69,6 +72,7 @@ def task_from_build(build: Build, scorers: Sequence[Scorer], *, name: str) -> Ta
     generation = build.generation
     return Task(
         dataset=to_dataset(build.items, build.dataset or name),
+        setup=run_notes(build.notes),
         solver=solver_chain(build.subject),
         scorer=list(scorers),
         config=GenerateConfig(max_tokens=generation.max_tokens, temperature=generation.temperature),

@@ -40,7 +40,7 @@ from memevals.benchmarks.locomo.prompts import (
     check_adversarial,
     parse_categories,
 )
-from memevals.core.build import Build
+from memevals.core.build import Build, SampleNote
 from memevals.core.memory_harness import MemoryRun, MemorySubject, Rendered, Renderer, Retrieval
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import History, MemoryQuery
@@ -64,6 +64,7 @@ __all__ = [
     "strategy_fields",
     "task_metadata",
     "tokens_after_turns",
+    "unmatched_evidence_note",
 ]
 
 logger = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ def build(options: LocomoOptions) -> Build:
         summary |= subject.settings()
     digests = texts.digests() if texts is not None else None
     log = summary | {"gold": gold.log} | protocol_log(protocol, digests)
+    note = unmatched_evidence_note(out)
     return Build.of(
         [one_message(i) for i in out],
         task_metadata(options, log),
@@ -132,6 +134,7 @@ def build(options: LocomoOptions) -> Build:
         temperature=protocol.temperature,  # upstream answers at 0; memevals leaves it to the run
         subject=subject,
         dataset="locomo",
+        notes=() if note is None else (note,),
     )
 
 
@@ -400,6 +403,31 @@ def evidence_distance(
     return out
 
 
+def unmatched_evidence_note(items: Iterable[PromptItem]) -> SampleNote | None:
+    """The warning of a retrieving run about the questions whose evidence ids match no dialog
+    turn (such an id can never be retrieved), said when the first of them runs; None when no
+    item has one.
+
+    Args:
+        items: the annotated items (`annotate_items`: their `unmatched_evidence`).
+
+    Returns:
+        The note, or None.
+    """
+    unmatched = {i.id: list(i.metadata.get("unmatched_evidence") or ()) for i in items}
+    unmatched = {k: v for k, v in unmatched.items() if v}
+    if not unmatched:
+        return None
+    listed = ", ".join(f"{k} {'/'.join(v)}" for k, v in unmatched.items())
+    return SampleNote(
+        "LoCoMo: this run asks a question whose evidence ids match no dialog turn and can "
+        f"never be retrieved ({sum(map(len, unmatched.values()))} id(s) in "
+        f"{len(unmatched)} question(s): {listed}); each sample's metadata "
+        "'unmatched_evidence' lists its own",
+        frozenset(unmatched),
+    )
+
+
 def annotate_items(
     items: Iterable[PromptItem],
     conversations: Iterable[Conversation],
@@ -409,7 +437,8 @@ def annotate_items(
 
     Returns the new items and a summary for the task log: the strategy's settings, the token
     counter, total prompt tokens, index builds, and the number of evidence ids matching no turn
-    (also logged as a warning, so they are never dropped silently).
+    and the questions that have them (a run whose questions include one says so:
+    `unmatched_evidence_note`).
     """
     by_id = {c.sample_id: c for c in conversations}
     context_tokens: dict[str, int] = {}
@@ -448,13 +477,4 @@ def annotate_items(
     if memory.retrieves:
         summary["unmatched_evidence_count"] = unmatched_total
         summary["unmatched_evidence_samples"] = unmatched_samples
-        if unmatched_total:
-            logger.warning(
-                "LoCoMo: %d evidence id(s) in %d question(s) match no dialog turn and can never "
-                "be retrieved (%s); they are listed in each sample's metadata "
-                "'unmatched_evidence'",
-                unmatched_total,
-                len(unmatched_samples),
-                ", ".join(unmatched_samples),
-            )
     return out, summary

@@ -27,6 +27,7 @@ from memevals.benchmarks.locomo.samples import (
     protocol_log,
     question_query,
     strategy_fields,
+    unmatched_evidence_note,
 )
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE, load_locomo_plus
 from memevals.benchmarks.locomo_plus.memory import (
@@ -180,6 +181,7 @@ def build(options: LocomoPlusOptions) -> Build:
         log |= subject.settings()
     digests = texts.digests() if texts else None
     log |= {"gold": gold.log} | protocol_log(options.protocol.name, digests)
+    note = unmatched_evidence_note(locomo_items)
     return Build.of(
         [one_message(i) for i in ordered],
         task_metadata(options, wanted, log),
@@ -187,6 +189,7 @@ def build(options: LocomoPlusOptions) -> Build:
         temperature=DEFAULT_TEMPERATURE,
         subject=subject,
         dataset="locomo_plus",
+        notes=() if note is None else (note,),
     )
 
 
