@@ -1,6 +1,7 @@
 """What a run will cost, before any model is called.
 
-    python -m memevals.tools.estimate TASK [-T name=value ...] [--price-in X --price-out Y]
+    memevals-estimate TASK [-T name=value ...] [--price-in X --price-out Y]
+    python -m memevals.tools.estimate ...      # the same command
 
 The task is built exactly as `inspect eval` builds it (same registry, same `-T` arguments), and
 each sample's chat messages are counted offline with the project's token counter
@@ -44,10 +45,13 @@ Accounting rules (stated because a bill depends on them):
 from __future__ import annotations
 
 import argparse
+import difflib
+import math
 import statistics
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task
@@ -240,13 +244,24 @@ def build_task(name: str, args: Mapping[str, Any]) -> Task:
     fn = fns.get(name)
     if fn is None:
         bare = sorted(n for n in fns if "/" not in n)
-        raise ValueError(f"unknown task {name!r}; memevals tasks: {', '.join(bare)}")
+        raise ValueError(
+            f"unknown task {name!r}{_closest(name, bare)}; memevals tasks: {', '.join(bare)}"
+        )
     # the same check (and message) as `inspect eval -T`, before anything is loaded
     check_task_options(name, args, task_options(fn))
     task = fn(**args)
     if not isinstance(task, Task):  # pragma: no cover - every registered task returns a Task
         raise TypeError(f"{name} did not build a Task")
     return task
+
+
+def _closest(name: str, known: Sequence[str]) -> str:
+    """` (did you mean 'locomo_plus'?)` for the task or benchmark name closest to `name` (its
+    `memevals/` prefix and dashes for underscores forgiven), else ""."""
+    wanted = name.removeprefix("memevals/").replace("-", "_").lower()
+    names = {n.lower(): n for n in [*known, *records()]}
+    close = [names[wanted]] if wanted in names else difflib.get_close_matches(wanted, names, n=1)
+    return f" (did you mean {names.get(close[0], close[0])!r}?)" if close else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,7 +413,45 @@ def estimate(
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.2f} %"
+    """A share as a percentage: two decimals, or two significant digits for a share too small
+    for them (`0.0042 %`), never `0.00 %` for a share that is not zero."""
+    percent = 100 * x
+    if percent == 0 or abs(percent) >= 0.01:
+        return f"{percent:.2f} %"
+    return f"{percent:.2g} %"
+
+
+def dollars(amount: float) -> str:
+    """A cost in dollars: cents, or for less than a dollar enough digits to show two significant
+    ones (`$0.0031`, not `$0.00`).
+
+    Args:
+        amount: dollars.
+
+    Returns:
+        The text.
+    """
+    if amount == 0 or abs(amount) >= 1:
+        return f"${amount:,.2f}"
+    digits = max(2, 1 - math.floor(math.log10(abs(amount))))
+    return f"${amount:.{digits}f}"
+
+
+def prog_name(argv0: str, module: str) -> str:
+    """The command as it was run: a console script by its name (`memevals-estimate`), else
+    `python -m <module>`.
+
+    Args:
+        argv0: `sys.argv[0]`.
+        module: the module run with `-m`.
+
+    Returns:
+        The name the usage line shows.
+    """
+    name = Path(argv0).name
+    if not name or name.endswith(".py") or name in ("-c", "-m"):
+        return f"python -m {module}"
+    return name
 
 
 def report(
@@ -439,8 +492,8 @@ def report(
         saved = 1 - costs.with_cache / costs.without_cache if costs.without_cache else 0.0
         lines += [
             f"cost at ${price_in or 0:g}/M input, ${price_out or 0:g}/M output:",
-            f"  without caching: ${costs.without_cache:,.2f}",
-            f"  with caching:    ${costs.with_cache:,.2f} (cached input at {cached_ratio:g}x, "
+            f"  without caching: {dollars(costs.without_cache)}",
+            f"  with caching:    {dollars(costs.with_cache)} (cached input at {cached_ratio:g}x, "
             f"{costs.written_tokens:,} tokens written at {write_ratio:g}x; saves {_pct(saved)})",
         ]
     for calls in est.grader_calls:
@@ -465,7 +518,7 @@ def report(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memevals.tools.estimate",
+        prog=prog_name(sys.argv[0], "memevals.tools.estimate"),
         description="Count a task's input tokens, the share a prompt cache can reuse, and the "
         "cost, without calling any model.",
     )
