@@ -58,7 +58,9 @@ from memevals.core.criteria_judge import (
     parse_verdict,
     repair_message,
 )
+from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.inspect_tasks.common import count, uncertainty_metrics
+from memevals.inspect_tasks.inspect_internals import as_prerequisite_error
 
 __all__ = [
     "GRADER_ROLE",
@@ -67,6 +69,7 @@ __all__ = [
     "judge_runs_args",
     "llm_judge",
     "majority_label",
+    "other_protocol",
     "repeated_judging",
 ]
 
@@ -126,6 +129,28 @@ def grader_model() -> tuple[Model, bool]:
             model,
         )
     return model, not bound
+
+
+def other_protocol(scorer_name: str, sample_id: object, built: str, use: str) -> Exception:
+    """The refusal of a scorer asked to judge a sample of the other protocol: one line on
+    `inspect score`'s screen (Inspect's prerequisite error), still a ValueError in-process.
+
+    Args:
+        scorer_name: the scorer asked (`memevals/llm_judge`).
+        sample_id: the first sample it met.
+        built: the protocol the sample was built under.
+        use: the scorer of that protocol, which the message names as the fix.
+
+    Returns:
+        The error to raise.
+    """
+    text = (
+        f"{scorer_name}: sample {sample_id} was built under protocol={built}, which "
+        f"{scorer_name} does not judge: re-judge the log with --scorer {use}"
+    )
+    from rich.markup import escape
+
+    return as_prerequisite_error(ValueError(text), f"[bold]Error[/bold]: {escape(text)}")
 
 
 def judge_runs_args(judge_runs: int) -> dict[str, Any]:
@@ -290,6 +315,11 @@ def _judge_input(
 ) -> tuple[JudgeInput, str, str]:
     """The sample's judge input (its criterion under `criteria`, the mapped prediction), the
     judge's prompt and the name of the prediction map applied."""
+    if OFFICIAL_JUDGE_KEY in state.metadata:
+        # upstream's judge request: an official sample, never judged by memevals' criteria
+        raise other_protocol(
+            "memevals/llm_judge", state.sample_id, "official", "memevals/official_judge"
+        )
     judge_md = state.metadata.get("judge")
     if not isinstance(judge_md, Mapping):
         raise ValueError(

@@ -29,7 +29,12 @@ from inspect_ai.solver import TaskState
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.protocol import OFFICIAL, Protocol
 from memevals.inspect_tasks.common import count, uncertainty_metrics
-from memevals.inspect_tasks.judge_scorer import grader_model, judge_runs_args, llm_judge
+from memevals.inspect_tasks.judge_scorer import (
+    grader_model,
+    judge_runs_args,
+    llm_judge,
+    other_protocol,
+)
 
 __all__ = [
     "judge_officially",
@@ -133,9 +138,9 @@ def official_judge_score(prediction: Prediction | None = None) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         request = official_request(state)
         if request is None:
-            raise ValueError(
-                f"sample {state.sample_id}: no metadata[{OFFICIAL_JUDGE_KEY!r}]; the sample was "
-                f"not built under protocol={OFFICIAL.name} (use memevals/llm_judge)"
+            built = str(state.metadata.get("protocol") or "memevals")
+            raise other_protocol(
+                "memevals/official_judge", state.sample_id, built, "memevals/llm_judge"
             )
         reply = None if prediction is None else prediction(state.output.completion, state.metadata)
         return await judge_officially(state, request, reply=reply)

@@ -81,6 +81,15 @@ class SamplesError(ValueError):
     """An lm-eval samples file that this command cannot use (names file, line and field)."""
 
 
+class JudgingError(RuntimeError):
+    """The grader could not be built or the judging run failed (one line: the cause, the log)."""
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading lm-eval's --log_samples output
 
@@ -399,7 +408,11 @@ def _grader_model(
         cache=CachePolicy(expiry=None) if cache else None,
     )
     if not isinstance(grader, Model):
-        return get_model(grader, config=config, **(grader_args or {}))
+        try:
+            return get_model(grader, config=config, **(grader_args or {}))
+        except Exception as exc:  # an unknown provider, a missing package or key: Inspect's words
+            why = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            raise JudgingError(f"--grader {grader}: {_one_line(str(why))}") from exc
     if cache:
         grader.config = grader.config.merge(config)
     return grader
@@ -469,8 +482,11 @@ def judge_samples(
             display=display,  # type: ignore[arg-type]
         )
         if log.status != "success":
-            reason = log.error.message if log.error is not None else log.status
-            raise RuntimeError(f"{benchmark}: judging failed: {reason} (log: {log.location})")
+            reason = _one_line(log.error.message) if log.error is not None else log.status
+            raise JudgingError(
+                f"{benchmark}: judging with {grader_model} failed: {reason} "
+                f"(log: {log.location})"
+            )
         run = JudgeRun(benchmark, log, aggregate_table(log), verdict_rows(log))
         summary = {
             "benchmark": benchmark,
@@ -578,6 +594,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SamplesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except JudgingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     for run in runs:
         print(format_table(run))
         print()

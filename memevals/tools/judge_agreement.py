@@ -149,9 +149,20 @@ def _pick(names: list[str], wanted: str | None, location: str, which: str) -> st
     return names[0]
 
 
+def _read_log(path: str) -> EvalLog:
+    """The Inspect log at `path`; ValueError in one line naming it when it is none."""
+    try:
+        return read_eval_log(path)
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # Inspect's reader raises what its format parser raises
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise ValueError(f"{path}: not an Inspect log ({reason[:200]})") from exc
+
+
 def _logs_and_scores(args: argparse.Namespace) -> tuple[EvalLog, EvalLog, str, str]:
     """The two logs and the judge score compared in each (one log: its two judge scores)."""
-    log_a = read_eval_log(args.log_a)
+    log_a = _read_log(args.log_a)
     names_a = judge_score_names(log_a)
     if args.log_b is None:
         if args.scorer_a is None and args.scorer_b is None and len(names_a) != 2:
@@ -163,7 +174,7 @@ def _logs_and_scores(args: argparse.Namespace) -> tuple[EvalLog, EvalLog, str, s
         score_b = args.scorer_b or names_a[1]
         log_b, names_b = log_a, names_a
     else:
-        log_b = read_eval_log(args.log_b)
+        log_b = _read_log(args.log_b)
         names_b = judge_score_names(log_b)
         score_a = _pick(names_a, args.scorer_a, args.log_a, "a")
         score_b = _pick(names_b, args.scorer_b, args.log_b, "b")
