@@ -9,9 +9,9 @@ such import here is guarded.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
-import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -21,9 +21,10 @@ __all__ = [
     "InspectInternalsWarning",
     "appended_suffix",
     "as_prerequisite_error",
-    "counts_as_integers",
-    "integral_counts_on_screen",
-    "leave_out_empty_metrics",
+    "inspect_results",
+    "is_own_metric",
+    "own_metric",
+    "own_results",
     "parse_cli_args",
     "register_task",
     "short_metric_names",
@@ -36,8 +37,8 @@ class InspectInternalsError(RuntimeError):
 
 
 class InspectInternalsWarning(UserWarning):
-    """A display or naming refinement memevals makes to Inspect is off: this Inspect version
-    changed the internal it builds on (Inspect's own behaviour is kept)."""
+    """A refinement memevals makes to its own results is off: this Inspect version changed the
+    internal it builds on (Inspect's own behaviour is kept)."""
 
 
 def _missing(name: str, exc: ImportError) -> InspectInternalsError:
@@ -91,41 +92,101 @@ def parse_cli_args(pairs: Sequence[str]) -> dict[str, Any]:
     return inspect_parse_cli_args(list(pairs))
 
 
-_LEFT_OUT_MARK = "_memevals_leaves_out_undefined"
+_OWN_MARK = "_memevals_metric"
+_ADJUSTED_MARK = "_memevals_adjusts_own_results"
 
 
-def leave_out_empty_metrics() -> None:
-    """Make a metric over no scored samples give no row instead of NaN.
+def own_metric(metric: Any) -> Any:
+    """Mark `metric` (an instance a memevals scorer declares, such as Inspect's own `mean()`)
+    as memevals', so `own_results` treats its figures as memevals' own.
 
-    When every sample of a score is unscored (a grader that never gives a readable verdict),
-    Inspect calls each metric on no scores and, for anything but a non-empty mapping, logs and
-    shows NaN. memevals leaves an undefined figure out (as its uncertainty metrics do when
-    fewer than two clusters are present); the score's `unscored_samples` and memevals' `count`
-    of unscored samples still say what happened. The NaN a metric returns on no scores becomes
-    no row and NaN entries of a mapping are dropped; every other value is Inspect's.
+    Args:
+        metric: the metric instance.
 
-    The same patch names a dict-valued score's rows as a plain score's (`short_metric_names`)
-    and gives the results of a renamed scorer its suffix (`appended_suffix`: `judge1` for a
-    re-judge appended as `llm_judge1`). Idempotent; without those Inspect internals a warning
-    says which refinement is off and Inspect's behaviour stays (NaN rows, Inspect's names).
+    Returns:
+        The same instance.
+    """
+    setattr(metric, _OWN_MARK, True)
+    return metric
+
+
+def is_own_metric(metric: Any) -> bool:
+    """Whether `metric` is memevals': registered by memevals (`memevals/...`) or marked by
+    `own_metric`. Any other metric's figures `own_results` leaves exactly as Inspect gives them.
+
+    Args:
+        metric: a metric instance.
+
+    Returns:
+        True for memevals' metrics.
+    """
+    if getattr(metric, _OWN_MARK, False):
+        return True
+    from inspect_ai.util import registry_info
+
+    try:
+        name = str(registry_info(metric).name)
+    except Exception:  # not a registry object: not memevals'
+        return False
+    return name.startswith("memevals/")
+
+
+def own_results() -> None:
+    """Leave out memevals' undefined figures and name its dict-valued scores' rows as its plain
+    scores' rows, touching no other metric.
+
+    Inspect's public API cannot do either for a dict-valued score (a judge's `judge`,
+    `unscored`, `unclear`): over no scored sample Inspect logs NaN for each of its metrics, and
+    names their rows `memevals/stderr`, `grouped_temporal`. This wraps the two Inspect
+    functions that compute them (`inspect_ai._eval.task.results`'s `empty_metric_value` and
+    `scorers_from_metric_dict`); each wrapper first calls Inspect's own, and changes its
+    result only where the metric is memevals' (`is_own_metric`): NaN over no scored sample
+    becomes no row, a row gets a plain score's name (`short_metric_names`) and a renamed
+    scorer's results its suffix (`appended_suffix`). Any other metric (a task that is not
+    memevals', even in the same run) gets Inspect's value and name unchanged;
+    tests/inspect_tasks/test_good_guest.py checks it. Called when memevals' metrics are made
+    (never by the entry point); idempotent; undone by `inspect_results`. Without those
+    internals a warning says which refinement is off and Inspect's behaviour stays.
     """
     try:
         from inspect_ai._eval.task import results
     except ImportError as exc:
-        _warn_once("leaving out the figures of a score with no scored sample", exc)
+        _warn_once("leaving out memevals' undefined figures", exc)
         return
-    original = getattr(results, "empty_metric_value", None)
-    if original is None:
+    empty = getattr(results, "empty_metric_value", None)
+    dict_scores = getattr(results, "scorers_from_metric_dict", None)
+    if empty is None or dict_scores is None:
         _warn_once(
-            "leaving out the figures of a score with no scored sample",
-            "no inspect_ai._eval.task.results.empty_metric_value",
+            "leaving out memevals' undefined figures and short names for its dict scores",
+            "no empty_metric_value or scorers_from_metric_dict in inspect_ai._eval.task.results",
         )
         return
-    if getattr(original, _LEFT_OUT_MARK, False):
-        return
+    if not getattr(empty, _ADJUSTED_MARK, False):
+        results.empty_metric_value = _empty_value(empty)
+    if not getattr(dict_scores, _ADJUSTED_MARK, False):
+        results.scorers_from_metric_dict = _dict_scores(dict_scores)
 
+
+def inspect_results() -> None:
+    """Undo `own_results`: Inspect's own two functions back in place (where no one replaced
+    them since)."""
+    try:
+        from inspect_ai._eval.task import results
+    except ImportError:
+        return
+    for name in ("empty_metric_value", "scorers_from_metric_dict"):
+        current = getattr(results, name, None)
+        original = getattr(current, "__wrapped__", None)
+        if getattr(current, _ADJUSTED_MARK, False) and original is not None:
+            setattr(results, name, original)
+
+
+def _empty_value(original: Callable[[Any], Any]) -> Any:
+    @functools.wraps(original)
     def empty_metric_value(metric: Any) -> Any:
         value = original(metric)
+        if not is_own_metric(metric):
+            return value
         if isinstance(value, float) and math.isnan(value):
             return {}
         if isinstance(value, Mapping):
@@ -134,48 +195,37 @@ def leave_out_empty_metrics() -> None:
             }
         return value
 
-    setattr(empty_metric_value, _LEFT_OUT_MARK, True)
-    results.empty_metric_value = empty_metric_value
-    _rename_dict_scores(results)
+    setattr(empty_metric_value, _ADJUSTED_MARK, True)
+    return empty_metric_value
 
 
-def _rename_dict_scores(results: Any) -> None:
-    """Patch Inspect's `scorers_from_metric_dict` (module `results`) to name rows as memevals does.
-
-    A dict-valued score's rows get a plain score's names (`short_metric_names`) and a renamed
-    scorer's results get its suffix (`appended_suffix`); without that internal a warning says
-    so and Inspect's names stay.
-    """
-    dict_scores = getattr(results, "scorers_from_metric_dict", None)
-    if dict_scores is None:
-        _warn_once(
-            "short metric names and unique appended score names",
-            "no inspect_ai._eval.task.results.scorers_from_metric_dict",
-        )
-        return
+def _dict_scores(original: Callable[..., Any]) -> Any:
     try:
-        signature = inspect.signature(dict_scores)
+        signature: inspect.Signature | None = inspect.signature(original)
     except (TypeError, ValueError):
         signature = None
 
+    @functools.wraps(original)
     def scorers_from_metric_dict(*args: Any, **kwargs: Any) -> Any:
-        scores = dict_scores(*args, **kwargs)
-        for score in scores:
-            score.metrics = short_metric_names(score.metrics)
+        scores = original(*args, **kwargs)
         try:
             bound = signature.bind(*args, **kwargs).arguments if signature else {}
-            suffix = appended_suffix(
-                str(bound["scorer_name"]), str(bound["scorer_info"].name)
-            )
+            metrics = bound["metrics"]
+            own = any(is_own_metric(m) for ms in metrics.values() for m in ms)
+            suffix = appended_suffix(str(bound["scorer_name"]), str(bound["scorer_info"].name))
         except (KeyError, TypeError, AttributeError) as exc:
-            _warn_once("unique names for appended scores", f"scorers_from_metric_dict: {exc}")
+            _warn_once("short names for memevals' dict scores", f"scorers_from_metric_dict: {exc}")
             return scores
-        if suffix:
-            for score in scores:
+        if not own:
+            return scores
+        for score in scores:
+            score.metrics = short_metric_names(score.metrics)
+            if suffix:
                 score.name = f"{score.name}{suffix}"
         return scores
 
-    results.scorers_from_metric_dict = scorers_from_metric_dict
+    setattr(scorers_from_metric_dict, _ADJUSTED_MARK, True)
+    return scorers_from_metric_dict
 
 
 def appended_suffix(scorer_name: str, registered: str) -> str:
@@ -221,92 +271,6 @@ def short_metric_names(metrics: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-#: The memevals metrics that sum 0/1 flags or counts (`common.count`, `common.total`).
-COUNT_METRICS = frozenset({"count", "total"})
-_INTEGRAL_MARK = "_memevals_prints_counts_as_integers"
-
-
-class _Integral(float):
-    """A count's value that formats as an integer (`4`, with `,` grouping when asked for),
-    whatever number format the display applies, and equals the float it holds."""
-
-    def __format__(self, spec: str) -> str:
-        return format(int(self), "," if "," in spec else "")
-
-
-def _is_count(metric: Any) -> bool:
-    value = metric.value
-    return (
-        getattr(metric, "group", None) is None
-        and str(metric.name).rsplit("/", 1)[-1] in COUNT_METRICS
-        and isinstance(value, int | float)
-        and math.isfinite(value)
-        and float(value).is_integer()
-    )
-
-
-def counts_as_integers(scores: Sequence[Any]) -> list[Any]:
-    """Copies of Inspect's `EvalScore`s whose integral count metrics print as integers.
-
-    A count (a `count` or `total` metric with an integral value) formats as `4` wherever a
-    display applies a float format such as `.3f`; every other value, and the logged results,
-    are unchanged.
-
-    Args:
-        scores: the scores as logged (`EvalResults.scores`).
-
-    Returns:
-        The scores to draw.
-    """
-    out = []
-    for score in scores:
-        metrics = {
-            key: (
-                m.model_copy(update={"value": _Integral(m.value)}) if _is_count(m) else m
-            )
-            for key, m in score.metrics.items()
-        }
-        out.append(score.model_copy(update={"metrics": metrics}))
-    return out
-
-
-def integral_counts_on_screen() -> None:
-    """Make Inspect's score summary print a count as `4`, not `4.000`.
-
-    Inspect's closing summary (`inspect eval`) and `inspect score`'s summary format every metric
-    value with `.3f`; memevals' counts (unscored samples, images sent, tokens) are integers.
-    The summary is drawn from copies whose counts format as integers; every other figure keeps
-    Inspect's format and the log is untouched. Idempotent; if this Inspect version moved the
-    summary's renderer, a warning says so and Inspect's format stays.
-    """
-    try:
-        from inspect_ai._display.core import results as display
-    except ImportError as exc:
-        _warn_once("integral counts on the run screen", exc)
-        return
-    original = getattr(display, "task_scores", None)
-    if original is None:
-        _warn_once("integral counts on the run screen", "no task_scores in its display")
-        return
-    if getattr(original, _INTEGRAL_MARK, False):
-        return
-
-    def task_scores(scores: list[Any], *args: Any, **kwargs: Any) -> Any:
-        try:
-            drawn = counts_as_integers(scores)
-        except Exception as exc:  # an EvalScore/EvalMetric of another shape: Inspect's format
-            _warn_once("integral counts on the run screen", f"{type(exc).__name__}: {exc}")
-            drawn = scores
-        return original(drawn, *args, **kwargs)
-
-    setattr(task_scores, _INTEGRAL_MARK, True)
-    display.task_scores = task_scores
-    # `inspect score` imported the renderer by name before memevals was loaded
-    cli = sys.modules.get("inspect_ai._cli.score")
-    if cli is not None and getattr(cli, "task_scores", None) is original:
-        setattr(cli, "task_scores", task_scores)  # noqa: B010  (a module's global)
-
-
 _PREREQUISITE_CLASSES: dict[type[Exception], type[Exception]] = {}
 
 
@@ -346,8 +310,3 @@ def as_prerequisite_error(exc: Exception, message: str) -> Exception:
     made.__dict__.update(vars(exc))
     setattr(made, "message", message)  # noqa: B010  (PrerequisiteError's own attribute)
     return made
-
-
-# Installed when this module is first imported, which every memevals task, scorer and tool does
-# before Inspect draws a summary (`inspect eval`, `inspect score`).
-integral_counts_on_screen()

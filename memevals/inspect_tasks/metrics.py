@@ -22,7 +22,7 @@ from inspect_ai.scorer import (
 )
 
 from memevals.core.statistics import CLUSTER_KEY
-from memevals.inspect_tasks.inspect_internals import leave_out_empty_metrics
+from memevals.inspect_tasks.inspect_internals import own_metric, own_results
 
 __all__ = [
     "SCORE_RANGE",
@@ -42,11 +42,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-# A score whose samples are all unscored logs no NaN figures (memevals leaves undefined
-# figures out); installed once, when any memevals task or scorer is loaded.
-leave_out_empty_metrics()
-
 
 def uncertainty_note(level: str) -> dict[str, str]:
     """What the log says about the run's uncertainty figures (Task(metadata=)["uncertainty"]):
@@ -88,6 +83,8 @@ def mark_uncertainty(built: Task, level: str) -> None:
 
 
 def _sum_of_values() -> Metric:
+    own_results()
+
     def compute(scores: list[SampleScore]) -> float:
         return float(sum(s.score.as_float() for s in scores))
 
@@ -115,6 +112,10 @@ total = metric(name="total")(_sum_of_values)
 # - a figure that is undefined (fewer than two clusters, as with `--limit 10`, or samples without
 #   cluster ids) is left out, not shown as NaN: a metric then returns an empty mapping, which
 #   Inspect turns into no row, and the log's messages (level info) say why;
+# - a score none of whose samples is scored (a grader with no readable verdict) shows no
+#   figure: Inspect would log NaN for each metric, which memevals' metrics (and the Inspect
+#   metrics these helpers declare, `own_metric`) leave out (inspect_internals.own_results, which
+#   touches no other metric); the score's `unscored_samples` and `unscored` count say why;
 # - an interval never leaves the score's range: the t interval (mean ± t·se) is clipped to
 #   [0, 1], the range of every score that gets one (F1, recall, ROUGE, BLEU, BERTScore F1);
 #   a proportion (a judge's accuracy) gets the clustered Wilson interval, within [0, 1] by
@@ -194,6 +195,7 @@ def stderr_clustered() -> Metric:
     """The standard error of the mean, clustered (Inspect's `stderr(cluster="cluster")`): the
     one these benchmarks report as `stderr`. Left out when undefined (fewer than two
     clusters)."""
+    own_results()
     inner = cast(MetricProtocol, stderr(cluster=CLUSTER_KEY))
 
     def compute(scores: list[SampleScore]) -> Value:
@@ -292,13 +294,17 @@ def uncertainty_metrics(*, wilson: bool = False, by_category: bool = True) -> li
     `stderr_naive` and the per-category clustered errors and intervals (benchmarks' README
     "Standard errors" says why the clustered figures are the ones to read).
     """
+    own_results()
     out: list[Metric] = [
-        mean(),
+        own_metric(mean()),
         stderr_clustered(),
         ci_lower(wilson=wilson),
         ci_upper(wilson=wilson),
         stderr_naive(),
     ]
     if by_category:
-        out += [grouped(mean(), "category", all=False), category_uncertainty(wilson=wilson)]
+        out += [
+            own_metric(grouped(mean(), "category", all=False)),
+            category_uncertainty(wilson=wilson),
+        ]
     return out

@@ -16,11 +16,9 @@ import inspect
 import json
 import logging
 import math
-import sys
 import typing
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from datasets import Dataset, DatasetDict
@@ -60,7 +58,6 @@ __all__ = [
     "prompt_tokens_of",
     "shared_defaults",
     "to_docs",
-    "user_errors_in_one_line",
     "with_clusters",
     "with_memory",
 ]
@@ -78,45 +75,10 @@ class OptionError(ValueError):
 
 
 #: The errors of a user's options, data or memory endpoint that stop lm-eval while it builds a
-#: task's documents (as Inspect's tasks refuse them before any sample): each message names the
-#: option and its fix.
+#: task's documents (as Inspect's tasks refuse them before any sample): each message is one line
+#: naming the option and its fix, so it is the last line of lm-eval's traceback. memevals
+#: installs no `sys.excepthook`: lm-eval and every other task keep Python's own.
 USER_ERRORS: tuple[type[Exception], ...] = (OptionError, MemorySystemError)
-_ONE_LINE_MARK = "_memevals_user_errors_in_one_line"
-
-
-def user_errors_in_one_line() -> None:
-    """Make lm-eval's command line end on a user error with its message alone, not a traceback.
-
-    lm-eval builds the documents (`custom_dataset`) inside its own task loading, which lets any
-    error through to the interpreter: a bad option or an unreachable memory endpoint would end
-    in lm-eval's traceback above our message. A USER_ERRORS error that reaches the top of the
-    process is printed as `Error: <message>` on stderr instead (exit status 1, as for any
-    uncaught error); with `LMEVAL_LOG_LEVEL=DEBUG` the traceback is printed as before. Every other
-    error, and every caller that catches these (the tests, the tools), sees Python's behaviour
-    unchanged. Idempotent.
-    """
-    previous = sys.excepthook
-    if getattr(previous, _ONE_LINE_MARK, False):
-        return
-
-    def excepthook(
-        kind: type[BaseException], exc: BaseException, tb: TracebackType | None
-    ) -> None:
-        if not issubclass(kind, USER_ERRORS) or logging.getLogger("lm_eval").isEnabledFor(
-            logging.DEBUG
-        ):
-            previous(kind, exc, tb)
-            return
-        print(f"Error: {exc}", file=sys.stderr)
-
-    setattr(excepthook, _ONE_LINE_MARK, True)
-    sys.excepthook = excepthook
-
-
-# Installed when lm-eval loads any memevals task (every task's utils.py imports this module).
-user_errors_in_one_line()
-
-
 def shared_defaults(*names: str) -> dict[str, Any]:
     """The `--metadata` keys of shared options (memevals.core.options) with their declared
     defaults, for a task's option table (e.g. `**shared_defaults("protocol")`).

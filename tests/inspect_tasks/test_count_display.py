@@ -1,7 +1,9 @@
-"""Counts on Inspect's run screen (issue 28, point 7): through the real `inspect eval` CLI a count
-prints as an integer (`4`, not Inspect's `4.000`), every other figure keeps Inspect's three
-decimals, and the log keeps its values. The patch behind it degrades to a warning, never an
-error, when Inspect moves what it builds on.
+"""Counts and names on Inspect's run screen (issue 28, point 7; issue 38, point 1): through the
+real `inspect eval` CLI every count is integral in the log and drawn in Inspect's own format
+(three decimals: Inspect's public API has no integer format, and memevals changes no renderer),
+every row has memevals' short name and none is NaN. What memevals changes in its own results
+(inspect_internals.own_results) touches only its own metrics, can be undone, and degrades to a
+warning, never an error, when Inspect moves what it builds on.
 """
 
 from __future__ import annotations
@@ -10,22 +12,26 @@ import math
 import re
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from inspect_ai.log import EvalMetric, EvalScore, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalScore, list_eval_logs, read_eval_log
+from inspect_ai.scorer import mean
 
 from memevals.inspect_tasks import inspect_internals
 from memevals.inspect_tasks.inspect_internals import (
     InspectInternalsWarning,
-    counts_as_integers,
-    integral_counts_on_screen,
+    inspect_results,
+    is_own_metric,
+    own_metric,
+    own_results,
 )
+from memevals.inspect_tasks.metrics import count, stderr_clustered
 
 LIMIT = 4
 
 
-def test_counts_print_as_integers_on_the_inspect_eval_screen(
+def test_counts_are_integral_and_drawn_in_inspects_format(
     inspect_cli: Any, data_dir: Path, tmp_path: Path
 ) -> None:
     res = inspect_cli(
@@ -53,18 +59,18 @@ def test_counts_print_as_integers_on_the_inspect_eval_screen(
     for score in log.results.scores:
         for key, m in score.metrics.items():
             kind = m.name.rsplit("/", 1)[-1]
+            assert "/" not in key, (score.name, key)  # memevals' short names
+            assert math.isfinite(m.value), (score.name, key)
             if kind in ("count", "total"):
                 assert float(m.value).is_integer(), (score.name, key, m.value)
-                drawn = rf"\b{re.escape(key)} +{int(m.value)}(?![.\d])"
                 by_kind[kind].append(key)
             else:
-                assert math.isfinite(m.value)
-                drawn = rf"\b{re.escape(key)} +{m.value:.3f}(?!\d)"
                 by_kind["other"].append(key)
+            # Inspect's format for every figure, counts included
+            drawn = rf"\b{re.escape(key)} +{m.value:.3f}(?!\d)"
             assert re.search(drawn, screen), (score.name, key, m.value, screen)
     assert by_kind["count"] and by_kind["total"] and by_kind["other"], by_kind
-    assert not re.search(r"\b(count|total) +\d+\.\d", screen), screen
-    # what the screen drew as an integer is the total of the logged samples
+    # the drawn total is the total of the logged samples
     tokens = {s.name: s for s in log.results.scores}["prompt_tokens"]
     logged = sum(
         float(s.scores["prompt_tokens"].value)  # type: ignore[index, arg-type]
@@ -73,48 +79,37 @@ def test_counts_print_as_integers_on_the_inspect_eval_screen(
     assert tokens.metrics["total"].value == logged and logged > 0
 
 
-def _score(**values: float) -> EvalScore:
-    return EvalScore(
-        name="s",
-        scorer="s",
-        metrics={k: EvalMetric(name=f"memevals/{k}", value=v) for k, v in values.items()},
-    )
+def test_only_memevals_metrics_are_its_own() -> None:
+    assert is_own_metric(count()) and is_own_metric(stderr_clustered())
+    assert not is_own_metric(mean())  # Inspect's, as a foreign task declares it
+    assert is_own_metric(own_metric(mean()))  # as memevals' uncertainty_metrics declares it
+    assert not is_own_metric(lambda scores: 0.0)  # not a registry object
 
 
-def test_only_integral_counts_change_format() -> None:
-    [drawn] = counts_as_integers([_score(count=4.0, total=12345.0, mean=1.0)])
-    assert f"{drawn.metrics['count'].value:.3f}" == "4"
-    assert f"{drawn.metrics['total'].value:,.3f}" == "12,345"
-    assert f"{drawn.metrics['mean'].value:.3f}" == "1.000"  # a mean of 1 is not a count
-    assert drawn.metrics["count"].value == 4.0
-    [fraction] = counts_as_integers([_score(count=2.5)])  # not integral: Inspect's format
-    assert f"{fraction.metrics['count'].value:.3f}" == "2.500"
+def test_own_results_are_undone_and_made_again() -> None:
+    from inspect_ai._eval.task import results as inspect
 
-
-def test_a_moved_inspect_renderer_is_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
-    from inspect_ai._display.core import results as display
-
-    monkeypatch.setattr(inspect_internals, "_WARNED", set())
-    monkeypatch.delattr(display, "task_scores")
-    with pytest.warns(InspectInternalsWarning, match="integral counts on the run screen"):
-        integral_counts_on_screen()
-
-    def task_scores(scores: list[Any]) -> list[str]:  # Inspect's format on what it is given
-        return [f"{m.value:.3f}" for s in scores for m in getattr(s, "metrics", {}).values()]
-
-    monkeypatch.setattr(display, "task_scores", task_scores, raising=False)
-    integral_counts_on_screen()
-    assert display.task_scores([_score(count=3.0)]) == ["3"]
-    # scores of a shape the copy cannot take: drawn as Inspect draws them, with a warning
-    monkeypatch.setattr(inspect_internals, "_WARNED", set())
-    with pytest.warns(InspectInternalsWarning, match="integral counts"):
-        assert display.task_scores(["not a score"]) == []
+    results = cast(Any, inspect)
+    own_results()  # idempotent: what importing memevals' metrics did already
+    adjusted = results.empty_metric_value, results.scorers_from_metric_dict
+    original = [getattr(f, "__wrapped__", None) for f in adjusted]
+    assert all(original), adjusted
+    try:
+        inspect_results()
+        assert [results.empty_metric_value, results.scorers_from_metric_dict] == original
+        assert math.isnan(results.empty_metric_value(own_metric(mean())))  # Inspect's NaN
+    finally:
+        own_results()
+    assert results.empty_metric_value(own_metric(mean())) == {}  # memevals' own: no row
+    assert math.isnan(results.empty_metric_value(mean()))  # anyone else's: Inspect's NaN
 
 
 def test_a_changed_metric_dict_builder_keeps_inspect_names(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from inspect_ai._eval.task import results
+    from inspect_ai._eval.task import results as inspect
+
+    results = cast(Any, inspect)
 
     def empty_metric_value(metric: Any) -> Any:
         return math.nan
@@ -125,10 +120,21 @@ def test_a_changed_metric_dict_builder_keeps_inspect_names(
     monkeypatch.setattr(inspect_internals, "_WARNED", set())
     monkeypatch.setattr(results, "empty_metric_value", empty_metric_value)
     monkeypatch.setattr(results, "scorers_from_metric_dict", scorers_from_metric_dict)
-    inspect_internals.leave_out_empty_metrics()
-    with pytest.warns(InspectInternalsWarning, match="unique names for appended scores"):
+    own_results()
+    with pytest.warns(InspectInternalsWarning, match="short names for memevals' dict scores"):
         [score] = results.scorers_from_metric_dict("llm_judge1", object())
     assert score.name == "judge"  # Inspect's own name, no error
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said once per process
         results.scorers_from_metric_dict("llm_judge1", object())
+
+
+def test_moved_inspect_internals_are_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspect_ai._eval.task import results
+
+    monkeypatch.setattr(inspect_internals, "_WARNED", set())
+    monkeypatch.delattr(results, "empty_metric_value")
+    kept = results.scorers_from_metric_dict
+    with pytest.warns(InspectInternalsWarning, match="undefined figures"):
+        own_results()
+    assert results.scorers_from_metric_dict is kept  # nothing changed
