@@ -145,8 +145,9 @@ def own_results() -> None:
     scorer's results its suffix (`appended_suffix`). Any other metric (a task that is not
     memevals', even in the same run) gets Inspect's value and name unchanged;
     tests/inspect_tasks/test_good_guest.py checks it. Called when memevals' metrics are made
-    (never by the entry point); idempotent; undone by `inspect_results`. Without those
-    internals a warning says which refinement is off and Inspect's behaviour stays.
+    (a memevals task or scorer module is loaded); idempotent; undone by `inspect_results`.
+    Without those internals a warning says which refinement is off and Inspect's behaviour
+    stays.
     """
     try:
         from inspect_ai._eval.task import results
