@@ -24,7 +24,6 @@ from pathlib import Path
 from cli_support import SUPPORT, run_python
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-
 #: memevals' task modules and scorers (each imports the metrics).
 TASK_MODULES = (
     "beam",
