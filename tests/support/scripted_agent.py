@@ -9,9 +9,11 @@ real CLI (`python tests/support/scripted_agent.py eval memevals/locomo --model s
 - a question: views `/memories`, then answers `ANSWER`.
 Without tools (compaction): "Noted." to a session or to a compaction summary, `SUMMARY` to
 Inspect's summary request, `ANSWER` to a question. `scripted_agent/plain` never calls a tool
-(a provider without tool calls). Tokens are words: the count Inspect's compaction reads
-(`count_tokens`) and each call's usage (its input's words), so compaction is predictable by
-hand.
+(a provider without tool calls); `viewer` views `/memories` where `tools` creates a file (a
+write pass that stores nothing); `busy` views again after every tool result (it never stops
+calling tools: every session spends its rounds). Tokens are words: the count Inspect's
+compaction reads (`count_tokens`) and each call's usage (its input's words), so compaction is
+predictable by hand.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 from scripted_api import ScriptedAPI, register, run_inspect
 
+#: The models that call tools (`plain` never does).
+TOOL_MODELS = ("tools", "viewer", "busy")
 #: The reply to every question.
 ANSWER = "pottery"
 #: The reply to Inspect's summary request (CompactionSummary).
@@ -71,20 +75,24 @@ class ScriptedAgent(ScriptedAPI):
         name = f"{self.provider}/{self.model_name}"
         user = _last_user(messages)
         session = SESSION.match(user)
+        view = ModelOutput.for_tool_call(name, "memory", {"command": "view", "path": "/memories"})
         if isinstance(messages[-1], ChatMessageTool):
+            if self.model_name == "busy":
+                return view
             return "Saved." if session else ANSWER
-        if session:
+        if session and self.model_name != "viewer":
             text = user.split("\n\n", 1)[1]
             path = f"/memories/session_{session.group(1)}.md"
             args = {"command": "create", "path": path, "file_text": text}
             return ModelOutput.for_tool_call(name, "memory", args)
-        return ModelOutput.for_tool_call(name, "memory", {"command": "view", "path": "/memories"})
+        return view
 
     def _plain_reply(self, messages: list[ChatMessage]) -> str:
         user = _last_user(messages)
-        if SESSION.match(user) or user.startswith(COMPACTED):
-            return "Noted."
-        return SUMMARY if SUMMARY_REQUEST in user else ANSWER
+        if SUMMARY_REQUEST in user:
+            return SUMMARY
+        # Inspect may join the summary to the message before it (consecutive user messages)
+        return "Noted." if SESSION.match(user) or COMPACTED in user else ANSWER
 
     async def generate(
         self,
@@ -94,7 +102,7 @@ class ScriptedAgent(ScriptedAPI):
         config: GenerateConfig,
     ) -> ModelOutput:
         name = f"{self.provider}/{self.model_name}"
-        uses_tools = self.model_name == "tools" and any(t.name == "memory" for t in tools)
+        uses_tools = self.model_name in TOOL_MODELS and any(t.name == "memory" for t in tools)
         reply = self._tool_reply(input) if uses_tools else self._plain_reply(input)
         output = ModelOutput.from_content(name, reply) if isinstance(reply, str) else reply
         out_words = words([output.message])

@@ -1,0 +1,335 @@
+"""`-T context=agent` (issue 37) through the real `inspect eval` CLI, run in-process, with the
+scripted tool-calling model of tests/support/scripted_agent.py on LoCoMo's conv-26: the write
+pass stores exactly what the model wrote, once per history (a rerun makes no write call), the
+question is asked with no history and its reply is scored by the benchmark's scorer; compaction
+happens exactly as often as the window says; every benchmark runs; bad input is one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import beam_grader  # noqa: F401  (registers beamgrader/rule for the in-process CLI runs)
+import pytest
+import scripted_judge  # noqa: F401  (registers scripted/strict)
+from cli_support import SUPPORT, run_python
+from inspect_ai.event import ModelEvent
+from inspect_ai.log import EvalLog, EvalSample, read_eval_log
+from scripted_agent import ANSWER, COMPACTED, SESSION
+
+from memevals.benchmarks.locomo.data import load_locomo
+from memevals.benchmarks.locomo.prompts import answer_f1
+from memevals.core.agent_memory import READING_INTRO
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CONV = "conv-26"
+TWO = f"{CONV}-q0,{CONV}-q1"
+
+
+def _eval(tmp_path: Path, *args: str, task: str = "memevals/locomo", log_dir: str = "logs") -> Any:
+    cmd = [sys.executable, str(SUPPORT / "scripted_agent.py"), "eval", task, "--display", "none"]
+    cmd += ["--log-dir", str(tmp_path / log_dir), "-T", "context=agent", *args]
+    return run_python(cmd, cwd=tmp_path, env={"MEMEVALS_CACHE_DIR": str(tmp_path / "cache")})
+
+
+def _log(tmp_path: Path, *args: str, **kw: str) -> EvalLog:
+    done = _eval(tmp_path, *args, **kw)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (path,) = (tmp_path / kw.get("log_dir", "logs")).glob("*.eval")
+    # long texts (the sessions) are logged as attachments: read them back in place
+    log = read_eval_log(str(path), resolve_attachments=True)
+    assert log.status == "success", log.error
+    assert log.samples
+    return log
+
+
+def _record(sample: EvalSample) -> dict[str, Any]:
+    md: dict[str, Any] = sample.metadata["agent_memory"]
+    return md
+
+
+def _model_inputs(sample: EvalSample) -> list[list[Any]]:
+    return [e.input for e in sample.events if isinstance(e, ModelEvent)]
+
+
+def _session_prompts(log: EvalLog) -> dict[int, str]:
+    """Every write-pass session prompt any model call was sent, by session number."""
+    out: dict[int, str] = {}
+    for sample in log.samples or []:
+        for sent in _model_inputs(sample):
+            assert not any(m.text.startswith("attachment://") for m in sent)
+            for m in sent:
+                match = SESSION.match(m.text) if m.role == "user" else None
+                if match:
+                    out[int(match.group(1))] = m.text
+    return out
+
+
+def _metric(log: EvalLog, name: str) -> float:
+    assert log.results is not None
+    for score in log.results.scores:
+        for key, value in score.metrics.items():
+            if key.rsplit("/", 1)[-1] == name:
+                return float(value.value)
+    raise AssertionError(f"no metric {name}")
+
+
+def _created(log: EvalLog) -> dict[str, str]:
+    """The files the scripted model asked the memory tool to create, by path."""
+    out: dict[str, str] = {}
+    for sample in log.samples or []:
+        for event in sample.events:
+            if isinstance(event, ModelEvent):
+                for call in event.output.message.tool_calls or []:
+                    if call.arguments.get("command") == "create":
+                        out[call.arguments["path"]] = call.arguments["file_text"]
+    return out
+
+
+def test_files_mode_stores_what_the_model_wrote_and_a_rerun_writes_nothing(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    log_first = _log(
+        tmp_path, "--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO
+    )
+    conv = next(c for c in load_locomo(data_dir) if c.sample_id == CONV)
+    n = len(conv.sessions)
+    created = _created(log_first)
+    assert set(created) == {f"/memories/session_{i}.md" for i in range(1, n + 1)}
+    records = [_record(s) for s in log_first.samples or []]
+    stored = json.loads((Path(records[0]["store"]) / "memories.json").read_text("utf-8"))
+    assert stored == created  # exactly the files the model wrote
+    for session in conv.sessions:
+        assert session.date_time in created[f"/memories/session_{session.index}.md"]
+    write = records[0]["write"]
+    assert {r["write"]["key"] for r in records} == {write["key"]}
+    assert write["sessions"] == n and write["tool_calls"] == {"create": n}
+    assert write["model_calls"] == 2 * n and write["steps_exhausted"] == 0
+    assert write["memory_files"] == n
+    assert write["memory_bytes"] == sum(len(t.encode("utf-8")) for t in created.values())
+    assert not write["cached"]
+    assert _metric(log_first, "write_passes") == 1
+    assert _metric(log_first, "write_model_calls") == 2 * n
+    for sample in log_first.samples or []:
+        _answered_without_history(sample, created)
+    # a rerun reads the stored write pass: no session is sent to the model again
+    rerun = _log(
+        tmp_path,
+        *("--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO),
+        log_dir="rerun",
+    )
+    assert _session_prompts(rerun) == {}
+    assert all(_record(s)["write"]["cached"] for s in rerun.samples or [])
+    assert {_record(s)["write"]["key"] for s in rerun.samples or []} == {write["key"]}
+    assert _metric(rerun, "write_passes") == 0
+
+
+def _answered_without_history(sample: EvalSample, created: dict[str, str]) -> None:
+    """The answer pass: the question alone (no turn of the conversation), the memory tool
+    seeded with the stored files, the reply scored by LoCoMo's F1."""
+    users = [m.text for m in sample.messages if m.role == "user"]
+    assert len(users) == 1 and str(sample.metadata["question"]) in users[0]
+    assert ' said, "' not in users[0]
+    assert not any(text[-200:] in users[0] for text in created.values())
+    assert _record(sample)["answer_tool_calls"] == {"view": 1}
+    listing = next(m.text for m in sample.messages if m.role == "tool")
+    assert "/memories/session_1.md" in listing
+    assert sample.output.completion == ANSWER
+    assert sample.scores is not None
+    f1 = sample.scores["locomo_f1_scorer"].value
+    assert f1 == pytest.approx(answer_f1(ANSWER, sample.metadata)[0])
+
+
+def _summary_count(sizes: list[int], intro: int, summary: int, window: int) -> int:
+    """Hand calculation of CompactionSummary over the sessions: before each call, the context
+    (the intro, what is left, the new session) over the window is summarised, the summary
+    replacing everything but the intro; each reply adds one word ("Noted.")."""
+    context, count = intro, 0
+    for size in sizes:
+        if context + size > window:
+            count, context = count + 1, intro + summary
+        else:
+            context += size
+        context += 1
+    return count + int(context > window)
+
+
+#: CompactionTrim's default share of the messages kept
+PRESERVE = 0.8
+
+
+def _trim_count(sizes: list[int], intro: int, window: int) -> int:
+    """Hand calculation of CompactionTrim (preserve 0.8): over the window, the oldest fifth of
+    the messages after the intro goes (again while still over, in the same compaction), a
+    trailing reply too."""
+    kept: list[tuple[str, int]] = []
+    count = 0
+    for size in sizes:
+        kept.append(("user", size))
+        if intro + sum(w for _, w in kept) > window:
+            count += 1
+            while intro + sum(w for _, w in kept) > window:
+                # the share dropped as Inspect computes it: 1 - preserve, in floating point
+                # (1 - 0.8 is just under 0.2, so 15 messages lose 2, not 3)
+                kept = kept[int(len(kept) * (1 - PRESERVE)) :]
+                if kept and kept[-1][0] == "assistant":
+                    kept.pop()
+        kept.append(("assistant", 1))
+    return count + int(intro + sum(w for _, w in kept) > window)
+
+
+@pytest.mark.parametrize(("strategy", "window"), [("summary", 6000), ("trim", 8000)])
+def test_compaction_happens_as_often_as_the_window_says(
+    tmp_path: Path, strategy: str, window: int
+) -> None:
+    log = _log(
+        tmp_path,
+        *("--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO),
+        *("-T", "agent_memory=compaction", "-T", f"agent_compaction={strategy}"),
+        *("-T", f"agent_window={window}"),
+    )
+    prompts = _session_prompts(log)
+    sizes = [len(prompts[i].split()) for i in sorted(prompts)]
+    intro = len(READING_INTRO.split())
+    write = _record((log.samples or [])[0])["write"]
+    if strategy == "summary":
+        # Inspect joins the summary to the intro before it (two user messages in a row)
+        summaries = {
+            m.text[m.text.index(COMPACTED) :]
+            for sample in log.samples or []
+            for sent in _model_inputs(sample)
+            for m in sent
+            if COMPACTED in m.text
+        }
+        (summary,) = summaries
+        expected = _summary_count(sizes, intro, len(summary.split()), window)
+    else:
+        expected = _trim_count(sizes, intro, window)
+    assert expected >= 2
+    assert write["compactions"] == expected
+    assert write["tool_calls"] == {} and write["memory_files"] == 0
+    for sample in log.samples or []:
+        # the question is asked at the end of the stored, compacted context
+        first, last = sample.messages[0], [m for m in sample.messages if m.role == "user"][-1]
+        assert first.text.startswith(READING_INTRO)
+        assert str(sample.metadata["question"]) in last.text
+        assert sample.output.completion == ANSWER
+
+
+def test_files_and_compaction_together(tmp_path: Path) -> None:
+    log = _log(
+        tmp_path,
+        *("--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO),
+        *("-T", "agent_memory=files+compaction", "-T", "agent_compaction=summary"),
+        *("-T", "agent_window=6000"),
+    )
+    for sample in log.samples or []:
+        write = _record(sample)["write"]
+        assert write["compactions"] > 0 and write["memory_files"] > 0
+        assert write["message_tokens"] > 0
+        assert _record(sample)["answer_tool_calls"] == {"view": 1}
+        assert sample.output.completion == ANSWER
+
+
+def test_spent_rounds_are_counted_not_errors(tmp_path: Path, data_dir: Path) -> None:
+    log = _log(
+        tmp_path,
+        *("--model", "scripted_agent/busy", "-T", "protocol=memevals", "--sample-id", TWO),
+        *("-T", "agent_steps=2"),
+    )
+    n = len(next(c for c in load_locomo(data_dir) if c.sample_id == CONV).sessions)
+    write = _record((log.samples or [])[0])["write"]
+    assert write["steps_exhausted"] == n and write["model_calls"] == 3 * n
+    assert write["tool_calls"] == {"create": n, "view": 2 * n}
+
+
+@pytest.mark.parametrize(
+    ("task", "args", "scorer"),
+    [
+        ("memevals/locomo_plus", ["-T", "categories=cognitive"], "locomo_plus_judge"),
+        (
+            "memevals/longmemeval",
+            ["-T", f"data_dir={FIXTURES}", "-T", "verify_checksum=false", "-T", "variant=s"],
+            "longmemeval_judge",
+        ),
+        ("memevals/beam", ["--limit", "1"], "beam_judge"),
+    ],
+)
+def test_every_benchmark_runs_judged(
+    tmp_path: Path, task: str, args: list[str], scorer: str
+) -> None:
+    grader = "beamgrader/rule" if "beam" in task else "scripted/strict"
+    log = _log(
+        tmp_path,
+        *("--model", "scripted_agent/tools", "--model-role", f"grader={grader}"),
+        *("-T", "protocol=memevals", *(args if "--limit" in args else ["--limit", "2", *args])),
+        task=task,
+    )
+    for sample in log.samples or []:
+        write = _record(sample)["write"]
+        assert write["memory_files"] == write["sessions"] > 0
+        assert sample.output.completion == ANSWER
+        assert sample.scores is not None and scorer in sample.scores
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "protocol=official has no agent mode (context=agent); add -T protocol=memevals"),
+        (["-T", "protocol=memevals", "-T", "agent_memory=filez"], "did you mean 'files'?"),
+        (
+            ["-T", "protocol=memevals", "-T", "agent_window=100"],
+            "agent_window applies only with agent_memory=compaction or files+compaction",
+        ),
+        (["-T", "protocol=memevals", "-T", "top_k=3"], "top_k does not apply with context=agent"),
+    ],
+)
+def test_bad_options_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    done = _eval(tmp_path, "--model", "scripted_agent/tools", *args)
+    assert done.returncode != 0
+    assert message in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (
+            "plain",
+            "model scripted_agent/plain returned no tool call when asked to use the memory "
+            "tool: agent_memory=files needs a tool-calling model; -T agent_memory=compaction "
+            "needs no tools",
+        ),
+        ("viewer", f"the write pass of {CONV} stored nothing"),
+    ],
+)
+def test_a_write_pass_that_cannot_keep_memory_is_an_error(
+    tmp_path: Path, model: str, message: str
+) -> None:
+    done = _eval(
+        tmp_path,
+        *("--model", f"scripted_agent/{model}", "-T", "protocol=memevals", "--sample-id", TWO),
+    )
+    (path,) = (tmp_path / "logs").glob("*.eval")
+    log = read_eval_log(str(path))
+    assert log.status == "error" and log.error is not None, done.stderr[-2000:]
+    assert message in log.error.message
+    for sample in log.samples or []:
+        assert sample.error is not None and message in sample.error.message
+        assert not sample.scores
+
+
+def test_lm_eval_refuses_the_agent_mode(tmp_path: Path) -> None:
+    from memevals.lm_eval_tasks import include_path
+
+    done = run_python(
+        [
+            *(sys.executable, "-m", "lm_eval", "--model", "dummy", "--tasks", "locomo"),
+            *("--include_path", include_path(), "--limit", "1"),
+            *("--metadata", '{"context": "agent"}'),
+        ],
+        cwd=tmp_path,
+    )
+    assert "context=agent needs a tool loop, which lm-eval does not have" in done.stderr
