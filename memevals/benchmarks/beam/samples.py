@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ from memevals.benchmarks.beam.data import (
 )
 from memevals.benchmarks.beam.memory import (
     MESSAGE_TOKENS,
+    PRUNE_MARGIN,
     BeamHistories,
     BeamMemory,
     Replay,
@@ -76,6 +78,8 @@ __all__ = [
     "parse_abilities",
     "upstream_dir",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Every call's temperature under both protocols (upstream builds each model with
 #: `ChatOpenAI(temperature=0)`, src/llm.py).
@@ -342,11 +346,16 @@ def build(options: BeamOptions) -> Build:
     texts = official_texts(upstream_dir(options.data_dir)) if protocol.official else None
     convs = conversations(size, options.data_dir, verify_checksum=options.verify_checksum)
     items: list[PromptItem] = []
+    empty: list[str] = []  # official full: the chats the window keeps nothing of
     for conv in convs:
         questions = load_questions(conv)
         if any(q.ability in wanted for q in questions):  # else its chat is never read
             r = _Render(conv, protocol, memory, texts, _history(conv, memory, protocol))
+            if r.history is not None and r.history.total_messages and not r.history.messages:
+                empty.append(conv.id)
             items.extend(_conversation_items(r, questions, wanted))
+    if empty:
+        logger.warning(_empty_warning(memory, empty, len(convs)))
     if not items:
         raise ValueError(f"no BEAM question of categories={options.categories!r} in size {size}")
     blobs = {c.id: c.chat_blob or git_blob_id(c.chat) for c in convs}
@@ -384,7 +393,27 @@ def _history(conv: Conversation, memory: BeamMemory, protocol: Protocol) -> Repl
             f"{conv.where}: max_context_tokens={memory.max_context_tokens} leaves no "
             "room for any message; give a larger max_context_tokens"
         )
+    if not history.messages and history.total_messages and not protocol.official:
+        # upstream sends such a window's empty history (official: said once, `_empty_warning`)
+        raise ValueError(
+            f"{conv.where}: context_window={memory.context_window} leaves no room for any "
+            f"message (memevals keeps the newest messages within the window less "
+            f"{PRUNE_MARGIN:,} tokens); give a larger context_window"
+        )
     return history
+
+
+def _empty_warning(memory: BeamMemory, empty: Sequence[str], conversations: int) -> str:
+    """The one-line warning of an official `full` run whose window keeps no message of some
+    chats: upstream's pruning then keeps an empty history and upstream asks the question
+    without it, so memevals does too and says so once."""
+    shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+    return (
+        f"BEAM protocol=official: context_window={memory.context_window} keeps no message of "
+        f"the chat for {len(empty)} of {conversations} conversations ({shown}); as "
+        "upstream's pruning does, their questions are sent with no history. Use a larger "
+        "context_window (protocol=memevals refuses such a window)"
+    )
 
 
 def _memory_wrap(texts: OfficialTexts | None) -> Wrap:

@@ -150,6 +150,9 @@ class LocomoContext:
 
     text: str
     retrieved_ids: tuple[str, ...] | None = None  # None when the strategy does not retrieve
+    #: a window that holds no turn of the conversation (protocol=official, which sends the
+    #: prompt as upstream does; under memevals such a budget is an error)
+    empty: bool = False
 
 
 #: A memory strategy: (conversation, question) -> context. `full` ignores the question.

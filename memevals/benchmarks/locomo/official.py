@@ -73,6 +73,7 @@ __all__ = [
     "check_protocol",
     "choice_prediction",
     "conversation_window",
+    "empty_window_warning",
     "inline_text",
     "load_texts",
     "official_context",
@@ -391,6 +392,33 @@ def conversation_window(
     return ConversationWindow(conv, window, counter)
 
 
+def empty_window_warning(memory: LocomoMemory, empty: Sequence[str], questions: int) -> str:
+    """The one-line warning of a run whose window holds no turn for some questions: upstream's
+    `get_input_context` then keeps only the last session's header, and upstream sends that
+    prompt, so memevals sends it too and says so once.
+
+    Args:
+        memory: the strategy (its mode and budget).
+        empty: the conversation id of each question whose window holds no turn.
+        questions: the questions built.
+
+    Returns:
+        The warning.
+    """
+    window = (
+        f"max_context_tokens={memory.max_context_tokens}"
+        if memory.context == "truncated"
+        else f"the {FULL_WINDOW:,}-token window"
+    )
+    conversations = ", ".join(dict.fromkeys(empty))
+    return (
+        f"LoCoMo protocol=official: {window} holds no conversation turn for {len(empty)} of "
+        f"{questions} questions ({conversations}); as upstream does, their prompts carry the "
+        "start sentence and one session header with no conversation. Use a larger "
+        "max_context_tokens (protocol=memevals refuses such a budget)"
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Contexts by mode
 
@@ -479,7 +507,7 @@ def official_context(
         start = start_sentence(conv, texts)
         # upstream counts the question as its batch prompt numbers it, plus the start sentence
         stop = walk.stop_for([texts.batch + f"0: {question}", start])
-        return LocomoContext(text=start + walk.render(stop))
+        return LocomoContext(text=start + walk.render(stop), empty=stop == 0)
     if mode == "rag":
         positions, units = memory.retrieve(conv, qa.question)
         assert memory.retrieval_unit is not None

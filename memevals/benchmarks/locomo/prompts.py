@@ -9,6 +9,7 @@ question. `build_items` is `protocol=memevals` (all wording ours); `build_offici
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -44,6 +45,8 @@ __all__ = [
     "resolve_choice",
     "sample_id",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: The refusal option of the two-option adversarial question.
 NOT_MENTIONED = "Not mentioned in the conversation"
@@ -227,6 +230,7 @@ def build_official_items(
     wanted = set(parse_categories(categories))
     windows: dict[tuple[str, int], ConversationWindow] = {}
     items: list[PromptItem] = []
+    empty: list[str] = []  # the conversation of each question whose window holds no turn
     for conv in conversations:
         for qa in conv.qa:
             if CATEGORY_NAMES[qa.category] not in wanted:
@@ -239,6 +243,8 @@ def build_official_items(
             )
             asked = official.question_text(qa, options, texts)
             ctx = official.official_context(memory, conv, qa, asked, windows, texts)
+            if ctx.empty:
+                empty.append(conv.sample_id)
             metadata = _question_metadata(
                 conv, qa, options, ctx.retrieved_ids, memory.context, OFFICIAL
             )
@@ -252,6 +258,8 @@ def build_official_items(
                     metadata=metadata,
                 )
             )
+    if empty:
+        logger.warning(official.empty_window_warning(memory, empty, len(items)))
     return items
 
 

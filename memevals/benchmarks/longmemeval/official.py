@@ -63,6 +63,8 @@ __all__ = [
     "OfficialTexts",
     "Unit",
     "answer_tokens",
+    "empty_history_warning",
+    "first_content_at",
     "history_string",
     "judge_request",
     "load_texts",
@@ -381,6 +383,52 @@ def history_string(chunks: Sequence[Chunk], history_format: str, texts: Official
     return "".join(
         texts.session_block.format(i, date, _body(entry, history_format, texts))
         for i, (date, entry) in enumerate(chunks, start=1)
+    )
+
+
+#: stands for the first turn's content in `first_content_at` (letters only: JSON keeps it as is)
+_CONTENT_MARK = "QqMemevalsFirstContentQq"
+
+
+def first_content_at(chunks: Sequence[Chunk], history_format: str, texts: OfficialTexts) -> int:
+    """Where the first turn's content starts in the history string of `chunks` (a cut at or
+    before it shows no conversation: headers and layout only); 0 when the first chunk is not
+    turns.
+
+    Args:
+        chunks: the chunks, in upstream's order.
+        history_format: upstream's name of the format (json or nl).
+        texts: upstream's texts.
+
+    Returns:
+        The offset.
+    """
+    if not chunks or not isinstance(chunks[0][1], list) or not chunks[0][1]:
+        return 0
+    date, turns = chunks[0]
+    marked = [{**turns[0], "content": _CONTENT_MARK}, *turns[1:]]
+    return history_string([(date, marked)], history_format, texts).index(_CONTENT_MARK)
+
+
+def empty_history_warning(empty: Sequence[str], questions: int, budget: int) -> str:
+    """The one-line warning of a run whose history budget keeps no turn for some questions:
+    upstream cuts its history string to the budget whatever is left, and sends that prompt, so
+    memevals sends it too and says so once.
+
+    Args:
+        empty: the ids of those questions.
+        questions: the questions built.
+        budget: the history's token budget.
+
+    Returns:
+        The warning.
+    """
+    shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+    return (
+        f"LongMemEval protocol=official: a history budget of {budget} tokens keeps no turn of "
+        f"the history for {len(empty)} of {questions} questions ({shown}); as upstream does, "
+        "their prompts carry a history cut before its first turn. Use a larger "
+        "max_context_tokens or context_window (protocol=memevals refuses such a budget)"
     )
 
 

@@ -22,6 +22,7 @@ task (whose documents are one text) hand the model the same role and the same co
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +83,8 @@ __all__ = [
     "question_context",
     "whole_history_tokens",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 #: The memevals judge's token limit (the official judge's is upstream's, in each sample).
@@ -236,6 +239,8 @@ class Reader:
     texts: official.OfficialTexts | None = None  # official only
     budget: int | None = None  # official context=truncated: the history's token budget
     memory: LongMemEvalMemory | None = None
+    #: official context=truncated: the questions whose budget keeps no turn (said once)
+    empty: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def upstream(self) -> official.OfficialTexts:
@@ -270,6 +275,9 @@ class Reader:
             history, total = official.cut_history(
                 history, self.budget, self.memory.token_counter.head
             )
+            fmt = self.history_format_upstream
+            if len(history) <= official.first_content_at(chunks, fmt, self.upstream):
+                self.empty.append(inst.question_id)
             ids = tuple(
                 sid
                 for i, (sid, (date, _)) in enumerate(zip(ids, chunks, strict=True), 1)
@@ -590,6 +598,10 @@ def build(options: LongMemEvalOptions) -> LongMemEvalBuild:
     reader = make_reader(options, memory)
     warn_if_oversized(options.variant, memory.context)
     found = _questions(options, categories, memory, reader)
+    if reader.empty and reader.budget is not None:
+        logger.warning(
+            official.empty_history_warning(reader.empty, len(found.items), reader.budget)
+        )
     digest = found.digest
     log = {
         "benchmark": "longmemeval",

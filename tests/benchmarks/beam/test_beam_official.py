@@ -170,3 +170,24 @@ def test_a_changed_upstream_file_or_template_is_an_error(tmp_path: Path) -> None
         official.question_template(tmp_path)
     assert "long_term_memory_methods.py" in str(info.value)
     assert official.METHODS.sha256 in str(info.value)
+
+
+def test_a_window_that_keeps_no_message(caplog: pytest.LogCaptureFixture) -> None:
+    """Upstream's pruning keeps no message of a chat under a 10-token window and asks the
+    questions without a history: protocol=official sends them so and says it once;
+    protocol=memevals refuses the window (issue 40)."""
+    one = "temporal_reasoning"
+    with caplog.at_level("WARNING", logger="memevals.benchmarks.beam.samples"):
+        items = build(BeamOptions(categories=one, context_window=10)).items
+    assert items and all(not i.messages and not i.system for i in items)
+    [warning] = [r.getMessage() for r in caplog.records if "keeps no message" in r.getMessage()]
+    assert warning.startswith(
+        "BEAM protocol=official: context_window=10 keeps no message of the chat for 20 of 20 "
+        "conversations (100K-1, 100K-2, 100K-3, 100K-4, 100K-5, ...)"
+    )
+    with pytest.raises(ValueError, match=r"^conversation 100K/1: context_window=10 leaves no"):
+        build(BeamOptions(categories=one, context_window=10, protocol="memevals"))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="memevals.benchmarks.beam.samples"):
+        build(BeamOptions(categories=one, context_window=60_000))
+    assert not caplog.records

@@ -326,3 +326,35 @@ def test_m_with_the_whole_history_warns_and_points_to_truncation(
         longmemeval(**FX, variant="m", categories="knowledge_update", context="truncated")
         longmemeval(**FX, variant="s", categories="knowledge_update")
     assert not [r for r in caplog.records if r.name == "memevals.benchmarks.longmemeval.memory"]
+
+
+def test_an_official_budget_that_keeps_no_turn_is_sent_and_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """protocol=official cuts upstream's history string to the budget whatever is left: a
+    budget that ends before the first turn's text is sent so, with one warning for the run;
+    protocol=memevals refuses it (issue 40)."""
+    from memevals.benchmarks.longmemeval.samples import LongMemEvalOptions, build
+
+    def run(budget: int, protocol: str = "official") -> Any:
+        options = {**FX, "protocol": protocol, "variant": "s", "categories": "abstention"}
+        mem = MemoryOptions(context="truncated", max_context_tokens=budget)
+        return build(LongMemEvalOptions(**options, memory=mem))
+
+    with caplog.at_level("WARNING", logger="memevals.benchmarks.longmemeval.samples"):
+        built = run(28)
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(
+        f"LongMemEval protocol=official: a history budget of 28 tokens keeps no turn of the "
+        f"history for {len(built.items)} of {len(built.items)} questions ("
+    )
+    for item in built.items:
+        # the first session's header (its date) and no turn
+        assert len(item.metadata["session_ids_shown"]) == 1
+        assert '"content": ' not in item.user
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="memevals.benchmarks.longmemeval.samples"):
+        run(40)  # the first turn's first words fit
+    assert not caplog.records
+    with pytest.raises(ValueError, match="max_context_tokens=28 leaves no room for any session"):
+        run(28, protocol="memevals")
