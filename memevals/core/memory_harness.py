@@ -75,6 +75,8 @@ CONTEXT_TOKENS_KEY = "memory_context_tokens"
 RESULTS_KEY = "memory_results"
 RESULTS_LOGGED = 10
 RESULT_CHARS = 500
+#: The longest cause a failed ingestion's one line quotes (the traceback is in the log).
+CAUSE_CHARS = 600
 #: The percentiles of retrieval latency every report gives.
 LATENCY_PERCENTILES: tuple[int, ...] = (50, 95, 99)
 
@@ -398,17 +400,9 @@ class MemoryRun:
         start = time.perf_counter()
         try:
             report = self.system.ingest(history, tmp, counting)
-        except MemorySystemError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise MemorySystemError(
-                f"{self.system.name}: ingestion of {history.history_id} failed: {exc}"
-            ) from exc
         except Exception as exc:
             shutil.rmtree(tmp, ignore_errors=True)
-            raise MemorySystemError(
-                f"{self.system.name}: ingestion of {history.history_id} failed: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+            raise self._failed(history, counting, exc) from exc
         seconds = time.perf_counter() - start
         if report is not None and not isinstance(report, IngestReport):
             shutil.rmtree(tmp, ignore_errors=True)
@@ -417,6 +411,31 @@ class MemoryRun:
                 "IngestReport or None"
             )
         return report or IngestReport(), seconds
+
+    def _failed(
+        self, history: History, counting: _CountingModel | None, exc: Exception
+    ) -> MemorySystemError:
+        """The one-line error of a failed ingestion, naming the system, the history, the
+        endpoint or model it called and the cause; logged once (the warning on the screen, the
+        traceback in the log only)."""
+        name = self.system.name
+        cause = str(exc) if isinstance(exc, MemorySystemError) else f"{type(exc).__name__}: {exc}"
+        cause = " ".join(cause.removeprefix(f"{name}: ").split())
+        if len(cause) > CAUSE_CHARS:
+            cause = cause[: CAUSE_CHARS - 3] + "..."
+        url = getattr(self.system, "llm_base_url", None)
+        if url:
+            via = f" (endpoint {url}, model {getattr(self.system, 'llm_model', '?')!r})"
+        elif counting is not None:
+            via = f" (memory model {counting.model_name or '?'})"
+        else:
+            via = ""
+        failure = MemorySystemError(
+            f"{name}: ingestion of {history.history_id} failed: {cause}{via}"
+        )
+        logger.warning("memory %s", failure)
+        logger.info("memory %s: the traceback of the failed ingestion", name, exc_info=exc)
+        return failure
 
     def _move_into_place(self, history: History, tmp: Path, final: Path) -> None:
         """Rename the finished store `tmp` to `final` (a concurrent winner's store is kept)."""

@@ -44,7 +44,7 @@ from memevals.core.memory_harness import (
     ingest_totals,
     latency_percentiles,
 )
-from memevals.core.memory_system import ModelReply
+from memevals.core.memory_system import MemorySystemError, ModelReply
 from memevals.core.prompt_item import PromptItem
 
 __all__ = [
@@ -136,7 +136,12 @@ def memory_context(subject: MemorySubject) -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         item = _item(state)
-        filled = await anyio.to_thread.run_sync(subject.fill, item, _memory_model(subject))
+        try:
+            filled = await anyio.to_thread.run_sync(subject.fill, item, _memory_model(subject))
+        except MemorySystemError as exc:
+            # the message names the system, the history and the cause; the causes' traceback
+            # is in the log (the harness logged it), not on the screen
+            raise MemorySystemError(str(exc)) from None
         if filled.user != item.user:  # the benchmark sends context and question as one message
             state.user_prompt.text = filled.user
         if filled.system:

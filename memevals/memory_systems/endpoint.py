@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memevals.core.memory_system import MemorySystemError
@@ -29,8 +29,10 @@ __all__ = [
     "PREFLIGHT_TIMEOUT_S",
     "PROBE_NAME",
     "EndpointClient",
+    "check_once",
     "forget_probes",
     "is_probe",
+    "one_line",
     "preflight",
 ]
 
@@ -67,23 +69,41 @@ _lock = threading.Lock()
 
 
 def is_probe(body: dict[str, Any]) -> bool:
-    """True for a chat-completions request body that `preflight` sent.
+    """True for a chat-completions request body that a check of this module's sent: a probe
+    (its last message is the probe's question) or a system's own check call (`check_once`)
+    on text that carries `PROBE_NAME:` (langmem's manager call on a test session).
 
     Args:
         body: the request's JSON body.
 
     Returns:
-        Whether its last message is a probe's question.
+        Whether it is a check's request.
     """
-    messages = body.get("messages") or []
-    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
-    return str(last.get("content") or "").startswith(f"{PROBE_NAME}:")
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    return any(f"{PROBE_NAME}:" in str(m.get("content") or "") for m in messages)
 
 
 def forget_probes() -> None:
-    """Forget every need that passed in this process (tests; a server swapped under a run)."""
+    """Forget every need and check that passed in this process (tests; a server swapped
+    under a run)."""
     with _lock:
         _passed.clear()
+
+
+def check_once(key: tuple[str, str, str], check: Callable[[], None]) -> None:
+    """Run `check` unless one with this key passed in this process; remember it when it
+    passes (a failure is not remembered: the server may be fixed).
+
+    Args:
+        key: (endpoint URL, model, what is checked).
+        check: raises MemorySystemError when the endpoint fails it.
+    """
+    with _lock:
+        if key in _passed:
+            return
+    check()
+    with _lock:
+        _passed.add(key)
 
 
 def preflight(
@@ -165,7 +185,8 @@ def _request(model: str, need: str) -> dict[str, Any]:
     return body
 
 
-def _short(text: str, limit: int = 160) -> str:
+def one_line(text: str, limit: int = 160) -> str:
+    """`text` on one line (whitespace runs made one space), cut to `limit` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
@@ -184,20 +205,20 @@ def _probe(url: str, api_key: str, model: str, need: str, timeout_s: float) -> s
     except httpx.TimeoutException:
         return f"did not answer within {timeout_s:g} s"
     except httpx.HTTPError as exc:
-        reason = _short(str(exc) or type(exc).__name__, 100)
+        reason = one_line(str(exc) or type(exc).__name__, 100)
         return f"cannot be reached ({reason})"
     status = response.status_code
     if status in (401, 403):
         return f"refused the API key (HTTP {status}: set OPENAI_API_KEY or llm_api_key)"
     if status == 404:
-        return f"has no /chat/completions or no such model (HTTP 404: {_short(response.text)})"
+        return f"has no /chat/completions or no such model (HTTP 404: {one_line(response.text)})"
     if status >= 400:
-        return f"failed {_DOING[need]} with HTTP {status} ({_short(response.text)})"
+        return f"failed {_DOING[need]} with HTTP {status} ({one_line(response.text)})"
     try:
         choice = response.json()["choices"][0]
         message = choice["message"]
     except (ValueError, KeyError, IndexError, TypeError):
-        return f"answered with no chat completion ({_short(response.text)})"
+        return f"answered with no chat completion ({one_line(response.text)})"
     if choice.get("finish_reason") == "length" and not message.get("tool_calls"):
         # the server took the request; a model that thinks first spent the probe's few
         # tokens before its answer, which says nothing about what the system will get
@@ -205,7 +226,7 @@ def _probe(url: str, api_key: str, model: str, need: str, timeout_s: float) -> s
     if need == "tool_calls":
         calls = message.get("tool_calls") or []
         if not calls:
-            content = _short(str(message.get("content") or ""))
+            content = one_line(str(message.get("content") or ""))
             return f"answered a tool-calling request with text, not a tool call ({content!r})"
         return None
     content = str(message.get("content") or "")
@@ -215,7 +236,8 @@ def _probe(url: str, api_key: str, model: str, need: str, timeout_s: float) -> s
     except ValueError:
         parsed = None
     if not isinstance(parsed, dict):
-        return f"answered {_DOING[need]} with text that is not a JSON object ({_short(content)!r})"
+        quoted = one_line(content)
+        return f"answered {_DOING[need]} with text that is not a JSON object ({quoted!r})"
     return None
 
 

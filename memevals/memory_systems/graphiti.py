@@ -48,7 +48,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 import threading
 import types
@@ -73,6 +72,7 @@ from memevals.core.memory_system import (
     Turn,
 )
 from memevals.memory_systems.endpoint import EndpointClient
+from memevals.memory_systems.guards import CutReply, close_at_exit, cut_reply_error, unreadable_cut
 
 __all__ = [
     "BACKENDS",
@@ -382,6 +382,7 @@ class _Counter:
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cut_at: int | None = None  # max_tokens of the last reply cut at the limit
         self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(create=self.create))
 
     async def create(self, **kwargs: Any) -> Any:
@@ -391,6 +392,9 @@ class _Counter:
         response = await self._client.chat.completions.create(**kwargs)
         usage = getattr(response, "usage", None)
         self.calls += 1
+        if unreadable_cut(response):  # cut JSON: named now, not after graphiti's retries
+            self.cut_at = int(kwargs.get("max_tokens") or 0)
+            raise CutReply(f"a reply cut at max_tokens={self.cut_at}")
         if usage is not None:
             self.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
             self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
@@ -439,23 +443,6 @@ class _OpenStore:
                 _close_graph(self.loop, self.graphiti, self.driver)
             finally:
                 self.loop.close()
-
-
-def _close_all() -> None:
-    """Close every store still open, at the interpreter's exit, while closing still works (an
-    index a run keeps to the end would leave Kuzu's database to the interpreter's teardown)."""
-    _drain()
-    with _open_lock:
-        stores = list(_open_stores.values())
-        _open_stores.clear()
-    for store in stores:
-        try:
-            store.close()
-        except Exception as exc:  # one store failing to close must not keep the others open
-            print(f"graphiti: closing the store {store.key} failed: {exc}", file=sys.stderr)
-
-
-atexit.register(_close_all)
 
 
 def _run(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
@@ -510,6 +497,9 @@ def _release(store: _OpenStore) -> None:
         if _open_stores.get(store.key) is store:
             del _open_stores[store.key]
         store.close()
+
+
+close_at_exit("graphiti", _open_stores, _open_lock, _drain)
 
 
 class GraphitiIndex:
@@ -842,6 +832,14 @@ class GraphitiSystem(EndpointClient):
             report, episodes = _run(
                 loop, self._add(graphiti, driver, history, chunks, times, group, counter)
             )
+        except Exception as exc:
+            cut = None
+            if graphiti is not None:  # graphiti was built: its counter saw every reply
+                limits = (counter.cut_at, self.llm_max_tokens)
+                cut = cut_reply_error("graphiti", history.history_id, *limits, exc)
+            if cut is None:
+                raise
+            raise cut from exc
         finally:
             try:
                 _close_graph(loop, graphiti, driver)

@@ -50,7 +50,7 @@ from memevals.core.memory_system import (
     TextModel,
     Turn,
 )
-from memevals.memory_systems.endpoint import EndpointClient
+from memevals.memory_systems.endpoint import PROBE_NAME, EndpointClient, check_once, one_line
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -162,6 +162,18 @@ def call_chunks(
     return chunks
 
 
+#: The session of the preflight's manager call: two turns worth a memory. Its text carries
+#: PROBE_NAME, so a server (or a test's) can tell the check from a history's calls.
+PREFLIGHT_SESSION = Session(
+    session_id=PROBE_NAME,
+    date="1 January 2024",
+    turns=(
+        Turn(f"{PROBE_NAME}:1", "Alex", f"{PROBE_NAME}: I adopted a beagle named Biscuit today."),
+        Turn(f"{PROBE_NAME}:2", "Sam", "Congratulations! Biscuit is a lovely name for a dog."),
+    ),
+)
+
+
 # --------------------------------------------------------------------------------------------
 # The LLM's calls, counted
 
@@ -179,6 +191,7 @@ def _counter_class() -> Any:
             self.output_tokens = 0
             self.errors = 0
             self.last_error: BaseException | None = None
+            self.last_text = ""  # the last reply's text (a reply without tool calls shows it)
             self.lock = threading.Lock()
 
         def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
@@ -190,6 +203,7 @@ def _counter_class() -> Any:
             inputs = outputs = 0
             for generations in response.generations:
                 for generation in generations:
+                    self.last_text = str(getattr(generation, "text", "") or "")
                     usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
                     if usage:
                         inputs += int(usage.get("input_tokens") or 0)
@@ -416,10 +430,46 @@ class LangMemSystem(EndpointClient):
         return out
 
     def preflight(self) -> None:
-        """Check, once per process, that `llm_base_url` answers a tool-calling request
-        (MemorySystemError in one line otherwise); `llm_preflight=false` skips it (a rerun
+        """Check, once per process, that `llm_base_url` answers a tool-calling request and that
+        one memory-manager call on a two-turn test session stores a memory, as ingestion needs
+        (MemorySystemError in one line otherwise); `llm_preflight=false` skips both (a rerun
         that reads only stored memories needs no endpoint)."""
         self.check_endpoint(("tool_calls",))
+        if self.llm_preflight:
+            limit = "" if self.llm_max_tokens is None else str(self.llm_max_tokens)
+            key = (self.llm_base_url, self.llm_model, f"langmem-manager-{limit}")
+            check_once(key, self._manager_check)
+
+    def _manager_check(self) -> None:
+        """One manager call on PREFLIGHT_SESSION into a store of its own: it must store a
+        memory, or ingestion would store none."""
+        api = _api()
+        counter = _counter_class()()
+        memory = self._store()
+        manager = api.langmem.create_memory_store_manager(
+            self._chat(counter), namespace=NAMESPACE, store=memory, query_limit=self.query_limit
+        )
+        where = f"the LLM endpoint {self.llm_base_url} (model {self.llm_model!r})"
+        try:
+            _manager_call(api, manager, counter, PREFLIGHT_SESSION, PREFLIGHT_SESSION.turns)
+        except Exception as exc:
+            raise MemorySystemError(
+                f"langmem: {where} failed the memory manager's call on a two-turn test session: "
+                f"{one_line(f'{type(exc).__name__}: {exc}', 300)}"
+            ) from None
+        if not memory._data.get(NAMESPACE):
+            said = (
+                f"answered {one_line(counter.last_text, 120)!r}"
+                if counter.last_text
+                else ("made no tool call")
+            )
+            raise MemorySystemError(
+                f"langmem: {where} stored no memory from the memory manager's call on a "
+                f"two-turn test session (it {said}): langmem needs a model that answers the "
+                "manager with tool calls; choose another with "
+                '-T memory_args="llm_base_url=http://HOST:PORT/v1,llm_model=NAME" '
+                "(docs/memory_systems.md)"
+            )
 
     def __repr__(self) -> str:
         return f"LangMemSystem({dict(self.args)!r})"

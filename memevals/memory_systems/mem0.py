@@ -24,12 +24,10 @@ in one line. `llm_max_tokens` is mem0's per-call limit (mem0's own otherwise).
 
 from __future__ import annotations
 
-import atexit
 import collections
 import importlib
 import os
 import re
-import sys
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -47,6 +45,7 @@ from memevals.core.memory_system import (
     Turn,
 )
 from memevals.memory_systems.endpoint import PREFLIGHT_TIMEOUT_S, EndpointClient
+from memevals.memory_systems.guards import close_at_exit
 
 __all__ = [
     "COLLECTION",
@@ -281,23 +280,7 @@ def _release(store: _OpenStore) -> None:
         store.close()
 
 
-def _close_all() -> None:
-    """Close every store still open, at the interpreter's exit: an index a run keeps until the
-    process ends would otherwise leave its qdrant client to the interpreter's teardown, where
-    closing it fails (`QdrantClient.__del__` prints a traceback after the last line a command
-    printed)."""
-    _drain()
-    with _open_lock:
-        stores = list(_open_stores.values())
-        _open_stores.clear()
-    for store in stores:
-        try:
-            store.close()
-        except Exception as exc:  # one store failing to close must not keep the others open
-            print(f"mem0: closing the store {store.key} failed: {exc}", file=sys.stderr)
-
-
-atexit.register(_close_all)
+close_at_exit("mem0", _open_stores, _open_lock, _drain)
 
 
 def _check_options(

@@ -68,21 +68,33 @@ Reply = Callable[[dict[str, Any]], str | dict[str, Any] | HttpFailure]
 
 
 def probe_answer(body: dict[str, Any]) -> str | dict[str, Any]:
-    """What a capable server answers to an endpoint check: the JSON object it asks for, or
-    for a tool-calling check the one tool call."""
-    if body.get("tools"):
-        return {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_probe",
-                    "type": "function",
-                    "function": {"name": PROBE_NAME, "arguments": '{"ok": true}'},
-                }
-            ],
+    """What a capable server answers to an endpoint check: the JSON object it asks for; for a
+    tool-calling check the one tool call; for a system's own check call with other tools
+    (langmem's manager on its test session) a call of the first tool, each required string
+    argument set to a sentence of the session."""
+    tools = [t.get("function", {}) for t in body.get("tools") or []]
+    if not tools:
+        return '{"ok": true}'
+    names = [str(t.get("name")) for t in tools]
+    if PROBE_NAME in names:
+        name, arguments = PROBE_NAME, {"ok": True}
+    else:
+        schema = tools[0].get("parameters") or {}
+        name = names[0]
+        arguments = {
+            str(k): "Alex adopted a beagle named Biscuit." for k in schema.get("required", [])
         }
-    return '{"ok": true}'
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_probe",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+        ],
+    }
 
 
 def free_port() -> int:
