@@ -31,6 +31,7 @@ from memevals.benchmarks.locomo_dialogue.memory import (
 )
 from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.benchmarks.locomo_dialogue.scoring import (
+    MINILM_LAYER,
     bertscore,
     bleu,
     bleu_stats,
@@ -213,8 +214,11 @@ def test_bad_options_fail_before_any_model_call(data_dir: Path) -> None:
         locomo_dialogue(context="session", max_context_tokens=100, bertscore=False)
     with pytest.raises(ValueError, match="apply only with bertscore=true"):
         locomo_dialogue(bertscore=False, bertscore_layers=6)
-    with pytest.raises(ValueError, match="set bertscore_layers"):
+    # a local folder names its layer (bert-score knows none for a path); the message names the
+    # bundled model, whose layer memevals knows
+    with pytest.raises(ValueError, match="set bertscore_layers") as err:
         locomo_dialogue(bertscore_model=MINILM)
+    assert str(err.value).endswith("or use bertscore_model=all-MiniLM-L6-v2 (layer 6 by default)")
     with pytest.raises(ValueError, match="turns_per_conversation must be >= 0"):
         locomo_dialogue(turns_per_conversation=-1, bertscore=False)
 
@@ -380,10 +384,10 @@ def test_real_cli_dialogue(inspect_cli: Any, tmp_path: Path) -> None:
         "turns_per_conversation=3",
         "-T",
         "context=rag",
+        # the offline model the error of a failed download names, without bertscore_layers:
+        # memevals knows its layer (issue 40)
         "-T",
         "bertscore_model=all-MiniLM-L6-v2",
-        "-T",
-        "bertscore_layers=6",
         "--log-dir",
         "logs",
         "--display",
@@ -394,6 +398,10 @@ def test_real_cli_dialogue(inspect_cli: Any, tmp_path: Path) -> None:
     log = read_eval_log(str(path))
     assert log.status == "success" and log.eval.task == "locomo_dialogue"
     assert log.samples is not None and len(log.samples) == 3
+    for sample in log.samples:
+        bert = sample.scores["dialogue_bertscore"].metadata  # type: ignore[index]
+        assert bert is not None and (bert["model"], bert["num_layers"]) == (MINILM, MINILM_LAYER)
+    assert log.eval.metadata is not None and log.eval.metadata["bertscore_layers"] == 6
     metrics = metric_values(log)
     for key in ("bleu1", "bleu2", "rougeL", "bertscore_f1"):
         assert 0.0 <= metrics[(key, "mean")] <= 1.0

@@ -17,7 +17,10 @@ from memevals.benchmarks.locomo_dialogue.memory import (
     select_turns,
 )
 from memevals.benchmarks.locomo_dialogue.prompts import DialogueItem, dialogue_item
-from memevals.benchmarks.locomo_dialogue.scoring import check_bertscore_options
+from memevals.benchmarks.locomo_dialogue.scoring import (
+    check_bertscore_options,
+    default_bertscore_layer,
+)
 from memevals.core.build import Build
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.statistics import CLUSTER_KEY
@@ -110,7 +113,9 @@ def build(options: DialogueOptions) -> Build:
         "images": options.images,
         "max_images": options.max_images if options.images else None,
         "bertscore_model": options.bertscore_model,
-        "bertscore_layers": options.bertscore_layers,
+        # the layer read: the option, else memevals' default for the model (all-MiniLM-L6-v2)
+        "bertscore_layers": options.bertscore_layers
+        or default_bertscore_layer(options.bertscore_model),
         "memory": log,
         "data_sha256": LOCOMO_FILE.sha256,
     }

