@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import tempfile
 import uuid
@@ -57,13 +58,16 @@ __all__ = [
     "RECORD_FILE",
     "AgentCache",
     "AgentOptions",
+    "McpServer",
     "StoredMemory",
     "WriteRecord",
     "agent_options",
     "answer_prompt",
     "cache_key",
     "host_values",
+    "mcp_server",
     "memory_size",
+    "read_folder",
     "session_texts",
     "write_prompt",
 ]
@@ -167,6 +171,8 @@ def agent_options(values: Mapping[str, Any]) -> AgentOptions | None:
         raise ValueError(
             'agent_memory=mcp needs -T agent_mcp="<command> <args>" or an http(s):// URL'
         )
+    if mode == "mcp":
+        mcp_server(str(given["agent_mcp"]))  # a command that is not found fails here
     compaction = checked_value(
         "agent_compaction", given.get("agent_compaction", AGENT_DEFAULTS["agent_compaction"])
     )
@@ -454,3 +460,68 @@ class AgentCache:
             if not (final / RECORD_FILE).is_file():
                 raise MemorySystemError(f"agent memory: could not move {tmp} to {final}") from None
         return StoredMemory(dict(files), list(messages), record, final)
+
+
+# --------------------------------------------------------------------------------------------
+# An MCP memory server (agent_memory=mcp)
+
+#: What `agent_mcp` names the folder the server keeps its files in (in its args, env or URL).
+STORE_PLACEHOLDER = "{store}"
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """An MCP memory server: a command line (stdio) with its environment, or a URL (http)."""
+
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str = ""
+
+    def at(self, store: Path) -> McpServer:
+        """The server keeping its files in `store` (`{store}` replaced everywhere)."""
+
+        def put(text: str) -> str:
+            return text.replace(STORE_PLACEHOLDER, str(store))
+
+        return McpServer(
+            put(self.command),
+            tuple(put(a) for a in self.args),
+            {k: put(v) for k, v in self.env.items()},
+            put(self.url),
+        )
+
+
+def mcp_server(spec: str) -> McpServer:
+    """`agent_mcp` read: an http(s):// URL, or a command line whose leading `NAME=value` words
+    are its environment (`{store}` names the store folder anywhere). ValueError for a command
+    that is not found.
+
+    Args:
+        spec: the option's value.
+
+    Returns:
+        The server.
+    """
+    text = spec.strip()
+    if text.startswith(("http://", "https://")):
+        return McpServer(url=text)
+    words = shlex.split(text)
+    env: dict[str, str] = {}
+    while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    if not words:
+        raise ValueError(f"agent_mcp={spec!r} names no command")
+    if shutil.which(words[0]) is None and not Path(words[0]).is_file():
+        raise ValueError(f"agent_mcp: the command {words[0]!r} is not found")
+    return McpServer(words[0], tuple(words[1:]), env)
+
+
+def read_folder(folder: Path) -> dict[str, str]:
+    """Every file under `folder` (a server's store) by its relative path, as text."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }

@@ -152,10 +152,11 @@ class AgentPlan:
         config = GenerateConfig(max_tokens=WRITE_MAX_TOKENS)
         sessions = session_texts(self.subject, item)
         files, messages = await write_pass(model, sessions, self.options, record, config)
-        if self.options.files and not files:
+        if self.options.needs_tools and not any(files.values()):
+            where = "with the MCP server" if self.options.memory == "mcp" else "under /memories"
             raise MemorySystemError(
                 f"agent memory: the write pass of {history.history_id} stored nothing (model "
-                f"{model} wrote no file under /memories in {len(sessions)} sessions)"
+                f"{model} wrote nothing {where} in {len(sessions)} sessions)"
             )
         if self.options.compacts and not messages:
             raise MemorySystemError(

@@ -17,8 +17,12 @@ discarded with the sample's store.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from inspect_ai.event import CompactionEvent, Event, ModelEvent
@@ -42,7 +46,7 @@ from inspect_ai.model import (
     execute_tools,
 )
 from inspect_ai.solver import Generate, TaskState
-from inspect_ai.tool import Tool, ToolFunction, memory
+from inspect_ai.tool import Tool, ToolFunction, mcp_server_http, mcp_server_stdio, memory
 from inspect_ai.util import store
 from pydantic import TypeAdapter
 
@@ -51,9 +55,12 @@ from memevals.core.agent_memory import (
     MEMORY_DIR,
     READING_INTRO,
     AgentOptions,
+    McpServer,
     StoredMemory,
     WriteRecord,
+    mcp_server,
     memory_size,
+    read_folder,
     write_prompt,
 )
 from memevals.core.memory_system import MemorySystemError, Session
@@ -216,22 +223,87 @@ async def write_pass(
     instance = _instance(record.key)
     tools = [memory(instance=instance)] if options.files else []
     events = len(transcript().events)
+    messages: list[ChatMessage] = []
     if options.compacts:
         messages = await _compacted_pass(model, sessions, options, record, tools, config)
+        files = _files(instance) if options.files else {}
+    elif options.memory == "mcp":
+        files = await _mcp_pass(model, sessions, options, record, config)
     else:
-        messages = []
-        for number, (session, text) in enumerate(sessions, 1):
-            prompt = write_prompt(session, text, number, len(sessions), options.memory)
-            chat: list[ChatMessage] = [ChatMessageUser(content=prompt)]
-            _, _, ran_out = await _rounds(model, chat, tools, options.steps, record, config)
-            record.steps_exhausted += int(ran_out)
-    files = _files(instance) if options.files else {}
+        await _sessions(model, sessions, options, record, tools, config)
+        files = _files(instance)
     record.sessions = len(sessions)
     _count_events(record, transcript().events[events:])
     record.memory_files, record.memory_bytes = memory_size(files)
     record.message_tokens = await model.count_tokens(messages) if messages else 0
     record.seconds = round(time.perf_counter() - start, 4)
     return files, messages
+
+
+async def _sessions(
+    model: Model,
+    sessions: Sequence[tuple[Session, str]],
+    options: AgentOptions,
+    record: WriteRecord,
+    tools: list[Tool],
+    config: GenerateConfig,
+) -> None:
+    """Each session in a conversation of its own (only the memory carries over)."""
+    for number, (session, text) in enumerate(sessions, 1):
+        prompt = write_prompt(session, text, number, len(sessions), options.memory)
+        chat: list[ChatMessage] = [ChatMessageUser(content=prompt)]
+        _, _, ran_out = await _rounds(model, chat, tools, options.steps, record, config)
+        record.steps_exhausted += int(ran_out)
+
+
+async def _mcp_pass(
+    model: Model,
+    sessions: Sequence[tuple[Session, str]],
+    options: AgentOptions,
+    record: WriteRecord,
+    config: GenerateConfig,
+) -> dict[str, str]:
+    """The sessions with the MCP server's tools, the server keeping its files in a folder of
+    this pass; its files afterwards (the snapshot the answers start from)."""
+    work = Path(tempfile.mkdtemp(prefix="memevals-mcp-"))
+    try:
+        async with mcp_tools(mcp_server(options.mcp or ""), work) as tools:
+            await _sessions(model, sessions, options, record, tools, config)
+        return read_folder(work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def mcp_tools(server: McpServer, store: Path) -> AsyncIterator[list[Tool]]:
+    """The tools of an MCP memory server keeping its files in `store`, while it runs: a
+    server that cannot start or lists no tools is one MemorySystemError naming it.
+
+    Args:
+        server: the server (`agent_mcp`).
+        store: its folder (`{store}`).
+
+    Yields:
+        Its tools.
+    """
+    at = server.at(store)
+    name = at.url or " ".join([at.command, *at.args])
+    source = (
+        mcp_server_http(url=at.url)
+        if at.url
+        else mcp_server_stdio(command=at.command, args=list(at.args), env=dict(at.env) or None)
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            await stack.enter_async_context(source)
+            tools = await source.tools()
+        except Exception as exc:
+            raise MemorySystemError(
+                f"agent_mcp: the server {name} did not start: {type(exc).__name__}: {exc}"
+            ) from exc
+        if not tools:
+            raise MemorySystemError(f"agent_mcp: the server {name} exposes no tools")
+        yield tools
 
 
 async def _compacted_pass(
@@ -318,13 +390,32 @@ async def answer_pass(
         messages.insert(0, ChatMessageSystem(content=text))
     messages.append(ChatMessageUser(content=user))
     state.messages = messages
-    state.tools = [memory(initial_data=dict(stored.files))] if options.files else []
     calls = WriteRecord("", "")
+    if options.memory != "mcp":
+        state.tools = [memory(initial_data=dict(stored.files))] if options.files else []
+        return await _answer_rounds(state, generate, options, calls), calls.tool_calls
+    # the server starts from a copy of the snapshot: what it writes now is discarded
+    copy = Path(tempfile.mkdtemp(prefix="memevals-mcp-answer-"))
+    try:
+        for path, text in stored.files.items():
+            (copy / path).parent.mkdir(parents=True, exist_ok=True)
+            (copy / path).write_text(text, encoding="utf-8")
+        async with mcp_tools(mcp_server(options.mcp or ""), copy) as tools:
+            state.tools = list(tools)
+            state = await _answer_rounds(state, generate, options, calls)
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    return state, calls.tool_calls
+
+
+async def _answer_rounds(
+    state: TaskState, generate: Generate, options: AgentOptions, calls: WriteRecord
+) -> TaskState:
     for _ in range(options.steps + 1):
         state = await generate(state, tool_calls="single")
         if not _count(calls, state.output):
             break
-    return state, calls.tool_calls
+    return state
 
 
 def final_text(messages: Sequence[ChatMessage]) -> str:

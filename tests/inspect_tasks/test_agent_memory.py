@@ -7,7 +7,9 @@ happens exactly as often as the window says; every benchmark runs; bad input is 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,11 @@ from memevals.benchmarks.locomo.prompts import answer_f1
 from memevals.core.agent_memory import READING_INTRO
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+#: The reference knowledge-graph memory server, installed from package.json (setup.sh --dev)
+MEMORY_SERVER = (
+    Path(__file__).resolve().parents[2]
+    / "node_modules/@modelcontextprotocol/server-memory/dist/index.js"
+)
 CONV = "conv-26"
 TWO = f"{CONV}-q0,{CONV}-q1"
 
@@ -245,6 +252,36 @@ def test_spent_rounds_are_counted_not_errors(tmp_path: Path, data_dir: Path) -> 
     assert write["tool_calls"] == {"create": n, "view": 2 * n}
 
 
+@pytest.mark.skipif(
+    shutil.which("node") is None or not MEMORY_SERVER.is_file() or not find_spec("mcp"),
+    reason="needs node, @modelcontextprotocol/server-memory (package.json) and the mcp package",
+)
+def test_mcp_memory_server_holds_what_the_model_wrote(tmp_path: Path, data_dir: Path) -> None:
+    """The real reference server over stdio: the entities the scripted model created are in
+    its snapshot, and each answer reads them back from a copy."""
+    server = f"MEMORY_FILE_PATH={{store}}/memory.jsonl node {MEMORY_SERVER}"
+    log = _log(
+        tmp_path,
+        *("--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO),
+        *("-T", "agent_memory=mcp", "-T", f"agent_mcp={server}"),
+    )
+    conv = next(c for c in load_locomo(data_dir) if c.sample_id == CONV)
+    wrote = {f"session_{s.index}": [f"held on {s.date_time}"] for s in conv.sessions}
+    record = _record((log.samples or [])[0])
+    snapshot = (Path(record["store"]) / "memories.json").read_text("utf-8")
+    (graph,) = json.loads(snapshot).values()
+    rows = [json.loads(line) for line in graph.splitlines() if line.strip()]
+    assert {r["name"]: r["observations"] for r in rows if r["type"] == "entity"} == wrote
+    assert record["write"]["tool_calls"] == {"create_entities": len(wrote)}
+    for sample in log.samples or []:
+        assert _record(sample)["answer_tool_calls"] == {"read_graph": 1}
+        read = next(m.text for m in sample.messages if m.role == "tool")
+        assert all(f"session_{s.index}" in read and s.date_time in read for s in conv.sessions)
+        users = [m.text for m in sample.messages if m.role == "user"]
+        assert len(users) == 1 and ' said, "' not in users[0]
+        assert sample.output.completion == ANSWER
+
+
 @pytest.mark.parametrize(
     ("task", "args", "scorer"),
     [
@@ -284,6 +321,10 @@ def test_every_benchmark_runs_judged(
             "agent_window applies only with agent_memory=compaction or files+compaction",
         ),
         (["-T", "protocol=memevals", "-T", "top_k=3"], "top_k does not apply with context=agent"),
+        (
+            ["-T", "protocol=memevals", "-T", "agent_memory=mcp", "-T", "agent_mcp=no-such-server"],
+            "agent_mcp: the command 'no-such-server' is not found",
+        ),
     ],
 )
 def test_bad_options_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:

@@ -7,6 +7,8 @@ real CLI (`python tests/support/scripted_agent.py eval memevals/locomo --model s
   the session's text (everything after the prompt's first blank line), then replies "Saved.";
 - the tool-call check before a write pass: views `/memories`;
 - a question: views `/memories`, then answers `ANSWER`.
+Offered an MCP knowledge-graph server's tools (`create_entities`, `read_graph`): an entity
+`session_<n>` per session observing its date, and a question reads the graph first.
 Without tools (compaction): "Noted." to a session or to a compaction summary, `SUMMARY` to
 Inspect's summary request, `ANSWER` to a question. `scripted_agent/plain` never calls a tool
 (a provider without tool calls); `viewer` views `/memories` where `tools` creates a file (a
@@ -42,6 +44,7 @@ SUMMARY = "Summary: they talked."
 SUMMARY_REQUEST = "tasked with summarizing"
 COMPACTED = "[CONTEXT COMPACTION SUMMARY]"
 SESSION = re.compile(r"^Session (\d+) of (\d+) ")
+HELD_ON = re.compile(r"held on (.*?)\. Later")
 
 
 def words(messages: list[ChatMessage]) -> int:
@@ -70,6 +73,24 @@ class ScriptedAgent(ScriptedAPI):
 
     async def count_text_tokens(self, text: str) -> int:
         return len(text.split())
+
+    def _graph_reply(self, messages: list[ChatMessage]) -> ModelOutput | str:
+        """With an MCP knowledge-graph server's tools: one entity per session, named
+        `session_<n>`, observing the session's date; a question reads the graph."""
+        name = f"{self.provider}/{self.model_name}"
+        user = _last_user(messages)
+        session = SESSION.match(user)
+        if isinstance(messages[-1], ChatMessageTool):
+            return "Saved." if session else ANSWER
+        if session:
+            held = HELD_ON.search(user)
+            entity = {
+                "name": f"session_{session.group(1)}",
+                "entityType": "session",
+                "observations": [f"held on {held.group(1) if held else 'no date'}"],
+            }
+            return ModelOutput.for_tool_call(name, "create_entities", {"entities": [entity]})
+        return ModelOutput.for_tool_call(name, "read_graph", {})
 
     def _tool_reply(self, messages: list[ChatMessage]) -> ModelOutput | str:
         name = f"{self.provider}/{self.model_name}"
@@ -103,7 +124,11 @@ class ScriptedAgent(ScriptedAPI):
     ) -> ModelOutput:
         name = f"{self.provider}/{self.model_name}"
         uses_tools = self.model_name in TOOL_MODELS and any(t.name == "memory" for t in tools)
-        reply = self._tool_reply(input) if uses_tools else self._plain_reply(input)
+        graph = any(t.name == "create_entities" for t in tools)
+        if self.model_name in TOOL_MODELS and graph:
+            reply = self._graph_reply(input)
+        else:
+            reply = self._tool_reply(input) if uses_tools else self._plain_reply(input)
         output = ModelOutput.from_content(name, reply) if isinstance(reply, str) else reply
         out_words = words([output.message])
         output.usage = ModelUsage(
