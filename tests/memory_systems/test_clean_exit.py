@@ -24,7 +24,7 @@ TESTS = Path(__file__).resolve().parents[1]
 SUPPORT = TESTS / "support"
 FIXTURES = TESTS / "fixtures"
 
-INNER = '''
+INNER = """
 import json
 from pathlib import Path
 
@@ -49,7 +49,7 @@ def test_one_longmemeval_question_with_mem0(tmp_path: Path) -> None:
             env={"MEMEVALS_CACHE_DIR": str(tmp_path / "cache")},
         )
     assert done.returncode == 0, done.stderr[-2000:]
-'''
+"""
 
 
 def test_a_pytest_run_touching_mem0_ends_with_its_summary(tmp_path: Path) -> None:
