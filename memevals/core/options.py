@@ -494,6 +494,16 @@ def _coerce(where: str, name: str, hint: Any, value: Any) -> Any:
     return value
 
 
+def _refuse_agent(where: str, values: Mapping[str, Any]) -> None:
+    """The Inspect tasks take `context=agent` out before their options are read
+    (memevals.core.agent_memory.host_values): what reaches here is lm-eval's `--metadata`."""
+    if values.get("context") == AGENT_CONTEXT:
+        raise OptionValueError(
+            f"{where}: context={AGENT_CONTEXT} needs a tool loop, which lm-eval does not have; "
+            "run it with Inspect (docs/lm-eval.md#no-agent-mode)"
+        )
+
+
 def options_from(
     cls: type[OptionsT],
     values: Mapping[str, Any],
@@ -526,13 +536,7 @@ def options_from(
     """
     if not dataclasses.is_dataclass(cls):
         raise TypeError(f"{cls!r} is not an options dataclass")
-    if values.get("context") == AGENT_CONTEXT:
-        # the Inspect tasks take context=agent out before their options are read
-        # (memevals.core.agent_memory.host_values): what reaches here is lm-eval's --metadata
-        raise OptionValueError(
-            f"{where}: context={AGENT_CONTEXT} needs a tool loop, which lm-eval does not have; "
-            "run it with Inspect (docs/lm-eval.md#no-agent-mode)"
-        )
+    _refuse_agent(where, values)
     hints = typing.get_type_hints(cls)
     names = [f.name for f in dataclasses.fields(cls) if f.init]
     memory_field = next((n for n in names if hints.get(n) is MemoryOptions), None)
