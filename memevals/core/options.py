@@ -518,8 +518,8 @@ def options_from(
     defaults for what is not given.
 
     A field typed `MemoryOptions` is built from the same mapping (the memory knobs carry their
-    own names); a field typed `Protocol` is resolved from its name. A key that is no field is
-    an error naming the closest one; with `strict=False` (lm-eval, which merges the model's
+    own names); a field typed `Protocol` is resolved from its name. A key that is no field is an
+    error naming the closest one; with `strict=False` (lm-eval, which merges the model's
     arguments into the metadata) only a key that looks like a misspelt field is.
 
     Args:
@@ -551,8 +551,7 @@ def options_from(
     for key in values:
         if key in known or key in LM_EVAL_OWN_KEYS:
             continue
-        cutoff = 0.6 if strict else 0.8
-        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=cutoff)
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6 if strict else 0.8)
         if strict or close:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise OptionValueError(
