@@ -420,11 +420,13 @@ class MemoryRun:
         traceback in the log only)."""
         name = self.system.name
         cause = str(exc) if isinstance(exc, MemorySystemError) else f"{type(exc).__name__}: {exc}"
-        cause = " ".join(cause.removeprefix(f"{name}: ").split())
+        cause = " ".join(cause.split())
         if len(cause) > CAUSE_CHARS:
             cause = cause[: CAUSE_CHARS - 3] + "..."
         url = getattr(self.system, "llm_base_url", None)
-        if url:
+        if url and str(url) in cause:
+            via = ""  # the cause names it already
+        elif url:
             via = f" (endpoint {url}, model {getattr(self.system, 'llm_model', '?')!r})"
         elif counting is not None:
             via = f" (memory model {counting.model_name or '?'})"

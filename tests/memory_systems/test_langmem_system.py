@@ -103,9 +103,10 @@ def test_ingestion_calls_the_manager_once_per_session_and_counts_its_calls(
 ) -> None:
     _, record = first_run.index(HISTORY)
     assert first_run.ingestions == 1 and record.cached is False
-    # one manager call per session, every reply counted; the endpoint check is one probe
+    # one manager call per session, every reply counted; the endpoint check is two requests:
+    # the tool-call probe and one manager call on the two-turn test session
     assert record.llm_calls == server.count == script.kinds["manager"] == 3
-    assert len(server.probes) == 1
+    assert len(server.probes) == 2
     assert record.items_stored == 5  # one memory per speaker of each session
     assert record.model_calls == 0  # the harness's memory model is not used
     assert record.extra["manager_calls"] == 3 and record.extra["calls_without_memory"] == 0

@@ -103,8 +103,9 @@ def test_graphiti_reply_cut_at_the_token_limit_is_named(tmp_path: Path) -> None:
     log = read_eval_log(str(path))
     assert log.status == "error" and log.error is not None, out[-3000:]
     expected = (
-        f"graphiti: ingestion of {FIRST} failed: history '{FIRST}': the model's reply was cut at "
-        "the token limit (finish_reason 'length' at max_tokens=512), so its JSON is incomplete; "
+        f"graphiti: ingestion of {FIRST} failed: graphiti: history '{FIRST}': the model's reply "
+        "was cut at the token limit (finish_reason 'length' at max_tokens=512), so its JSON is "
+        "incomplete; "
         "the limit is llm_max_tokens=512: raise it in -T memory_args (e.g. llm_max_tokens=2048) "
         f"or leave it out for graphiti's own limits (endpoint {url}, model 'small')"
     )
