@@ -19,6 +19,7 @@ import scripted_judge  # noqa: F401  (registers scripted/strict)
 from cli_support import SUPPORT, run_python
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
+from loopback_anthropic import LoopbackAnthropic
 from scripted_agent import ANSWER, COMPACTED, SESSION
 
 from memevals.benchmarks.locomo.data import load_locomo
@@ -35,13 +36,20 @@ CONV = "conv-26"
 TWO = f"{CONV}-q0,{CONV}-q1"
 
 
-def _eval(tmp_path: Path, *args: str, task: str = "memevals/locomo", log_dir: str = "logs") -> Any:
+def _eval(
+    tmp_path: Path,
+    *args: str,
+    task: str = "memevals/locomo",
+    log_dir: str = "logs",
+    env: dict[str, str] | None = None,
+) -> Any:
     cmd = [sys.executable, str(SUPPORT / "scripted_agent.py"), "eval", task, "--display", "none"]
     cmd += ["--log-dir", str(tmp_path / log_dir), "-T", "context=agent", *args]
-    return run_python(cmd, cwd=tmp_path, env={"MEMEVALS_CACHE_DIR": str(tmp_path / "cache")})
+    env = {"MEMEVALS_CACHE_DIR": str(tmp_path / "cache"), **(env or {})}
+    return run_python(cmd, cwd=tmp_path, env=env)
 
 
-def _log(tmp_path: Path, *args: str, **kw: str) -> EvalLog:
+def _log(tmp_path: Path, *args: str, **kw: Any) -> EvalLog:
     done = _eval(tmp_path, *args, **kw)
     assert done.returncode == 0, done.stderr[-3000:]
     (path,) = (tmp_path / kw.get("log_dir", "logs")).glob("*.eval")
@@ -280,6 +288,33 @@ def test_mcp_memory_server_holds_what_the_model_wrote(tmp_path: Path, data_dir: 
         users = [m.text for m in sample.messages if m.role == "user"]
         assert len(users) == 1 and ' said, "' not in users[0]
         assert sample.output.completion == ANSWER
+
+
+def test_claude_is_sent_its_native_memory_tool_in_both_passes(tmp_path: Path) -> None:
+    """Inspect's real anthropic provider against a loopback Messages API: every write-pass and
+    answer-pass request carries the memory tool as Anthropic's `memory_20250818`."""
+    with LoopbackAnthropic() as server:
+        env = {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "test"}
+        log = _log(
+            tmp_path,
+            *("--model", "anthropic/claude-sonnet-4-5", "-T", "protocol=memevals"),
+            *("--sample-id", f"{CONV}-q0"),
+            env=env,
+        )
+    (sample,) = log.samples or []
+
+    def first_user(body: dict[str, Any]) -> str:
+        first = body["messages"][0]["content"]
+        return first if isinstance(first, str) else str(first[0].get("text", ""))
+
+    writes = [b for b in server.requests if SESSION.match(first_user(b))]
+    answers = [b for b in server.requests if str(sample.metadata["question"]) in first_user(b)]
+    assert len(writes) == 2 * _record(sample)["write"]["sessions"] and len(answers) == 2
+    for body in writes + answers:
+        assert [(t.get("type"), t.get("name")) for t in body["tools"]] == [
+            ("memory_20250818", "memory")
+        ]
+    assert sample.output.completion == ANSWER
 
 
 @pytest.mark.parametrize(
