@@ -173,6 +173,13 @@ def test_an_option_at_its_default_is_no_difference(
     assert "## A: model=scripted_reader/evidence  vs  B: model=dummy" in proc.stdout
     assert "The runs differ in one declared factor, the model" in proc.stdout
     assert "top_k" not in proc.stdout + proc.stderr
+    # the report pairs them as memevals-diff does: the model's comparison
+    page = tmp_path / "report.html"
+    proc = _tool("memevals-report", given, lm_eval, "-o", page, "--resamples", "50", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text(encoding="utf-8")
+    assert "locomo: A = model=scripted_reader/evidence vs B = model=dummy" in text
+    assert "<small>(factor: model; protocol official)</small>" in text
 
 
 # ------------------------------------------------------------------------------ item 4
