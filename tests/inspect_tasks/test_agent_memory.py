@@ -20,6 +20,7 @@ from cli_support import SUPPORT, run_python
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from loopback_anthropic import LoopbackAnthropic
+from loopback_responses import LoopbackResponses
 from scripted_agent import ANSWER, COMPACTED, SESSION
 
 from memevals.benchmarks.locomo.data import load_locomo
@@ -314,6 +315,26 @@ def test_claude_is_sent_its_native_memory_tool_in_both_passes(tmp_path: Path) ->
         assert [(t.get("type"), t.get("name")) for t in body["tools"]] == [
             ("memory_20250818", "memory")
         ]
+    assert sample.output.completion == ANSWER
+
+
+def test_native_compaction_calls_the_responses_compact_endpoint(tmp_path: Path) -> None:
+    """CompactionNative through Inspect's real openai provider (Responses API) against a
+    loopback server: each compaction the write pass logs is one call of the compact endpoint."""
+    with LoopbackResponses() as server:
+        env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "test"}
+        log = _log(
+            tmp_path,
+            *("--model", "openai/gpt-5-mini", "-M", "responses_api=true"),
+            *("-T", "protocol=memevals", "--sample-id", f"{CONV}-q0"),
+            *("-T", "agent_memory=compaction", "-T", "agent_compaction=native"),
+            *("-T", "agent_window=8000"),
+            env=env,
+        )
+    (sample,) = log.samples or []
+    compacts = server.paths.count("/v1/responses/compact")
+    assert compacts >= 1
+    assert _record(sample)["write"]["compactions"] == compacts
     assert sample.output.completion == ANSWER
 
 
