@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,8 @@ __all__ = [
     "memory_system",
     "solver_chain",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: The model role of a memory system's own LLM calls (observations, summaries).
 MEMORY_ROLE = "memory"
@@ -115,13 +118,26 @@ def _item(state: TaskState) -> PromptItem:
     )
 
 
+def _one_line(exc: MemorySystemError) -> MemorySystemError:
+    """The sample's error: the message alone (it names the system, the history and the cause),
+    no chained traceback on the screen; the traceback goes to the log (the sample's transcript,
+    at info level)."""
+    logger.info("memory system failure: the traceback", exc_info=exc)
+    return MemorySystemError(str(exc))
+
+
 @solver
 def memory_answer(subject: MemorySubject) -> Solver:
     """The system answers the question by itself; its answer is the sample's output (model
     `memory/<system>`), scored like any reply."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        text = await anyio.to_thread.run_sync(subject.answer, _item(state), _memory_model(subject))
+        try:
+            text = await anyio.to_thread.run_sync(
+                subject.answer, _item(state), _memory_model(subject)
+            )
+        except MemorySystemError as exc:
+            raise _one_line(exc) from None
         name = f"memory/{subject.run.system.name}"
         state.output = ModelOutput.from_content(model=name, content=text)
         state.messages.append(ChatMessageAssistant(content=text, model=name))
@@ -139,9 +155,7 @@ def memory_context(subject: MemorySubject) -> Solver:
         try:
             filled = await anyio.to_thread.run_sync(subject.fill, item, _memory_model(subject))
         except MemorySystemError as exc:
-            # the message names the system, the history and the cause; the causes' traceback
-            # is in the log (the harness logged it), not on the screen
-            raise MemorySystemError(str(exc)) from None
+            raise _one_line(exc) from None
         if filled.user != item.user:  # the benchmark sends context and question as one message
             state.user_prompt.text = filled.user
         if filled.system:

@@ -45,7 +45,7 @@ from memevals.core.memory_system import (
     Turn,
 )
 from memevals.memory_systems.endpoint import PREFLIGHT_TIMEOUT_S, EndpointClient
-from memevals.memory_systems.guards import close_at_exit
+from memevals.memory_systems.guards import close_at_exit, was_cut
 
 __all__ = [
     "COLLECTION",
@@ -167,12 +167,14 @@ class _Counter:
         self.calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
+        self.cut = 0  # replies stopped at the token limit (finish_reason "length")
         self._lock = threading.Lock()
 
     def __call__(self, llm: Any, response: Any, params: Any) -> None:
         usage = getattr(response, "usage", None)
         with self._lock:
             self.calls += 1
+            self.cut += was_cut(response)
             if usage is not None:
                 self.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
                 self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
@@ -524,10 +526,17 @@ class Mem0System(EndpointClient):
         finally:
             _close_memory(memory)
         if stored == 0:
+            limit = "mem0's own" if self.llm_max_tokens is None else str(self.llm_max_tokens)
+            cut = (
+                f"; {counter.cut} of them were cut at the token limit (finish_reason 'length', "
+                f"llm_max_tokens={limit}): raise llm_max_tokens in -T memory_args"
+                if counter.cut
+                else ""
+            )
             raise MemorySystemError(
                 f"mem0 stored no memory for history {history.history_id!r} after {adds} add() "
-                f"calls ({counter.calls} LLM replies): mem0 drops extraction replies it cannot "
-                'parse as {"memory": [{"text": ...}]}, so check the model at '
+                f"calls ({counter.calls} LLM replies{cut}): mem0 drops extraction replies it "
+                'cannot parse as {"memory": [{"text": ...}]}, so check the model at '
                 f"{self.llm_base_url} (model {self.llm_model!r})"
             )
         return IngestReport(

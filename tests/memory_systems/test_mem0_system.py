@@ -214,6 +214,21 @@ def test_nothing_stored_is_an_error(tmp_path: Path, reply: str) -> None:
     assert list(run.root.iterdir()) == []  # no store left behind
 
 
+def test_replies_cut_at_the_token_limit_are_named(tmp_path: Path) -> None:
+    def cut(body: dict[str, Any]) -> dict[str, Any]:
+        text = mem0_facts(body)[:24]  # the JSON stops inside the first fact
+        return {"role": "assistant", "content": text, "finish_reason": "length"}
+
+    with LoopbackOpenAI(cut) as srv:
+        run = MemoryRun(_system(srv.url, llm_max_tokens=64), data_sha256="t", cache_root=tmp_path)
+        with pytest.raises(MemorySystemError) as failed:
+            run.index(HISTORY)
+    assert (
+        "after 8 add() calls (8 LLM replies; 8 of them were cut at the token limit "
+        "(finish_reason 'length', llm_max_tokens=64): raise llm_max_tokens in -T memory_args)"
+    ) in str(failed.value)
+
+
 def test_http_500_raises(tmp_path: Path) -> None:
     with LoopbackOpenAI(lambda body: HttpFailure(500, "model crashed")) as srv:
         run = MemoryRun(_system(srv.url), data_sha256="test", cache_root=tmp_path)
