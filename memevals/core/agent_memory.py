@@ -32,7 +32,7 @@ import shutil
 import tempfile
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ __all__ = [
     "memory_size",
     "read_folder",
     "session_texts",
+    "write_estimate",
     "write_prompt",
 ]
 
@@ -524,4 +525,54 @@ def read_folder(folder: Path) -> dict[str, str]:
         p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8", errors="replace")
         for p in sorted(folder.rglob("*"))
         if p.is_file()
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Cost before a run (memevals.tools.estimate)
+
+#: The share of a session's tokens a model is assumed to keep as notes when estimating what it
+#: reads back (`write_estimate`): an assumption the estimate names, not a measurement.
+NOTE_SHARE = 0.1
+
+
+def write_estimate(
+    sessions: Sequence[tuple[Session, str]],
+    counter: Callable[[str], int],
+    window: int = int(AGENT_DEFAULTS["agent_window"]),
+    note_share: float = NOTE_SHARE,
+) -> dict[str, int]:
+    """Input tokens of one history's write pass under each `agent_memory`, before any call.
+
+    `files` and `mcp`: every session's prompt once, plus the notes kept so far read back once
+    per session (`note_share` of each earlier session); `compaction`: the context sent with
+    each session, which grows by a session at a time and is cut back to the notes when it
+    passes `window`; `files+compaction`: both.
+
+    Args:
+        sessions: the sessions with their rendered texts, in date order.
+        counter: the token counter.
+        window: `agent_window`.
+        note_share: the share of a session assumed kept as notes.
+
+    Returns:
+        agent_memory -> input tokens.
+    """
+    prompts = [
+        counter(write_prompt(s, text, n, len(sessions), "files"))
+        for n, (s, text) in enumerate(sessions, 1)
+    ]
+    notes = [int(p * note_share) for p in prompts]
+    files = sum(prompts) + sum(sum(notes[:k]) for k in range(len(prompts)))
+    context, streamed = counter(READING_INTRO), 0
+    for k, size in enumerate(prompts):
+        if context + size > window:
+            context = counter(READING_INTRO) + sum(notes[:k])
+        context += size
+        streamed += context
+    return {
+        "files": files,
+        "mcp": files,
+        "compaction": streamed,
+        "files+compaction": streamed + sum(notes),
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +30,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from memevals.core.agent_memory import (
     AGENT_KEY,
+    NOTE_SHARE,
     AgentCache,
     AgentOptions,
     StoredMemory,
@@ -38,6 +40,7 @@ from memevals.core.agent_memory import (
     cache_key,
     host_values,
     session_texts,
+    write_estimate,
 )
 from memevals.core.build import Build
 from memevals.core.memory_harness import RESULT_CHARS, MemorySubject
@@ -62,6 +65,7 @@ __all__ = [
     "option_values",
     "options_of",
     "split",
+    "write_estimates",
 ]
 
 options_of = agent_options
@@ -208,6 +212,37 @@ def agent_answer(plan: AgentPlan) -> Solver:
     return solve
 
 
+#: The agent plan of each task built in this process (memevals.tools.estimate reads it).
+PLANS: weakref.WeakKeyDictionary[Task, AgentPlan] = weakref.WeakKeyDictionary()
+
+
+def write_estimates(task: Task, note_share: float = NOTE_SHARE) -> dict[str, dict[str, int]]:
+    """Each history's write-pass input tokens under every `agent_memory`, for a task built
+    with `context=agent` (memevals.core.agent_memory.write_estimate), before any call.
+
+    Args:
+        task: the task.
+        note_share: the share of a session assumed kept as notes (read back later).
+
+    Returns:
+        history id -> agent_memory -> tokens (empty for a task of another context mode).
+    """
+    plan = PLANS.get(task)
+    if plan is None:
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    subject = plan.subject
+    for sample_id, query in subject.queries.items():
+        if query.history_id in out:
+            continue
+        item = PromptItem(id=sample_id, system="", user="", target="")
+        sessions = session_texts(subject, item)
+        out[query.history_id] = write_estimate(
+            sessions, subject.counter, plan.options.window, note_share
+        )
+    return out
+
+
 def agent_task(
     task: Task, subject: MemorySubject | None, agent: AgentOptions | None, cache: bool = True
 ) -> Task:
@@ -225,7 +260,9 @@ def agent_task(
     """
     if agent is None or subject is None:
         return task
-    task.solver = agent_answer(AgentPlan(subject, agent, AgentCache(cache)))
+    plan = AgentPlan(subject, agent, AgentCache(cache))
+    task.solver = agent_answer(plan)
+    PLANS[task] = plan
     task.scorer = [*(task.scorer or []), agent_write()]
     settings = {**agent.settings(), "memory_cache": cache, "write_max_tokens": WRITE_MAX_TOKENS}
     task.metadata = {**_without_host(task.metadata or {}), "agent": settings}

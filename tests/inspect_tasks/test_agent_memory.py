@@ -26,6 +26,9 @@ from scripted_agent import ANSWER, COMPACTED, SESSION
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.prompts import answer_f1
 from memevals.core.agent_memory import READING_INTRO
+from memevals.core.tokens import get_token_counter
+from memevals.inspect_tasks.agent_memory import write_estimates
+from memevals.inspect_tasks.locomo import locomo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 #: The reference knowledge-graph memory server, installed from package.json (setup.sh --dev)
@@ -128,6 +131,14 @@ def test_files_mode_stores_what_the_model_wrote_and_a_rerun_writes_nothing(
     assert not write["cached"]
     assert _metric(log_first, "write_passes") == 1
     assert _metric(log_first, "write_model_calls") == 2 * n
+    # the estimate before a run counts exactly the session prompts the model was sent
+    sent = _session_prompts(log_first)
+    assert len(sent) == n
+    task = locomo(context="agent", protocol="memevals")
+    counter = get_token_counter()  # the task's own (token_counter=auto)
+    prompts = sum(counter(t) for t in sent.values())
+    assert write_estimates(task, note_share=0.0)[CONV]["files"] == prompts
+    assert write_estimates(task)[CONV]["files"] > prompts  # notes read back on top
     for sample in log_first.samples or []:
         _answered_without_history(sample, created)
     # a rerun reads the stored write pass: no session is sent to the model again
