@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from inspect_ai._util.registry import registry_find, registry_lookup
+from inspect_ai.log import read_eval_log
 from inspect_ai.util import registry_create
 from registry_dump import TYPES, describe
 
@@ -160,3 +161,39 @@ def test_creating_an_object_loads_its_module_only(fresh: dict[str, Any]) -> None
     # a task: its own thin module only, which checks the options as it always did
     assert THIN & set(fresh["after_task"]) == {"memevals.inspect_tasks.locomo"}
     assert fresh["error"].startswith("locomo_temporal: no option 'no_such_option'")
+
+
+def test_a_fresh_inspect_runs_a_bare_name_and_rescores_with_a_memevals_scorer(
+    inspect_cli: Any, tmp_path: Path
+) -> None:
+    """The real CLI in its own process (the entry point's stand-ins, nothing imported before):
+    `inspect eval locomo_single_hop` builds the real task, and `inspect score --scorer
+    memevals/llm_judge` creates the real judge with its metrics."""
+    logs = tmp_path / "logs"
+    ran = inspect_cli(
+        "eval", "locomo_single_hop", "--model", "mockllm/model", "--limit", "2",
+        "-T", "context=none", "-T", "protocol=memevals", "--log-dir", str(logs),
+        "--display", "none", process=True,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    (path,) = logs.glob("*.eval")
+    log = read_eval_log(str(path))
+    assert log.status == "success"
+    # the bare name is what was run (eval-retry finds it again), as before the stand-ins
+    assert (log.eval.task, log.eval.task_registry_name) == ("locomo_single_hop",) * 2
+    assert log.eval.task_args["context"] == "none"
+    assert {s.metadata["category"] for s in log.samples or []} == {"single_hop"}
+    assert log.eval.task_version == records()["locomo"].version
+    rescored = tmp_path / "rescored.eval"
+    scored = inspect_cli(
+        "score", str(path), "--scorer", "memevals/llm_judge", "--action", "append",
+        "--output-file", str(rescored), "--display", "none", process=True,
+    )  # fmt: skip
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    after = read_eval_log(str(rescored))
+    assert after.results is not None
+    judged = {s.name: s for s in after.results.scores if s.scorer == "llm_judge"}
+    # mockllm's replies are no verdicts: both samples unscored, counted by the real judge's
+    # own metric (a stand-in has none)
+    assert judged["unscored"].metrics["count"].value == 2
+    assert judged["judge"].unscored_samples == 2
