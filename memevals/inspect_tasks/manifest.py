@@ -258,8 +258,13 @@ def _other_entries(modules: Sequence[ModuleType]) -> list[dict[str, Any]]:
             entry["metrics"] = "dict" if isinstance(metadata.pop("metrics"), dict) else "list"
         if metadata:
             entry["metadata"] = _literal(metadata, f"{where}: registry metadata")
-        if found.setdefault((kind, name), entry) != entry:
+        # a factory made anew for each use (the same name registered again) is the same
+        # entry; one held by a module tells the stand-in what to import
+        earlier = found.setdefault((kind, name), entry)
+        if {**earlier, "module": None} != {**entry, "module": None}:
             raise TypeError(f"{where}: registered twice, differently")
+        if "module" not in earlier and "module" in entry:
+            found[(kind, name)] = entry
     return [found[key] for key in sorted(found)]
 
 
