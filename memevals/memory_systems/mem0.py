@@ -526,19 +526,7 @@ class Mem0System(EndpointClient):
         finally:
             _close_memory(memory)
         if stored == 0:
-            limit = "mem0's own" if self.llm_max_tokens is None else str(self.llm_max_tokens)
-            cut = (
-                f"; {counter.cut} of them were cut at the token limit (finish_reason 'length', "
-                f"llm_max_tokens={limit}): raise llm_max_tokens in -T memory_args"
-                if counter.cut
-                else ""
-            )
-            raise MemorySystemError(
-                f"mem0 stored no memory for history {history.history_id!r} after {adds} add() "
-                f"calls ({counter.calls} LLM replies{cut}): mem0 drops extraction replies it "
-                'cannot parse as {"memory": [{"text": ...}]}, so check the model at '
-                f"{self.llm_base_url} (model {self.llm_model!r})"
-            )
+            raise self._nothing_stored(history, adds, counter)
         return IngestReport(
             llm_calls=counter.calls,
             items_stored=stored,
@@ -550,6 +538,23 @@ class Mem0System(EndpointClient):
                 "spacy": _spacy_state(),
                 "bm25": False,
             },
+        )
+
+    def _nothing_stored(self, history: History, adds: int, counter: _Counter) -> MemorySystemError:
+        """The error of a history for which mem0 stored no memory (replies cut at the token
+        limit named, with the fix)."""
+        limit = "mem0's own" if self.llm_max_tokens is None else str(self.llm_max_tokens)
+        cut = (
+            f"; {counter.cut} of them were cut at the token limit (finish_reason 'length', "
+            f"llm_max_tokens={limit}): raise llm_max_tokens in -T memory_args"
+            if counter.cut
+            else ""
+        )
+        return MemorySystemError(
+            f"mem0 stored no memory for history {history.history_id!r} after {adds} add() "
+            f"calls ({counter.calls} LLM replies{cut}): mem0 drops extraction replies it "
+            'cannot parse as {"memory": [{"text": ...}]}, so check the model at '
+            f"{self.llm_base_url} (model {self.llm_model!r})"
         )
 
     def open(self, store: Path, history: History) -> Mem0Index:

@@ -435,6 +435,12 @@ def _write_outputs(run: JudgeRun, out_dir: Path, summary: dict[str, Any]) -> Non
     )
 
 
+def _judging_failed(benchmark: str, grader: Model, log: EvalLog) -> JudgingError:
+    reason = _one_line(log.error.message) if log.error is not None else log.status
+    where = f"(log: {log.location})"
+    return JudgingError(f"{benchmark}: judging with {grader} failed: {reason} {where}")
+
+
 def judge_samples(
     paths: Sequence[str | Path],
     grader: str | Model,
@@ -482,11 +488,7 @@ def judge_samples(
             display=display,  # type: ignore[arg-type]
         )
         if log.status != "success":
-            reason = _one_line(log.error.message) if log.error is not None else log.status
-            raise JudgingError(
-                f"{benchmark}: judging with {grader_model} failed: {reason} "
-                f"(log: {log.location})"
-            )
+            raise _judging_failed(benchmark, grader_model, log)
         run = JudgeRun(benchmark, log, aggregate_table(log), verdict_rows(log))
         summary = {
             "benchmark": benchmark,
