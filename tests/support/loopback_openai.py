@@ -76,6 +76,7 @@ def probe_answer(body: dict[str, Any]) -> str | dict[str, Any]:
     if not tools:
         return '{"ok": true}'
     names = [str(t.get("name")) for t in tools]
+    arguments: dict[str, Any]
     if PROBE_NAME in names:
         name, arguments = PROBE_NAME, {"ok": True}
     else:
