@@ -42,7 +42,15 @@ from inspect_ai.util import RegistryInfo, registry_info
 
 from memevals.benchmarks import records
 
-__all__ = ["MANIFEST_FILE", "collect", "import_all", "main", "render", "task_modules"]
+__all__ = [
+    "MANIFEST_FILE",
+    "collect",
+    "import_all",
+    "main",
+    "render",
+    "scanned_modules",
+    "task_modules",
+]
 
 #: The generated module the entry point reads.
 MANIFEST_FILE = Path(__file__).resolve().with_name("registry_manifest.py")
@@ -66,7 +74,7 @@ from __future__ import annotations
 
 from typing import Any
 
-ENTRIES: tuple[dict[str, Any], ...] = '''
+'''
 
 
 def task_modules() -> list[ModuleType]:
@@ -287,8 +295,28 @@ def render(entries: Sequence[dict[str, Any]]) -> str:
     Returns:
         The module text.
     """
+    scanned = pprint.pformat(tuple(scanned_modules()), width=99)
     body = pprint.pformat(tuple(entries), width=99, sort_dicts=False)
-    return _HEADER + body + "\n"
+    return (
+        _HEADER
+        + "#: The modules scanned (a module not among them is new: the entry point imports it).\n"
+        + f"SCANNED: tuple[str, ...] = {scanned}\n\n"
+        + f"ENTRIES: tuple[dict[str, Any], ...] = {body}\n"
+    )
+
+
+def scanned_modules() -> list[str]:
+    """The names of the package's modules that the manifest is made from, found on disk.
+
+    Returns:
+        The module names (without the package), sorted.
+    """
+    package = importlib.import_module(_PACKAGE)
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(package.__path__)
+        if info.name not in _NOT_SCANNED
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

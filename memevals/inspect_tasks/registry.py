@@ -20,9 +20,11 @@ namespaced names still work and a warning says why the bare ones do not.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import logging
+import pkgutil
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -39,10 +41,10 @@ from memevals.inspect_tasks.inspect_internals import (
     register_task,
     task_registered,
 )
-from memevals.inspect_tasks.registry_manifest import ENTRIES
+from memevals.inspect_tasks.registry_manifest import ENTRIES, SCANNED
 
 # `TASK_MODULES` (the thin modules, imported when first read) is served by __getattr__
-__all__ = ["register_all", "stand_in_signature", "task_modules"]
+__all__ = ["register_all", "register_new_modules", "stand_in_signature", "task_modules"]
 
 logger = logging.getLogger(__name__)
 
@@ -306,4 +308,44 @@ def register_all(entries: Sequence[Mapping[str, Any]] = ENTRIES) -> None:
             return
 
 
+def _new_modules() -> list[str]:
+    """The package's modules that the manifest was not made from (a benchmark's thin module
+    added since: one folder and one module, no shared edit), found on disk without importing."""
+    package = sys.modules[__package__ or "memevals.inspect_tasks"]
+    known = set(SCANNED) | {m.rsplit(".", 1)[-1] for m in _REGISTER_NOTHING}
+    return sorted(i.name for i in pkgutil.iter_modules(package.__path__) if i.name not in known)
+
+
+def _alias_of(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A distinct callable with fn's signature; the task it builds keeps fn's namespaced name."""
+
+    @functools.wraps(fn)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return alias
+
+
+def register_new_modules() -> list[ModuleType]:
+    """Import the modules the manifest does not know (their real objects register themselves)
+    and give their tasks bare names; each costs its imports, as the entry point once did.
+
+    Returns:
+        The modules imported.
+    """
+    modules = [importlib.import_module(f"{__package__}.{name}") for name in _new_modules()]
+    for module in modules:
+        for name in getattr(module, "__all_tasks__", ()):
+            fn: Callable[..., Any] = getattr(module, name)
+            info = registry_info(fn)
+            if "/" not in info.name or task_registered(name):
+                continue  # imported from a checkout: already bare, or the name is taken
+            attribs = info.metadata.get("attribs", {})
+            params = info.metadata.get("params", [])
+            # `wraps` copied the registry tag; register_task gives the alias its own
+            register_task(_alias_of(fn), name, attribs, params)
+    return modules
+
+
 register_all()
+register_new_modules()

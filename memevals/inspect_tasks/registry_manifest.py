@@ -10,6 +10,35 @@ from __future__ import annotations
 
 from typing import Any
 
+#: The modules scanned (a module not among them is new: the entry point imports it).
+SCANNED: tuple[str, ...] = ('adapters',
+ 'agent_memory',
+ 'agent_solver',
+ 'answer',
+ 'beam',
+ 'common',
+ 'dataset',
+ 'images',
+ 'inspect_internals',
+ 'judge_check',
+ 'judge_scorer',
+ 'locomo',
+ 'locomo_dialogue',
+ 'locomo_event_summary',
+ 'locomo_plus',
+ 'longmemeval',
+ 'memory_system',
+ 'metrics',
+ 'notes',
+ 'official_scorer',
+ 'option_docs',
+ 'retrieval',
+ 'run_notes',
+ 'sample_kinds',
+ 'scorer_parts',
+ 'task_parts',
+ 'tasks')
+
 ENTRIES: tuple[dict[str, Any], ...] = ({'type': 'task',
   'name': 'beam',
   'module': 'memevals.inspect_tasks.beam',
