@@ -14,7 +14,7 @@ from memevals.benchmarks.locomo.scoring import abstained, locomo_f1, locomo_reca
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import options_from
 from memevals.core.retrieval_metrics import turn_precision_recall
-from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks import common, sample_notes
 
 __all__ = [
     "ALIASES",
@@ -77,6 +77,7 @@ def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
     task = f"locomo[{categories}]"
     options = locomo_options(task, categories, metadata)
     built = common.checked(task, lambda: samples.build(options))
+    sample_notes.keep(built.notes)
     return common.to_docs(common.with_memory(task, built.items, built.subject), task)
 
 
@@ -115,5 +116,6 @@ def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, 
     session summaries. `f1_stderr_clustered` and `evidence_recall_stderr_clustered` carry
     (value, conversation id), aggregated into the conversation-clustered standard error.
     """
+    sample_notes.say(str(doc["id"]))
     md = common.doc_item(doc).metadata
     return locomo_metrics(doc, md, common.only_reply(results))

@@ -10,7 +10,7 @@ from datasets import DatasetDict
 
 from memevals.benchmarks.locomo_plus import samples
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
-from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks import common, sample_notes
 from memevals.lm_eval_tasks.locomo.utils import locomo_metrics
 
 __all__ = ["ALIASES", "INSPECT_ONLY", "locomo_plus_docs", "locomo_plus_results"]
@@ -34,6 +34,7 @@ def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
     )
     options = dataclasses.replace(given, categories=categories)
     built = common.checked(task, lambda: samples.build(options))
+    sample_notes.keep(built.notes)
     return common.to_docs(common.with_memory(task, built.items, built.subject), task)
 
 
@@ -41,6 +42,7 @@ def locomo_plus_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[
     """LoCoMo questions: the LoCoMo metrics. Cognitive samples have no reference reply, so
     natively they get only the prompt size and, when the mode retrieves, `cue_recall` (the share
     of cue turns retrieved); `python -m memevals.tools.judge` scores the replies."""
+    sample_notes.say(str(doc["id"]))
     md = common.doc_item(doc).metadata
     reply = common.only_reply(results)
     if md.get("category") == COGNITIVE:
