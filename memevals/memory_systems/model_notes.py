@@ -184,7 +184,8 @@ def ask(
         raise MemorySystemError(
             f"{name}: history {history.history_id!r}, session {session.session_id!r}: the "
             f"memory model's reply was unusable twice (first: {first}; after the repair "
-            f"request: {exc})"
+            f"request: {exc}); {name} needs a memory model that writes the format its prompt "
+            "asks for (--model-role memory=<model>)"
         ) from exc
 
 

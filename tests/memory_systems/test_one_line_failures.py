@@ -132,7 +132,10 @@ def test_observations_model_without_json_is_one_line_per_history(tmp_path: Path)
         assert message.startswith(f'MemorySystemError("observations: ingestion of {history} failed')
         assert "the memory model's reply was unusable twice" in message
         assert "the reply is not valid JSON" in message
-        assert message.endswith('(memory model mockllm/model)")')
+        assert message.endswith(
+            "needs a memory model that writes the format its prompt asks for (--model-role "
+            'memory=<model>) (memory model mockllm/model)")'
+        )
         # the screen: the harness's warning once per history (Inspect adds its own line per
         # sample error), and no cause chained under it
         warning = _squeezed(f"memory observations: ingestion of {history} failed")
