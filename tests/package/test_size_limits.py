@@ -23,7 +23,6 @@ OVER_LIMIT: dict[str, int] = {
     "memevals/memory_systems/graphiti.py": 951,
     "memevals/tools/compare.py": 1172,
     "memevals/tools/diff.py": 837,
-    "memevals/tools/report.py": 1460,
 }
 #: "module:function" -> its length today (none: every function is within the limit)
 FUNCTIONS_OVER_LIMIT: dict[str, int] = {}
