@@ -308,8 +308,9 @@ def test_lm_eval_and_the_posthoc_judge_find_the_toy(toy_runs: ToyRuns) -> None:
 
 # --- every real benchmark stays within what the toy needs (issue 30, item 7) -------------------
 
-#: A thin Inspect module's most lines (the toy's is 66).
-THIN_MODULE_LINES = 100
+#: A thin Inspect module's most lines (the toy's is 66; a benchmark that takes the agent mode
+#: adds its five typed `agent_*` knobs and the mode's wiring, about 15 lines).
+THIN_MODULE_LINES = 115
 #: Files every benchmark folder has, as the toy's has them.
 REQUIRED = frozenset({"README.md", "__init__.py", "eval.yaml", "record.py", "samples.py"})
 #: A per-category task written by hand (declared_tasks makes them from the record).
@@ -412,7 +413,7 @@ def _real_benchmarks() -> list[Any]:
 @pytest.mark.parametrize("name", _real_benchmarks())
 def test_every_real_benchmark_stays_within_what_the_toy_needs(name: str) -> None:
     """Each real benchmark's hand-written files are of the kinds the toy's are, its thin
-    Inspect module writes no per-category task and is at most 100 lines, and its lm-eval glue
+    Inspect module writes no per-category task and is at most THIN_MODULE_LINES lines, and its lm-eval glue
     has no option table (issue 30: thin means thin)."""
     assert beyond_the_toy(REPO / "memevals", name) == []
 
@@ -448,6 +449,6 @@ def test_the_check_finds_what_the_toy_does_not_need(tmp_path: Path) -> None:
         "inspect_tasks: modules of fat besides fat.py: ['fat_images.py']",
         "inspect_tasks/fat.py: a per-category task written by hand",
         "inspect_tasks/fat.py: __all_tasks__ is not declared_tasks(...)",
-        f"inspect_tasks/fat.py: {lines} lines (at most 100)",
+        f"inspect_tasks/fat.py: {lines} lines (at most {THIN_MODULE_LINES})",
         "lm_eval_tasks/fat/utils.py: option tables ['FAT_OPTIONS', 'MORE_OPTIONS']",
     ]
