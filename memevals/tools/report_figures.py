@@ -45,6 +45,7 @@ __all__ = [
     "grid_id",
     "kind_title",
     "leaderboard",
+    "number",
     "paired",
     "pareto",
 ]
@@ -550,7 +551,15 @@ def _dollars(report: Report, row: Row) -> float | None:
     ) / 1e6
 
 
-def _float(value: Any) -> float | None:
+def number(value: Any) -> float | None:
+    """`value` as a float when it is a number (a metadata or memory figure), else None.
+
+    Args:
+        value: what was logged.
+
+    Returns:
+        The float, or None.
+    """
     return float(value) if isinstance(value, int | float) else None
 
 
@@ -608,7 +617,7 @@ def _cost_axes(
         lat = [
             (r.label, 1000 * float(r.memory[f"latency_{pct}_s"]), r.kinds[kind].overall or 0.0)
             for r in scored
-            if finite(_float(r.memory.get(f"latency_{pct}_s")))
+            if finite(number(r.memory.get(f"latency_{pct}_s")))
         ]
         axes.append((f"latency-{pct}", f"memory latency {pct} (ms)", lat, False))
     return axes

@@ -18,7 +18,7 @@ from memevals.core.benchmark import AnalysisAxis
 from memevals.tools.compare import Row
 from memevals.tools.diff import flipped_rows
 from memevals.tools.report_data import TEXT_LIMIT, Report
-from memevals.tools.report_figures import DotChart, Mark, kind_title
+from memevals.tools.report_figures import DotChart, Mark, kind_title, number
 from memevals.tools.runs import Run
 
 __all__ = ["AxisFigures", "FailureFigures", "QuestionFigures", "bucket", "failures", "questions"]
@@ -57,10 +57,6 @@ class QuestionFigures:
     items: list[list[Any]]
 
 
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) else None
-
-
 def bucket(axis: AnalysisAxis, value: Any) -> str | None:
     """The bucket of one value on an analysis axis.
 
@@ -75,11 +71,11 @@ def bucket(axis: AnalysisAxis, value: Any) -> str | None:
         return None
     if not axis.edges:
         return str(value)
-    number = _float(value)
-    if number is None:
+    figure = number(value)
+    if figure is None:
         return None
     edges = list(axis.edges)
-    at = max((i for i, e in enumerate(edges) if e <= number), default=None)
+    at = max((i for i, e in enumerate(edges) if e <= figure), default=None)
     if at is None:
         return f"< {_edge(edges[0])}"
     if at == len(edges) - 1:
