@@ -32,8 +32,8 @@ from pathlib import Path
 
 from inspect_ai.log import list_eval_logs
 
-from memevals.tools._runs.inspect_reader import read_inspect_log, read_inspect_run
-from memevals.tools._runs.labels import (
+from memevals.results.reading.inspect_reader import read_inspect_log, read_inspect_run
+from memevals.results.reading.labels import (
     context_label,
     effective,
     effective_options,
@@ -41,9 +41,9 @@ from memevals.tools._runs.labels import (
     option_default,
     system_label,
 )
-from memevals.tools._runs.lm_eval_reader import date_of, read_lm_eval_run, read_lm_eval_runs
-from memevals.tools._runs.model import Run, RunError, RunSample
-from memevals.tools._runs.records import (
+from memevals.results.reading.lm_eval_reader import date_of, read_lm_eval_run, read_lm_eval_runs
+from memevals.results.reading.model import Run, RunError, RunSample
+from memevals.results.reading.records import (
     FLAGS,
     MEMORY_KINDS,
     NO_CATEGORY,

@@ -1,216 +1,52 @@
-"""What a run will cost, before any model is called.
+"""memevals-estimate: what a run will cost, before any model is called.
 
     memevals-estimate TASK [-T name=value ...] [--price-in X --price-out Y]
     python -m memevals.tools.estimate ...      # the same command
 
-The task is built exactly as `inspect eval` builds it (same registry, same `-T` arguments), and
-each sample's chat messages are counted offline with the project's token counter
-(`memevals.core.tokens`, cl100k_base by default). Printed: the number of samples, input
-tokens in total and per sample, and the share of input tokens that repeat the start of the
-previous sample's input — the part a provider's prompt cache can serve, because the tasks put
-the (shared) history first and order samples so that questions on one history follow each other.
-
-Accounting rules (stated because a bill depends on them):
-
-* Each message costs its text's tokens plus 3, and each request 3 more: OpenAI's published
-  chat-format accounting. Other providers differ by a few tokens per message.
-* Shared prefix of sample i = identical leading messages, plus, within the first message that
-  differs, the common text up to its last newline (a token boundary in practice, so the count
-  never claims more than the two token streams really share).
-* What a cache can bill as cached: providers cache only prompts of some minimum length and in
-  blocks (OpenAI: from 1,024 tokens, then in 128-token steps; Anthropic: from 1,024 or 2,048
-  tokens at explicit breakpoints). `--cache-min-tokens` / `--cache-block` set this (default
-  OpenAI's rule; 1 and 1 give the ideal).
-* Cached input is billed at `--cached-price-ratio` times the input price. Default 0.5, the
-  *highest* ratio among the major providers' cached-read prices (OpenAI's GPT-4o family);
-  newer price sheets are lower (0.25 for GPT-4.1 and Gemini 2.5 implicit caching, 0.1 for
-  Anthropic cache reads and the GPT-5 family), so the default gives a cautious figure: pass
-  your provider's ratio. Tokens written to a cache can cost extra (Anthropic: 1.25x, 5-minute
-  cache): `--cache-write-ratio`; a token counts as written when the next sample reuses it and it
-  was not already read from the cache.
-* The cache is assumed warm in sample order, as with one connection. With many parallel
-  connections the first questions on a history can arrive before its first answer has filled
-  the cache, so real savings are somewhat lower.
-* Output tokens are not known in advance: `--output-tokens` per sample, default the task's
-  `max_tokens` (an upper bound). A task that sends no token limit (a protocol whose upstream
-  sends none) has no bound: the figure is then an assumption, `UNCAPPED_OUTPUT_TOKENS` per
-  sample, and the printout says so. Multi-call solvers (a chain-of-note that reads each
-  session first) are not included; the printout says when a task has them.
-* Grader calls: a task whose scorers judge with a grader model (its record's judge scores)
-  gets a count of the grader calls, per sample from what its record declares
-  (`JudgeSpec.calls`: one per sample, or BEAM's one per rubric item) with the record's words on
-  what the count leaves out (`JudgeSpec.calls_note`). Their tokens are not priced.
+The counting and its rules come from the analysis library (`memevals.results.cost`), the text
+from its renderer (`memevals.render.estimate_text`).
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
-import math
-import statistics
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from inspect_ai import Task
-from inspect_ai.dataset import Sample
-from inspect_ai.util import registry_info
-
-from memevals.benchmarks import record_for_task, records
-from memevals.core.tokens import TOKEN_COUNTERS, TokenCounter, get_token_counter
-from memevals.inspect_tasks.common import check_task_options, task_options
+from memevals.core.tokens import TOKEN_COUNTERS
 from memevals.inspect_tasks.inspect_internals import InspectInternalsError, parse_cli_args
+from memevals.render.estimate_text import estimate_text
+from memevals.results.cost import (
+    DEFAULT_CACHE_BLOCK,
+    DEFAULT_CACHE_MIN_TOKENS,
+    DEFAULT_CACHED_PRICE_RATIO,
+    MESSAGE_OVERHEAD,
+    REQUEST_OVERHEAD,
+    UNCAPPED_OUTPUT_TOKENS,
+    CacheRule,
+    Costs,
+    Estimate,
+    GraderCalls,
+    SampleTokens,
+    build_task,
+    cacheable,
+    estimate,
+    estimate_samples,
+    grader_calls,
+    shared_prefix_tokens,
+)
+from memevals.results.formatting import dollars
 
+# The library's names, re-exported for what imports them from here (tests, perf scripts and
+# docs written before memevals.results).
 __all__ = [
-    "MESSAGE_OVERHEAD",
-    "REQUEST_OVERHEAD",
-    "UNCAPPED_OUTPUT_TOKENS",
-    "CacheRule",
-    "Costs",
-    "Estimate",
-    "GraderCalls",
-    "SampleTokens",
-    "build_task",
-    "cacheable",
-    "estimate",
-    "estimate_samples",
-    "main",
-    "parse_task_args",
+    "MESSAGE_OVERHEAD", "REQUEST_OVERHEAD", "UNCAPPED_OUTPUT_TOKENS", "CacheRule", "Costs",
+    "Estimate", "GraderCalls", "SampleTokens", "build_task", "cacheable", "dollars", "estimate",
+    "estimate_samples", "grader_calls", "main", "parse_task_args", "prog_name",
     "shared_prefix_tokens",
-]
-
-#: Tokens added per message and per request (OpenAI's chat-format accounting).
-MESSAGE_OVERHEAD = 3
-REQUEST_OVERHEAD = 3
-
-DEFAULT_CACHED_PRICE_RATIO = 0.5
-DEFAULT_CACHE_MIN_TOKENS = 1024
-DEFAULT_CACHE_BLOCK = 128
-
-#: Output tokens per sample assumed for a task that sends no token limit: its replies are as
-#: long as the model makes them, so no figure is known; this one is a cautious guess for an
-#: answer (pass --output-tokens for your own).
-UNCAPPED_OUTPUT_TOKENS = 2048
-
-
-@dataclass(frozen=True)
-class SampleTokens:
-    """Input tokens of one sample and how many of them repeat the previous sample's start."""
-
-    id: str
-    input_tokens: int
-    shared_prefix: int
-
-
-@dataclass(frozen=True)
-class GraderCalls:
-    """The grader calls one judge scorer makes, per sample, as its benchmark's record declares."""
-
-    scorer: str
-    #: calls per sample, in sample order
-    per_sample: tuple[int, ...]
-    #: the record's words on how they are counted and what the count leaves out
-    note: str
-
-    @property
-    def total(self) -> int:
-        return sum(self.per_sample)
-
-
-@dataclass(frozen=True)
-class CacheRule:
-    """Which part of a shared prefix a provider bills as cached."""
-
-    min_tokens: int = DEFAULT_CACHE_MIN_TOKENS
-    block: int = DEFAULT_CACHE_BLOCK
-
-    def __post_init__(self) -> None:
-        if self.min_tokens < 1 or self.block < 1:
-            raise ValueError("cache min tokens and block must be at least 1")
-
-
-def cacheable(shared: int, rule: CacheRule) -> int:
-    """Cached tokens for a shared prefix of `shared` tokens: nothing below the minimum, then
-    whole blocks past it."""
-    if shared < rule.min_tokens:
-        return 0
-    return rule.min_tokens + (shared - rule.min_tokens) // rule.block * rule.block
-
-
-@dataclass(frozen=True)
-class Costs:
-    """Cost of a run in dollars, with and without a prompt cache."""
-
-    without_cache: float
-    with_cache: float
-    cached_tokens: int
-    written_tokens: int
-
-
-@dataclass(frozen=True)
-class Estimate:
-    task: str
-    task_args: dict[str, Any]
-    token_counter: str
-    samples: list[SampleTokens]
-    output_tokens_per_sample: int
-    output_tokens_source: str
-    notes: list[str]
-    grader_calls: list[GraderCalls] = field(default_factory=list)
-
-    @property
-    def input_tokens(self) -> int:
-        return sum(s.input_tokens for s in self.samples)
-
-    @property
-    def shared_prefix_tokens(self) -> int:
-        return sum(s.shared_prefix for s in self.samples)
-
-    @property
-    def shared_share(self) -> float:
-        total = self.input_tokens
-        return self.shared_prefix_tokens / total if total else 0.0
-
-    @property
-    def output_tokens(self) -> int:
-        return self.output_tokens_per_sample * len(self.samples)
-
-    def costs(
-        self,
-        price_in: float,
-        price_out: float,
-        cached_ratio: float = DEFAULT_CACHED_PRICE_RATIO,
-        write_ratio: float = 1.0,
-        rule: CacheRule | None = None,
-    ) -> Costs:
-        """Prices are dollars per million tokens."""
-        if min(price_in, price_out, cached_ratio, write_ratio) < 0:
-            raise ValueError("prices and ratios must not be negative")
-        rule = rule or CacheRule()
-        cached = [min(cacheable(s.shared_prefix, rule), s.input_tokens) for s in self.samples]
-        # a token is written when the next sample reads it and this sample did not read it
-        reused_next = [*cached[1:], 0]
-        written = [
-            max(0, min(nxt, s.input_tokens) - c)
-            for s, c, nxt in zip(self.samples, cached, reused_next, strict=True)
-        ]
-        total_in = self.input_tokens
-        out_cost = self.output_tokens * price_out / 1e6
-        plain = total_in * price_in / 1e6 + out_cost
-        read, wrote = sum(cached), sum(written)
-        billed = (total_in - read - wrote) + read * cached_ratio + wrote * write_ratio
-        return Costs(
-            without_cache=plain,
-            with_cache=billed * price_in / 1e6 + out_cost,
-            cached_tokens=read,
-            written_tokens=wrote,
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# Building the task without a model
+]  # fmt: skip
 
 
 def parse_task_args(pairs: Sequence[str]) -> dict[str, Any]:
@@ -224,217 +60,6 @@ def parse_task_args(pairs: Sequence[str]) -> dict[str, Any]:
         return parse_cli_args(pairs)
     except InspectInternalsError as exc:  # pragma: no cover - depends on Inspect internals
         raise ValueError(f"cannot read -T values the way `inspect eval` does: {exc}") from exc
-
-
-def _task_functions() -> dict[str, Callable[..., Task]]:
-    from memevals.inspect_tasks import registry as _registry
-
-    fns: dict[str, Callable[..., Task]] = {}
-    for mod in _registry.TASK_MODULES:
-        for name in mod.__all_tasks__:
-            fn = getattr(mod, name)
-            fns[name] = fn
-            fns[f"memevals/{name}"] = fn
-    return fns
-
-
-def build_task(name: str, args: Mapping[str, Any]) -> Task:
-    """Build a memevals task by (bare or namespaced) name with `-T`-style arguments."""
-    fns = _task_functions()
-    fn = fns.get(name)
-    if fn is None:
-        bare = sorted(n for n in fns if "/" not in n)
-        raise ValueError(
-            f"unknown task {name!r}{_closest(name, bare)}; memevals tasks: {', '.join(bare)}"
-        )
-    # the same check (and message) as `inspect eval -T`, before anything is loaded
-    check_task_options(name, args, task_options(fn))
-    task = fn(**args)
-    if not isinstance(task, Task):  # pragma: no cover - every registered task returns a Task
-        raise TypeError(f"{name} did not build a Task")
-    return task
-
-
-def _closest(name: str, known: Sequence[str]) -> str:
-    """` (did you mean 'locomo_plus'?)` for the task or benchmark name closest to `name` (its
-    `memevals/` prefix and dashes for underscores forgiven), else ""."""
-    wanted = name.removeprefix("memevals/").replace("-", "_").lower()
-    names = {n.lower(): n for n in [*known, *records()]}
-    close = [names[wanted]] if wanted in names else difflib.get_close_matches(wanted, names, n=1)
-    return f" (did you mean {names.get(close[0], close[0])!r}?)" if close else ""
-
-
-# ---------------------------------------------------------------------------------------------
-# Counting
-
-
-def _messages(sample: Sample) -> list[tuple[str, str]]:
-    if isinstance(sample.input, str):
-        return [("user", sample.input)]
-    return [(m.role, m.text) for m in sample.input]
-
-
-def _common_prefix_len(a: str, b: str) -> int:
-    """Length of the common prefix (binary search over slice comparisons: fast on long texts)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def shared_prefix_tokens(
-    prev: Sequence[tuple[str, str]], cur: Sequence[tuple[str, str]], count: Callable[[str], int]
-) -> int:
-    """Tokens at the start of `cur` that repeat the start of `prev` (see the module doc)."""
-    shared = 0
-    for (prole, ptext), (role, text) in zip(prev, cur, strict=False):
-        if prole != role:
-            break
-        if ptext == text:
-            shared += MESSAGE_OVERHEAD + count(text)
-            continue
-        common = text[: _common_prefix_len(ptext, text)]
-        cut = common.rfind("\n")
-        shared += MESSAGE_OVERHEAD + (count(common[: cut + 1]) if cut >= 0 else 0)
-        break
-    return shared
-
-
-def estimate_samples(samples: Sequence[Sample], counter: TokenCounter) -> list[SampleTokens]:
-    """Input tokens and shared prefix of each sample, in dataset (= execution) order."""
-    cache: dict[str, int] = {}
-
-    def count(text: str) -> int:
-        n = cache.get(text)
-        if n is None:
-            n = cache[text] = counter(text)
-        return n
-
-    out: list[SampleTokens] = []
-    prev: list[tuple[str, str]] | None = None
-    for sample in samples:
-        msgs = _messages(sample)
-        total = REQUEST_OVERHEAD + sum(MESSAGE_OVERHEAD + count(t) for _, t in msgs)
-        shared = shared_prefix_tokens(prev, msgs, count) if prev is not None else 0
-        out.append(SampleTokens(str(sample.id), total, shared))
-        prev = msgs
-    return out
-
-
-def grader_calls(task: Task, samples: Sequence[Sample]) -> list[GraderCalls]:
-    """The grader calls of the task's judge scorers (its record's judge scores), per sample
-    from the record's declaration (`JudgeSpec.calls`); a task without a record: one per sample
-    for each scorer named like a judge.
-
-    Args:
-        task: the built task.
-        samples: the samples counted.
-
-    Returns:
-        One entry per judge scorer, in scorer order.
-    """
-    names = [registry_info(s).name.rpartition("/")[2] for s in task.scorer or []]
-    benchmark = str((task.metadata or {}).get("benchmark") or "")
-    record = records().get(benchmark) or record_for_task(task.name)
-    if record is None:
-        judged = [n for n in names if "judge" in n]
-        one = tuple(1 for _ in samples)
-        return [GraderCalls(n, one, "one per sample (assumed: no record)") for n in judged]
-    out: list[GraderCalls] = []
-    for name in names:
-        spec = record.score(name)
-        if spec is None or spec.kind != "judge":
-            continue
-        judge = record.judge
-        if judge is None:
-            out.append(GraderCalls(name, tuple(1 for _ in samples), "one per sample"))
-            continue
-        per_sample = tuple(int(judge.calls(s.metadata or {})) for s in samples)
-        out.append(GraderCalls(name, per_sample, judge.calls_note))
-    return out
-
-
-def _notes(task: Task) -> list[str]:
-    notes: list[str] = []
-    md = task.metadata or {}
-    if md.get("chain_of_note"):
-        notes.append("chain_of_note makes one extra call per history session: not included")
-    return notes
-
-
-def estimate(
-    task_name: str,
-    task_args: Mapping[str, Any] | None = None,
-    token_counter: str = "auto",
-    output_tokens: int | None = None,
-    limit: int | None = None,
-) -> Estimate:
-    """Build the task (no model is called) and count its samples' input tokens."""
-    if output_tokens is not None and output_tokens < 0:
-        raise ValueError(f"--output-tokens {output_tokens}: must not be negative")
-    args = dict(task_args or {})
-    task = build_task(task_name, args)
-    counter = get_token_counter(token_counter)
-    samples = list(task.dataset)
-    if limit is not None:
-        samples = samples[:limit]
-    notes = _notes(task)
-    if output_tokens is None:
-        max_tokens = task.config.max_tokens
-        if max_tokens is None:
-            per_sample, source = UNCAPPED_OUTPUT_TOKENS, "assumed: the task sends no limit"
-            notes.append(
-                "the task sends no token limit (its protocol sends none), so the output figure "
-                f"is an assumption ({UNCAPPED_OUTPUT_TOKENS:,} per sample), not a bound: pass "
-                "--output-tokens N for your own"
-            )
-        else:
-            per_sample, source = max_tokens, "max_tokens of the task, an upper bound"
-    else:
-        per_sample, source = output_tokens, "--output-tokens"
-    return Estimate(
-        task=task_name,
-        task_args=args,
-        token_counter=counter.name,
-        samples=estimate_samples(samples, counter),
-        output_tokens_per_sample=per_sample,
-        output_tokens_source=source,
-        notes=notes,
-        grader_calls=grader_calls(task, samples),
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line
-
-
-def _pct(x: float) -> str:
-    """A share as a percentage: two decimals, or two significant digits for a share too small
-    for them (`0.0042 %`), never `0.00 %` for a share that is not zero."""
-    percent = 100 * x
-    if percent == 0 or abs(percent) >= 0.01:
-        return f"{percent:.2f} %"
-    return f"{percent:.2g} %"
-
-
-def dollars(amount: float) -> str:
-    """A cost in dollars: cents, or for less than a dollar enough digits to show two significant
-    ones (`$0.0031`, not `$0.00`).
-
-    Args:
-        amount: dollars.
-
-    Returns:
-        The text.
-    """
-    if amount == 0 or abs(amount) >= 1:
-        return f"${amount:,.2f}"
-    digits = max(2, 1 - math.floor(math.log10(abs(amount))))
-    return f"${amount:.{digits}f}"
 
 
 def prog_name(argv0: str, module: str) -> str:
@@ -452,68 +77,6 @@ def prog_name(argv0: str, module: str) -> str:
     if not name or name.endswith(".py") or name in ("-c", "-m"):
         return f"python -m {module}"
     return name
-
-
-def report(
-    est: Estimate,
-    price_in: float | None,
-    price_out: float | None,
-    cached_ratio: float,
-    write_ratio: float,
-    rule: CacheRule,
-    per_sample: bool = False,
-) -> str:
-    sizes = [s.input_tokens for s in est.samples]
-    args = " ".join(f"-T {k}={v}" for k, v in est.task_args.items())
-    lines = [
-        f"task: {est.task} {args}".rstrip(),
-        f"token counter: {est.token_counter} (+{MESSAGE_OVERHEAD} per message, "
-        f"+{REQUEST_OVERHEAD} per request)",
-        f"samples: {len(est.samples):,}",
-    ]
-    if not sizes:
-        return "\n".join([*lines, "no samples"])
-    lines += [
-        f"input tokens: {est.input_tokens:,} total; per sample mean {statistics.fmean(sizes):,.0f}"
-        f", median {statistics.median(sizes):,.0f}, min {min(sizes):,}, max {max(sizes):,}",
-        f"shared prefix with the previous sample: {est.shared_prefix_tokens:,} tokens = "
-        f"{_pct(est.shared_share)} of input",
-    ]
-    costs = est.costs(price_in or 0.0, price_out or 0.0, cached_ratio, write_ratio, rule)
-    lines.append(
-        f"cacheable (from {rule.min_tokens:,} tokens, {rule.block}-token blocks): "
-        f"{costs.cached_tokens:,} tokens = {_pct(costs.cached_tokens / max(1, est.input_tokens))}"
-    )
-    lines.append(
-        f"output tokens: {est.output_tokens_per_sample:,} per sample ({est.output_tokens_source})"
-        f" = {est.output_tokens:,}"
-    )
-    if price_in is not None or price_out is not None:
-        saved = 1 - costs.with_cache / costs.without_cache if costs.without_cache else 0.0
-        lines += [
-            f"cost at ${price_in or 0:g}/M input, ${price_out or 0:g}/M output:",
-            f"  without caching: {dollars(costs.without_cache)}",
-            f"  with caching:    {dollars(costs.with_cache)} (cached input at {cached_ratio:g}x, "
-            f"{costs.written_tokens:,} tokens written at {write_ratio:g}x; saves {_pct(saved)})",
-        ]
-    for calls in est.grader_calls:
-        counts = calls.per_sample
-        lines.append(
-            f"grader calls ({calls.scorer}): {calls.total:,} = "
-            f"{calls.total / len(counts):,.2f} per sample (min {min(counts):,}, "
-            f"max {max(counts):,}): {calls.note}; their tokens are not included above"
-        )
-    lines += [f"note: {n}" for n in est.notes]
-    if per_sample:
-        lines.append("")
-        lines.append("| sample | input tokens | shared prefix | cacheable |")
-        lines.append("|---|---|---|---|")
-        for s in est.samples:
-            lines.append(
-                f"| {s.id} | {s.input_tokens} | {s.shared_prefix} | "
-                f"{min(cacheable(s.shared_prefix, rule), s.input_tokens)} |"
-            )
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -562,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             output_tokens=ns.output_tokens,
             limit=ns.limit,
         )
-        text = report(
+        text = estimate_text(
             est,
             ns.price_in,
             ns.price_out,

@@ -14,21 +14,27 @@ Every import counts, also one inside a function or under TYPE_CHECKING, and a co
     inspect_tasks   core, benchmarks, itself; lm_eval_tasks the same (frameworks import the
                     defining module, not the scorers facade, and never each other)
     memory_systems  core and itself (the built-in memory systems, loaded by entry point)
-    tools           anything; nothing but tools imports tools
+    results         the analysis library of runs (reading them, rows, paired comparisons,
+                    memory and cost figures, number formatting): core, benchmarks, results, and
+                    inspect_tasks (a cost estimate builds the task as `inspect eval` does)
+    render          the renderers of results (Markdown, CSV, JSON, charts): core, results,
+                    render; no renderer reads a command line
+    tools           the commands: anything; nothing but tools imports tools (so commands ->
+                    renderers -> library -> core, never back)
 
 No framework (inspect_ai, lm_eval, datasets) below the framework layers, and neither framework
 layer imports the other's framework. No `_private` name is imported from another module, and
 Inspect internals (`inspect_ai._...`) are used only in memevals/inspect_tasks/inspect_internals.py,
 each inside a try/except ImportError.
 
-`core` and `tools` name no benchmark: no string constant, identifier (a name, attribute,
-function, class, argument or keyword) or import of theirs contains a benchmark's name (a
-folder of memevals/benchmarks/ or a record's name, as a whole word: `locomo` in `locomo_f1` or
-`memevals.inspect_tasks.locomo`, not in `locomotive`). What they need of a benchmark comes from
-its record. Docstrings and comments may still mention benchmarks as examples (they are
-documentation, not behaviour). And the module-level imports of memevals form no cycle (imports
-inside functions and under TYPE_CHECKING run later, or never, so they are left out; importing a
-module counts as importing its parent packages too).
+`core`, `results`, `render` and `tools` name no benchmark: no string constant, identifier (a
+name, attribute, function, class, argument or keyword) or import of theirs contains a
+benchmark's name (a folder of memevals/benchmarks/ or a record's name, as a whole word: `locomo`
+in `locomo_f1` or `memevals.inspect_tasks.locomo`, not in `locomotive`). What they need of a
+benchmark comes from its record. Docstrings and comments may still mention benchmarks as
+examples (they are documentation, not behaviour). And the module-level imports of memevals form
+no cycle (imports inside functions and under TYPE_CHECKING run later, or never, so they are left
+out; importing a module counts as importing its parent packages too).
 
 The checker is itself run on a small tree that breaks every rule once
 (`test_the_checker_finds_every_kind_of_violation`), so it cannot pass by finding nothing.
@@ -63,6 +69,8 @@ ALLOWED_LAYERS = {
     "inspect_tasks": frozenset({"core", "benchmarks", "inspect_tasks"}),
     "lm_eval_tasks": frozenset({"core", "benchmarks", "lm_eval_tasks"}),
     "memory_systems": frozenset({"core", "memory_systems"}),
+    "results": frozenset({"core", "benchmarks", "inspect_tasks", "results"}),
+    "render": frozenset({"core", "results", "render"}),
 }
 #: Order of the modules of a benchmark folder that every benchmark may have (the contract kinds
 #: and those another benchmark may build on): a module imports only modules ranked lower.
@@ -288,7 +296,7 @@ def violations(root: Path) -> list[str]:
 
 
 #: The layers that must name no benchmark.
-NEUTRAL_LAYERS = ("core", "tools")
+NEUTRAL_LAYERS = ("core", "results", "render", "tools")
 
 
 def benchmark_names(root: Path) -> set[str]:
@@ -495,6 +503,10 @@ BAD_TREE = {
     "lm_eval_tasks/one/__init__.py": "from memevals.lm_eval_tasks.one._gen import main\n",
     "lm_eval_tasks/one/_gen.py": "",
     "lm_eval_tasks/one/utils.py": "from . import _gen\nimport memevals.lm_eval_tasks.one._gen\n",
+    "results/__init__.py": "",
+    "results/rows.py": "from memevals.render.markdown import table\n",
+    "render/__init__.py": "",
+    "render/markdown.py": "from memevals.results.rows import Row\nfrom memevals.tools import x\n",
     "tools/__init__.py": "",
     "tools/x.py": "from memevals.inspect_tasks.common import count\nfrom . import y\n",
     "tools/y.py": "from memevals.lm_eval_tasks.common import checked\n",
@@ -542,6 +554,10 @@ EXPECTED = [
     "memevals/lm_eval_tasks/common.py:2: lm_eval_tasks imports the other framework's inspect_ai",
     "memevals/lm_eval_tasks/common.py:3: imports a private name of another module "
     "(memevals.lm_eval_tasks.one._gen)",
+    "memevals/render/markdown.py:2: render imports tools (memevals.tools.x): nothing imports "
+    "tools",
+    "memevals/results/rows.py:1: results imports memevals.render.markdown (render); allowed: "
+    "benchmarks, core, inspect_tasks, results",
     "memevals/scorers/__init__.py:1: scorers imports memevals.inspect_tasks.common "
     "(inspect_tasks); allowed: benchmarks, core",
 ]

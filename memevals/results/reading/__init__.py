@@ -1,1 +1,1 @@
-"""The run reader's parts, by job (memevals.tools.runs is its public surface)."""
+"""The run reader's parts, by job (memevals.results.runs is its public surface)."""

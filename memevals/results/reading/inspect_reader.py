@@ -9,9 +9,9 @@ from pathlib import Path
 from inspect_ai.log import EvalLog, read_eval_log
 
 from memevals.core.benchmark import Benchmark
-from memevals.tools._runs.labels import subject_of, used_context, with_settings
-from memevals.tools._runs.model import Run, RunError
-from memevals.tools._runs.records import (
+from memevals.results.reading.labels import subject_of, used_context, with_settings
+from memevals.results.reading.model import Run, RunError
+from memevals.results.reading.records import (
     FLAGS,
     MEMORY_KINDS,
     category_of,
@@ -21,7 +21,7 @@ from memevals.tools._runs.records import (
     protocol_of,
     record_of,
 )
-from memevals.tools._runs.scores import Epochs, ScoreReader, criterion_of, gold_text
+from memevals.results.reading.scores import Epochs, ScoreReader, criterion_of, gold_text
 
 # ---------------------------------------------------------------------------------------------
 # Inspect

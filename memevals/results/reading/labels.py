@@ -10,8 +10,8 @@ from typing import Any
 from memevals.core.benchmark import Benchmark
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import OPTIONS
-from memevals.tools._runs.model import Run
-from memevals.tools._runs.records import PROTOCOL_OPTION, plain
+from memevals.results.reading.model import Run
+from memevals.results.reading.records import PROTOCOL_OPTION, plain
 
 #: Keys of the memory settings a task logs that are outcomes, not settings.
 _MEMORY_OUTCOME = re.compile(r".*_total$|^prompt_tokens")

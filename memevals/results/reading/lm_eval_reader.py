@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memevals.core.options import LM_EVAL_OWN_KEYS
 from memevals.core.validation import json_lines, json_object
-from memevals.tools._runs.labels import subject_of, with_settings
-from memevals.tools._runs.model import Run, RunError, RunSample
-from memevals.tools._runs.records import (
+from memevals.results.reading.labels import subject_of, with_settings
+from memevals.results.reading.model import Run, RunError, RunSample
+from memevals.results.reading.records import (
     LM_EVAL_ALIASES,
     MEMORY_KINDS,
     category_of,
@@ -21,10 +22,8 @@ from memevals.tools._runs.records import (
     protocol_of,
     record_of,
 )
-from memevals.tools._runs.scores import ScoreReader, criterion_of, gold_text
+from memevals.results.reading.scores import ScoreReader, criterion_of, gold_text
 
-#: Keys of lm-eval task configs that are lm-eval's own, not task options.
-_LM_EVAL_KEYS = frozenset({"version", "config_source", "_metadata"})
 _SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
 
@@ -79,7 +78,7 @@ def _lm_eval_config(results: Path | None) -> tuple[str, dict[str, Any]]:
         kwargs = task_config.get("dataset_kwargs") or {}
         given = {**kwargs, **(task_config.get("metadata") or {})}
         for key, value in given.items():
-            if key in _LM_EVAL_KEYS or key in args or key == "categories":
+            if key in LM_EVAL_OWN_KEYS or key in args or key == "categories":
                 continue
             options[LM_EVAL_ALIASES.get(key, key)] = value
     return model, options

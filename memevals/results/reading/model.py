@@ -9,7 +9,7 @@ from typing import Any
 
 from memevals.core.benchmark import Benchmark
 from memevals.core.protocol import BEFORE_OPTION
-from memevals.tools._runs.records import is_compared, score_order, task_fixed
+from memevals.results.reading.records import is_compared, score_order, task_fixed
 
 
 class RunError(ValueError):

@@ -10,8 +10,8 @@ from typing import Any
 from inspect_ai.log import EvalSample
 
 from memevals.core.benchmark import Benchmark
-from memevals.tools._runs.model import RunError, RunSample
-from memevals.tools._runs.records import (
+from memevals.results.reading.model import RunError, RunSample
+from memevals.results.reading.records import (
     FLAGS,
     appended_spec,
     as_float,
