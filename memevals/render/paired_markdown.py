@@ -20,6 +20,14 @@ _HEADER = (
 
 
 def described(m: Mismatch) -> str:
+    """A difference as listed under a table: its setting and detail, and the factor it belongs to.
+
+    Args:
+        m: the difference.
+
+    Returns:
+        The text.
+    """
     return f"{m} (factor: {m.factor})" if m.factor else str(m)
 
 

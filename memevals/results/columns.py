@@ -35,6 +35,14 @@ MEMORY_COLUMNS: tuple[tuple[str, str], ...] = (
 
 
 def kind_order(rows: Sequence[Row]) -> list[str]:
+    """The scores of `rows`, in their record's order (memevals.results.runs.score_order).
+
+    Args:
+        rows: rows of one benchmark.
+
+    Returns:
+        The score names.
+    """
     names = {k for r in rows for k in r.kinds}
     kinds = {n: k for r in rows for n, k in r.score_kinds.items()}
     return score_order(rows[0].record if rows else None, names, kinds)
@@ -42,6 +50,8 @@ def kind_order(rows: Sequence[Row]) -> list[str]:
 
 @dataclass(frozen=True)
 class Column:
+    """One column of a table of runs: its cell key (the CSV's header) and Markdown title."""
+
     key: str  # CSV header
     title: str  # Markdown header
     markdown: bool = True  # False: CSV only (per-category errors are shown in the mean's cell)
@@ -52,6 +62,15 @@ CLUSTERED_FIELDS = ("stderr_clustered", "ci_lower", "ci_upper")
 
 
 def clustered_cell(summary: statistics.Summary | None, field_name: str) -> float | None:
+    """One clustered figure of a summary: its clustered error or an interval bound.
+
+    Args:
+        summary: the figures of one score and group (None: the row lacks them).
+        field_name: one of CLUSTERED_FIELDS.
+
+    Returns:
+        The figure, or None.
+    """
     if summary is None:
         return None
     if field_name == "stderr_clustered":
@@ -107,6 +126,16 @@ def cell_value(row: Row, key: str) -> float | int | str | None:
 
 
 def table_columns(rows: Sequence[Row]) -> list[Column]:
+    """Every column of a table of `rows`, in order: the run's labels, then per score its mean,
+    errors, interval, repeated-judging figures, categories and extras, then the prompt-size and
+    retrieval means, then the memory columns (only when a row has a memory system).
+
+    Args:
+        rows: the rows.
+
+    Returns:
+        The columns.
+    """
     cols = [
         Column("benchmark", "benchmark"),
         Column("model", "model"),
@@ -169,6 +198,14 @@ def csv_keys(rows: Sequence[Row]) -> list[str]:
 
 
 def csv_name(key: str) -> str:
+    """A cell key's CSV header (`f1:temporal:ci_lower` -> `f1_temporal_ci_lower`).
+
+    Args:
+        key: the cell key.
+
+    Returns:
+        The header.
+    """
     kind, sep, rest = key.partition(":")
     if not sep:
         return key

@@ -30,6 +30,16 @@ def is_count(key: str) -> bool:
 
 
 def format_cell(value: float | int | str | None, key: str) -> str:
+    """A table cell's text: counts whole, figures to three decimals, UNDEFINED for NaN, empty
+    when absent; `|` escaped for Markdown.
+
+    Args:
+        value: the cell's value.
+        key: its cell key (tells counts from figures).
+
+    Returns:
+        The text.
+    """
     if value is None:
         return ""
     if isinstance(value, str):
@@ -79,10 +89,28 @@ def too_few_note(what: str = "95 % interval") -> str:
 
 
 def score_title(kind: str) -> str:
+    """A score's title in tables and charts (`F1` for f1, else its name).
+
+    Args:
+        kind: the score name.
+
+    Returns:
+        The title.
+    """
     return "F1" if kind == "f1" else kind
 
 
 def format_figure(value: float | None, digits: int = 3, sign: str = "") -> str:
+    """A figure to `digits` decimals (`sign="+"` signs it); UNDEFINED when absent or not finite.
+
+    Args:
+        value: the figure.
+        digits: decimals shown.
+        sign: a format sign option ("" or "+").
+
+    Returns:
+        The text.
+    """
     if value is None or not math.isfinite(value):
         return UNDEFINED
     return f"{value:{sign}.{digits}f}"
@@ -99,6 +127,14 @@ def paired_interval_text(result: PairedResult) -> str:
 
 
 def format_p(value: float | None) -> str:
+    """A p value: three decimals, two significant digits below 0.001; UNDEFINED when absent.
+
+    Args:
+        value: the p value.
+
+    Returns:
+        The text.
+    """
     if value is None or not math.isfinite(value):
         return UNDEFINED
     return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"

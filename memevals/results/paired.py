@@ -392,6 +392,18 @@ def _finite(value: float | None) -> float | None:
 
 
 def result_record(c: Comparison, t: ScoreTable, row: TableRow) -> dict[str, Any]:
+    """One table row of a comparison as a record (the CSV's and the JSON's): the runs' names,
+    benchmark, factor, protocols, the paired result's figures (None where not finite), Holm p and
+    the samples left out.
+
+    Args:
+        c: the comparison.
+        t: the score table.
+        row: the row (overall or a category).
+
+    Returns:
+        The record.
+    """
     record: dict[str, Any] = {
         "run_a": c.name_a,
         "run_b": c.name_b,
