@@ -20,7 +20,8 @@ Every import counts, also one inside a function or under TYPE_CHECKING, and a co
     render          the renderers of results (Markdown, CSV, JSON, charts): core, results,
                     render; no renderer reads a command line
     tools           the commands: anything; nothing but tools imports tools (so commands ->
-                    renderers -> library -> core, never back)
+                    renderers -> library -> core, never back), and no module imports a
+                    command (a console script's module) but the command itself
 
 No framework (inspect_ai, lm_eval, datasets) below the framework layers, and neither framework
 layer imports the other's framework. No `_private` name is imported from another module, and
@@ -554,8 +555,7 @@ EXPECTED = [
     "memevals/lm_eval_tasks/common.py:2: lm_eval_tasks imports the other framework's inspect_ai",
     "memevals/lm_eval_tasks/common.py:3: imports a private name of another module "
     "(memevals.lm_eval_tasks.one._gen)",
-    "memevals/render/markdown.py:2: render imports tools (memevals.tools.x): nothing imports "
-    "tools",
+    "memevals/render/markdown.py:2: render imports tools (memevals.tools.x): nothing imports tools",
     "memevals/results/rows.py:1: results imports memevals.render.markdown (render); allowed: "
     "benchmarks, core, inspect_tasks, results",
     "memevals/scorers/__init__.py:1: scorers imports memevals.inspect_tasks.common "
@@ -593,6 +593,76 @@ def test_relative_imports_are_resolved(tmp_path: Path) -> None:
     assert found == [("memevals.core", "files"), ("memevals", "tools")]
     found = [(i.module, i.name) for i in imports_of(root / "core" / "files.py", root)]
     assert found == [("memevals.core.tokens", "_x")]
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+#: The commands: the modules of the console scripts (pyproject.toml [project.scripts]).
+COMMANDS = frozenset(
+    re.findall(
+        r'^memevals-[\w-]+ = "([\w.]+):main"$',
+        (REPO / "pyproject.toml").read_text(encoding="utf-8"),
+        re.M,
+    )
+)
+#: Imports of one command by another module of tools/ still left (issue 39): memevals-report's
+#: modules read compare's rows and diff's comparisons through those commands' re-exports, and
+#: memevals-judge takes estimate's -T parser; each goes when its module imports memevals.results
+#: instead. A new one fails the test.
+COMMAND_IMPORTS_LEFT = frozenset(
+    {
+        ("memevals.tools.judge", "memevals.tools.estimate"),
+        ("memevals.tools.report_data", "memevals.tools.compare"),
+        ("memevals.tools.report_data", "memevals.tools.diff"),
+        ("memevals.tools.report_figures", "memevals.tools.compare"),
+        ("memevals.tools.report_figures", "memevals.tools.diff"),
+        ("memevals.tools.report_page", "memevals.tools.compare"),
+        ("memevals.tools.report_samples", "memevals.tools.compare"),
+        ("memevals.tools.report_samples", "memevals.tools.diff"),
+    }
+)
+
+
+def command_imports(root: Path, commands: frozenset[str]) -> set[tuple[str, str]]:
+    """(importer, command) for every import of a command by another module of the tree (one
+    inside a function counts too): a command parses its arguments and calls the library and
+    its renderers, never another command.
+
+    Args:
+        root: the package folder.
+        commands: the command modules.
+
+    Returns:
+        The pairs found.
+    """
+    tree = Tree(root)
+    found = set()
+    for here, path in tree.files.items():
+        for imp in imports_of(path, root):
+            there = tree.target(imp)
+            if there in commands and there != here:
+                found.add((here, there))
+    return found
+
+
+def test_no_command_imports_another_command() -> None:
+    assert "memevals.tools.compare" in COMMANDS and "memevals.tools.diff" in COMMANDS
+    found = command_imports(PACKAGE, COMMANDS)
+    new = sorted(found - COMMAND_IMPORTS_LEFT)
+    assert not new, f"commands imported by other modules (import memevals.results instead): {new}"
+
+
+def test_the_command_rule_finds_an_import_of_a_command(tmp_path: Path) -> None:
+    root = tmp_path / "memevals"
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "a.py").write_text("def main():\n    from memevals.tools.b import x\n")
+    (root / "tools" / "b.py").write_text("from memevals.tools import a\n")
+    (root / "tools" / "c.py").write_text("import memevals.tools.d\n")
+    commands = frozenset({"memevals.tools.a", "memevals.tools.b"})
+    assert command_imports(root, commands) == {
+        ("memevals.tools.a", "memevals.tools.b"),
+        ("memevals.tools.b", "memevals.tools.a"),
+    }
 
 
 # --- the scorers facade ---------------------------------------------------------------------
