@@ -18,11 +18,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from memevals.tools.report_data import Report, ReportError, build_report, parse_price
-from memevals.tools.report_figures import pareto
-from memevals.tools.report_page import SECTIONS, render_html, write_atomic
-from memevals.tools.report_samples import bucket
-from memevals.tools.runs import RunError
+from memevals.render.report_page import SECTIONS, render_html, write_atomic
+from memevals.results.report_data import Report, ReportError, build_report, parse_price
+from memevals.results.report_figures import pareto
+from memevals.results.report_samples import bucket
+from memevals.results.runs import RunError
 
 __all__ = [
     "SECTIONS",
