@@ -413,8 +413,8 @@ def _real_benchmarks() -> list[Any]:
 @pytest.mark.parametrize("name", _real_benchmarks())
 def test_every_real_benchmark_stays_within_what_the_toy_needs(name: str) -> None:
     """Each real benchmark's hand-written files are of the kinds the toy's are, its thin
-    Inspect module writes no per-category task and is at most THIN_MODULE_LINES lines, and its lm-eval glue
-    has no option table (issue 30: thin means thin)."""
+    Inspect module writes no per-category task and is at most THIN_MODULE_LINES lines, and its
+    lm-eval glue has no option table (issue 30: thin means thin)."""
     assert beyond_the_toy(REPO / "memevals", name) == []
 
 
