@@ -41,7 +41,12 @@ from memevals.results.reading.labels import (
     option_default,
     system_label,
 )
-from memevals.results.reading.lm_eval_reader import date_of, read_lm_eval_run, read_lm_eval_runs
+from memevals.results.reading.lm_eval_reader import (
+    SAMPLES_FILE,
+    date_of,
+    read_lm_eval_run,
+    read_lm_eval_runs,
+)
 from memevals.results.reading.model import Run, RunError, RunSample
 from memevals.results.reading.records import (
     FLAGS,
@@ -61,6 +66,7 @@ __all__ = [
     "MEMORY_KINDS",
     "NO_CATEGORY",
     "PROTOCOL_OPTION",
+    "SAMPLES_FILE",
     "SCORE_KINDS_COMPARED",
     "Run",
     "RunError",

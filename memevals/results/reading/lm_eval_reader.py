@@ -24,7 +24,9 @@ from memevals.results.reading.records import (
 )
 from memevals.results.reading.scores import ScoreReader, criterion_of, gold_text
 
-_SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
+#: The name of a samples file lm-eval writes: `samples_<task>_<date>.jsonl` (one per subtask of a
+#: call, all of one date); the one rule memevals reads such files by.
+SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,12 +87,12 @@ def _lm_eval_config(results: Path | None) -> tuple[str, dict[str, Any]]:
 
 
 def date_of(path: Path) -> str:
-    m = _SAMPLES_FILE.match(path.name)
+    m = SAMPLES_FILE.match(path.name)
     return m.group("date") if m else path.name
 
 
 def _task_of(path: Path) -> str:
-    m = _SAMPLES_FILE.match(path.name)
+    m = SAMPLES_FILE.match(path.name)
     return m.group("task") if m else path.stem.removeprefix("samples_")
 
 
@@ -167,7 +169,7 @@ def _lm_eval_run(files: Sequence[Path], entries: list[_Doc]) -> Run:
         )
         metadata[e.sid] = e.metadata
     results = None
-    if _SAMPLES_FILE.match(first.path.name):
+    if SAMPLES_FILE.match(first.path.name):
         results = first.path.with_name(f"results_{date_of(first.path)}.json")
     model, options = _lm_eval_config(results)
     where = str(files[0].parent if len(files) > 1 else files[0])
