@@ -2,9 +2,10 @@
 
 Each function takes the report (`report_data.build_report`) and returns plain dataclasses:
 the leaderboard's cells with their intervals, each benchmark's marks and category grid, the
-paired comparisons' rows and flipped questions, the cost points with their Pareto frontier,
-the scores per bucket of the records' analysis axes, and the question browser's data. Every
-number is memevals-compare's or memevals-diff's; `report_page` only lays them out.
+paired comparisons' rows and flipped questions, the cost points with their Pareto frontier
+(the per-sample figures, analysis-axis buckets and the question browser, are `report_samples`').
+Every number is memevals-compare's or memevals-diff's; `memevals.render.report_page` only lays
+them out.
 """
 
 from __future__ import annotations
