@@ -665,6 +665,71 @@ def test_the_command_rule_finds_an_import_of_a_command(tmp_path: Path) -> None:
     }
 
 
+# --- what each layer of results may do ----------------------------------------------------
+
+#: What the analysis library and its renderers never use: the library computes (no printing,
+#: no HTML, no chart, no command line), the renderers render what they are handed (no command
+#: line, no printing: a command decides where the text goes).
+FORBIDDEN_USE = {
+    "results": {"argparse", "matplotlib", "jinja2", "html", "print", "sys.stdout", "sys.stderr"},
+    "render": {"argparse", "print", "sys.stdout", "sys.stderr"},
+}
+
+
+def _used(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, what) for each import of a top-level library, print() call and sys.stdout/stderr
+    reference of a module."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name.split(".")[0]) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module.split(".")[0]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            yield node.lineno, node.func.id
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            yield node.lineno, f"{node.value.id}.{node.attr}"
+
+
+def purity_violations(root: Path) -> list[str]:
+    """Every use of what FORBIDDEN_USE forbids in the results and render layers.
+
+    Args:
+        root: the package folder.
+
+    Returns:
+        'path:line: layer uses what' for each.
+    """
+    out = []
+    for layer, forbidden in FORBIDDEN_USE.items():
+        for path in sorted((root / layer).rglob("*.py")):
+            where = path.relative_to(root.parent).as_posix()
+            out += [f"{where}:{line}: {layer} uses {what}" for line, what in _used(path)
+                    if what in forbidden]  # fmt: skip
+    return out
+
+
+def test_the_library_computes_and_the_renderers_only_render() -> None:
+    assert purity_violations(PACKAGE) == []
+
+
+def test_the_purity_rule_finds_printing_and_argument_parsing(tmp_path: Path) -> None:
+    root = tmp_path / "memevals"
+    for layer in ("results", "render"):
+        (root / layer).mkdir(parents=True)
+    (root / "results" / "rows.py").write_text(
+        "import argparse\nimport sys\n\ndef f():\n    print(1, file=sys.stderr)\n"
+    )
+    (root / "render" / "charts.py").write_text(
+        "import matplotlib\nfrom argparse import ArgumentParser\n"
+    )
+    assert purity_violations(root) == [
+        "memevals/results/rows.py:1: results uses argparse",
+        "memevals/results/rows.py:5: results uses print",
+        "memevals/results/rows.py:5: results uses sys.stderr",
+        "memevals/render/charts.py:2: render uses argparse",
+    ]
+
+
 # --- the scorers facade ---------------------------------------------------------------------
 
 
