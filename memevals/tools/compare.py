@@ -93,9 +93,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--paired" in args:
         # Question-by-question comparison of runs: the paired command (memevals-diff) owns it,
         # reached through its entry point (a command imports no other command)
-        [paired] = entry_points(group="console_scripts", name="memevals-diff")
+        found = entry_points(group="console_scripts", name="memevals-diff")
+        if not found:
+            print(
+                "memevals-compare: --paired needs memevals-diff (pip install memevals)",
+                file=sys.stderr,
+            )
+            return 2
         args.remove("--paired")
-        return int(paired.load()(args))
+        return int(next(iter(found)).load()(args))
     parser = argparse.ArgumentParser(
         prog="memevals-compare",
         description="Tabulate and plot Inspect logs of memevals tasks across models, judges "
