@@ -50,7 +50,13 @@ from memevals.core.memory_system import (
     TextModel,
     Turn,
 )
-from memevals.memory_systems.endpoint import PROBE_NAME, EndpointClient, check_once, one_line
+from memevals.memory_systems.endpoint import PROBE_NAME, check_once, one_line
+from memevals.memory_systems.third_party import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_LLM_MODEL,
+    ThirdPartySystem,
+    check_int,
+)
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -67,10 +73,6 @@ __all__ = [
 
 #: Bumped when what memevals writes into a store changes (message text, store file).
 VERSION_SUFFIX = "1"
-DEFAULT_LLM_MODEL = "gpt-4o-mini"
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-#: Sent to local servers that want no key (the openai client refuses an empty one).
-DUMMY_API_KEY = "memevals-no-key"
 INSTALL_HINT = "pip install 'memevals[langmem]'"
 STORE_FILE = "langmem-store.json"
 #: The layout of STORE_FILE; a store of another layout is refused, never half-read.
@@ -281,24 +283,6 @@ class LangMemIndex:
 # The system
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"memory=langmem: {name} must be an integer >= {minimum}, not {value!r}")
-    return value
-
-
-def _check_sampling(temperature: Any, llm_timeout_s: Any) -> None:
-    """Reject a temperature that is not a number and a timeout that is not above 0."""
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-        raise ValueError(f"memory=langmem: temperature must be a number, not {temperature!r}")
-    if (
-        isinstance(llm_timeout_s, bool)
-        or not isinstance(llm_timeout_s, int | float)
-        or llm_timeout_s <= 0
-    ):
-        raise ValueError(f"memory=langmem: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
-
-
 def _manager_call(api: Any, manager: Any, counter: Any, session: Any, turns: Any) -> Any:
     """One manager call on a chunk of `session`'s turns: the memories it put.
 
@@ -350,11 +334,13 @@ def _stored_items(
     return items
 
 
-class LangMemSystem(EndpointClient):
+class LangMemSystem(ThirdPartySystem):
     """LangMem's memory store manager over an in-process LangGraph store, a local embedder
     and an OpenAI-compatible tool-calling LLM."""
 
     name = "langmem"
+    needs = ("tool_calls",)
+    endpoint_kind = " that makes tool calls"
 
     def __init__(
         self,
@@ -376,65 +362,34 @@ class LangMemSystem(EndpointClient):
         self.version = (
             f"langmem-{_version('langmem')}-langgraph-{_version('langgraph')}-{VERSION_SUFFIX}"
         )
-        base_url = llm_base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
-            raise ValueError(
-                "memory=langmem needs llm_base_url (an OpenAI-compatible endpoint that makes "
-                "tool calls, e.g. http://127.0.0.1:8000/v1) or the environment variable "
-                "OPENAI_BASE_URL"
-            )
-        if not isinstance(llm_model, str) or not llm_model:
-            raise ValueError(f"memory=langmem: llm_model must be a model name, not {llm_model!r}")
-        if not isinstance(embedding_model, str) or not embedding_model:
-            raise ValueError(
-                f"memory=langmem: embedding_model must be a model name or folder, not "
-                f"{embedding_model!r}"
-            )
-        if turns_per_call is not None:
-            turns_per_call = _check_int("turns_per_call", turns_per_call, 1)
-        _check_sampling(temperature, llm_timeout_s)
-        self.llm_base_url = base_url.rstrip("/")
-        self.llm_model = llm_model
-        # never part of args, the cache key or any log
-        self._api_key = llm_api_key or os.environ.get("OPENAI_API_KEY") or DUMMY_API_KEY
-        self.embedding_model = embedding_model
-        self.turns_per_call = turns_per_call
-        self.query_limit = _check_int("query_limit", query_limit, 1)
-        self.temperature = float(temperature)
-        self.llm_timeout_s = float(llm_timeout_s)
-        self.llm_max_retries = _check_int("llm_max_retries", llm_max_retries, 0)
-        self.llm_max_tokens = (
-            None if llm_max_tokens is None else _check_int("llm_max_tokens", llm_max_tokens, 1)
+        self._set_endpoint(
+            llm_base_url=llm_base_url,
+            llm_model=llm_model,
+            llm_api_key=llm_api_key,
+            embedding_model=embedding_model,
+            temperature=temperature,
+            llm_timeout_s=llm_timeout_s,
+            llm_max_retries=llm_max_retries,
+            llm_max_tokens=llm_max_tokens,
+            llm_preflight=llm_preflight,
         )
-        if not isinstance(llm_preflight, bool):
-            raise ValueError(
-                f"memory=langmem: llm_preflight must be true or false, not {llm_preflight!r}"
-            )
-        self.llm_preflight = llm_preflight
+        self.turns_per_call = (
+            None
+            if turns_per_call is None
+            else check_int(self.name, "turns_per_call", turns_per_call, 1)
+        )
+        self.query_limit = check_int(self.name, "query_limit", query_limit, 1)
 
-    @property
-    def args(self) -> Mapping[str, Any]:
-        # the endpoint and model decide which memories are written; turns_per_call and
-        # query_limit what each call sees; the key, timeout and retries decide nothing
-        # (runtime_args logs them); a token limit cuts replies, so it is keyed when given
-        out: dict[str, Any] = {
-            "llm_base_url": self.llm_base_url,
-            "llm_model": self.llm_model,
-            "embedding_model": self.embedding_model,
-            "turns_per_call": self.turns_per_call,
-            "query_limit": self.query_limit,
-            "temperature": self.temperature,
-        }
-        if self.llm_max_tokens is not None:
-            out["llm_max_tokens"] = self.llm_max_tokens
-        return out
+    def stored_args(self) -> dict[str, Any]:
+        # what each manager call sees
+        return {"turns_per_call": self.turns_per_call, "query_limit": self.query_limit}
 
     def preflight(self) -> None:
         """Check, once per process, that `llm_base_url` answers a tool-calling request and that
         one memory-manager call on a two-turn test session stores a memory, as ingestion needs
         (MemorySystemError in one line otherwise); `llm_preflight=false` skips both (a rerun
         that reads only stored memories needs no endpoint)."""
-        self.check_endpoint(("tool_calls",))
+        super().preflight()
         if self.llm_preflight:
             limit = "" if self.llm_max_tokens is None else str(self.llm_max_tokens)
             key = (self.llm_base_url, self.llm_model, f"langmem-manager-{limit}")
@@ -470,9 +425,6 @@ class LangMemSystem(EndpointClient):
                 '-T memory_args="llm_base_url=http://HOST:PORT/v1,llm_model=NAME" '
                 "(docs/memory_systems.md)"
             )
-
-    def __repr__(self) -> str:
-        return f"LangMemSystem({dict(self.args)!r})"
 
     # -- building LangMem ------------------------------------------------------------------
 

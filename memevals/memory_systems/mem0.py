@@ -24,13 +24,11 @@ in one line. `llm_max_tokens` is mem0's per-call limit (mem0's own otherwise).
 
 from __future__ import annotations
 
-import collections
 import importlib
 import os
 import re
 import threading
-import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +42,17 @@ from memevals.core.memory_system import (
     TextModel,
     Turn,
 )
-from memevals.memory_systems.endpoint import PREFLIGHT_TIMEOUT_S, EndpointClient
-from memevals.memory_systems.guards import close_at_exit, was_cut
+from memevals.memory_systems.endpoint import PREFLIGHT_TIMEOUT_S
+from memevals.memory_systems.guards import was_cut
+from memevals.memory_systems.third_party import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_LLM_MODEL,
+    DUMMY_API_KEY,
+    PooledIndex,
+    StorePool,
+    ThirdPartySystem,
+    check_int,
+)
 
 __all__ = [
     "COLLECTION",
@@ -66,10 +73,6 @@ __all__ = [
 ]
 
 VERSION_SUFFIX = "1"
-DEFAULT_LLM_MODEL = "gpt-4o-mini"
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-#: Sent to local servers that want no key (the openai client refuses an empty one).
-DUMMY_API_KEY = "memevals-no-key"
 QDRANT_DIR = "qdrant"
 HISTORY_DB = "mem0-history.db"
 COLLECTION = "memevals"
@@ -79,12 +82,6 @@ _import_lock = threading.Lock()
 #: mem0 builds a SentenceTransformer per Memory; this lock guards the swap that makes it reuse
 #: the process-wide model instead (memevals.core.retrievers.load_embedding_model).
 _embedder_lock = threading.Lock()
-#: Open stores of this process, by resolved path: embedded qdrant locks its folder, so a store
-#: opened twice in one process (two runs over one cache) must share one client.
-_open_stores: dict[str, _OpenStore] = {}
-_open_lock = threading.Lock()
-#: Stores of indexes the garbage collector took, closed at the next call (`_drain`).
-_released: collections.deque[_OpenStore] = collections.deque()
 
 
 def _mem0() -> Any:
@@ -206,20 +203,20 @@ def _close_memory(memory: Any) -> None:
         memory.close()
 
 
-class Mem0Index:
+#: Open stores of this process, by resolved path: embedded qdrant locks its folder, so a store
+#: opened twice in one process (two runs over one cache) must share one client.
+_pool: StorePool[_OpenStore] = StorePool("mem0")
+
+
+class Mem0Index(PooledIndex["_OpenStore"]):
     """Retrieval over one store: `search` scoped to the history's user id."""
 
     def __init__(self, store: _OpenStore, scope: str) -> None:
-        self._store: _OpenStore | None = store
+        super().__init__(_pool, store)
         self.scope = scope
-        self._finalizer = weakref.finalize(self, _dropped, store)
-        # at exit the process lets go of its stores anyway
-        self._finalizer.atexit = False
 
     def retrieve(self, query: MemoryQuery) -> Sequence[MemoryItem]:
-        store = self._store
-        if store is None:
-            raise MemorySystemError("mem0: this index was closed")
+        store = self.held()
         if query.k <= 0:
             return []
         with store.lock:
@@ -246,92 +243,12 @@ class Mem0Index:
             )
         return items[: query.k]  # mem0's order: best first
 
-    def close(self) -> None:
-        """Give the store back (the last index of a store closes qdrant and SQLite)."""
-        store, self._store = self._store, None
-        if store is not None and self._finalizer.detach() is not None:
-            _release(store)
-        _drain()
 
-
-def _dropped(store: _OpenStore) -> None:
-    """An index the garbage collector took: its store is closed at the next call into this
-    module, never here (a collection may run anywhere: inside `open` holding `_open_lock`, or
-    inside a thread pool's submit holding the pool's lock, which closing would take again)."""
-    _released.append(store)
-
-
-def _drain() -> None:
-    """Give back the stores of the indexes the garbage collector took."""
-    while True:
-        try:
-            store = _released.popleft()
-        except IndexError:
-            return
-        _release(store)
-
-
-def _release(store: _OpenStore) -> None:
-    # closed under the lock: a store opened again meanwhile would find qdrant's folder locked
-    with _open_lock:
-        store.users -= 1
-        if store.users > 0:
-            return
-        if _open_stores.get(store.key) is store:
-            del _open_stores[store.key]
-        store.close()
-
-
-close_at_exit("mem0", _open_stores, _open_lock, _drain)
-
-
-def _check_options(
-    *,
-    turns_per_add: int,
-    temperature: float,
-    llm_timeout_s: float,
-    llm_max_retries: int,
-    llm_max_tokens: int | None,
-    llm_preflight: bool,
-    embedding_model: str,
-) -> None:
-    """Reject a task argument of Mem0System of the wrong type or range, naming it and its fix."""
-    if isinstance(turns_per_add, bool) or not isinstance(turns_per_add, int):
-        raise ValueError(f"memory=mem0: turns_per_add must be an integer, not {turns_per_add!r}")
-    if turns_per_add < 1:
-        raise ValueError(f"memory=mem0: turns_per_add must be >= 1, not {turns_per_add}")
-    if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-        raise ValueError(f"memory=mem0: temperature must be a number, not {temperature!r}")
-    if not isinstance(llm_max_retries, int) or llm_max_retries < 0:
-        raise ValueError(
-            f"memory=mem0: llm_max_retries must be an integer >= 0, not {llm_max_retries!r}"
-        )
-    if (
-        isinstance(llm_timeout_s, bool)
-        or not isinstance(llm_timeout_s, int | float)
-        or llm_timeout_s <= 0
-    ):
-        raise ValueError(f"memory=mem0: llm_timeout_s must be > 0, not {llm_timeout_s!r}")
-    if llm_max_tokens is not None and (
-        isinstance(llm_max_tokens, bool)
-        or not isinstance(llm_max_tokens, int)
-        or llm_max_tokens < 1
-    ):
-        raise ValueError(
-            f"memory=mem0: llm_max_tokens must be an integer >= 1, not {llm_max_tokens!r}"
-        )
-    if not isinstance(llm_preflight, bool):
-        raise ValueError(f"memory=mem0: llm_preflight must be true or false, not {llm_preflight!r}")
-    if not isinstance(embedding_model, str) or not embedding_model:
-        raise ValueError(
-            f"memory=mem0: embedding_model must be a model name or folder, not {embedding_model!r}"
-        )
-
-
-class Mem0System(EndpointClient):
+class Mem0System(ThirdPartySystem):
     """mem0 with a local embedder, embedded qdrant and an OpenAI-compatible LLM."""
 
     name = "mem0"
+    needs = ("json_object",)
 
     def __init__(
         self,
@@ -349,60 +266,21 @@ class Mem0System(EndpointClient):
     ) -> None:
         mem0 = _mem0()
         self.version = f"mem0ai-{mem0.__version__}-{VERSION_SUFFIX}"
-        base_url = llm_base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base_url:
-            raise ValueError(
-                "memory=mem0 needs llm_base_url (an OpenAI-compatible endpoint, e.g. "
-                "http://127.0.0.1:8000/v1) or the environment variable OPENAI_BASE_URL"
-            )
-        if not isinstance(llm_model, str) or not llm_model:
-            raise ValueError(f"memory=mem0: llm_model must be a model name, not {llm_model!r}")
-        _check_options(
-            turns_per_add=turns_per_add,
+        self._set_endpoint(
+            llm_base_url=llm_base_url,
+            llm_model=llm_model,
+            llm_api_key=llm_api_key,
+            embedding_model=embedding_model,
             temperature=temperature,
             llm_timeout_s=llm_timeout_s,
             llm_max_retries=llm_max_retries,
             llm_max_tokens=llm_max_tokens,
             llm_preflight=llm_preflight,
-            embedding_model=embedding_model,
         )
-        self.llm_base_url = base_url.rstrip("/")
-        self.llm_model = llm_model
-        # never part of args, the cache key or any log
-        self._api_key = llm_api_key or os.environ.get("OPENAI_API_KEY") or DUMMY_API_KEY
-        self.embedding_model = embedding_model
-        self.turns_per_add = turns_per_add
-        self.temperature = float(temperature)
-        self.llm_timeout_s = float(llm_timeout_s)
-        self.llm_max_retries = llm_max_retries
-        self.llm_max_tokens = llm_max_tokens
-        self.llm_preflight = llm_preflight
+        self.turns_per_add = check_int("mem0", "turns_per_add", turns_per_add, 1)
 
-    @property
-    def args(self) -> Mapping[str, Any]:
-        # the endpoint is named since it decides which model extracted the facts; the key,
-        # the timeout and the retries decide nothing that is stored (runtime_args logs them).
-        # A token limit cuts replies, so it is keyed, and only when given: without it mem0
-        # sends its own limit, as the stores of earlier runs were built
-        out: dict[str, Any] = {
-            "llm_base_url": self.llm_base_url,
-            "llm_model": self.llm_model,
-            "embedding_model": self.embedding_model,
-            "turns_per_add": self.turns_per_add,
-            "temperature": self.temperature,
-        }
-        if self.llm_max_tokens is not None:
-            out["llm_max_tokens"] = self.llm_max_tokens
-        return out
-
-    def preflight(self) -> None:
-        """Check, once per process, that `llm_base_url` answers mem0's JSON-mode extraction
-        request (MemorySystemError in one line otherwise); `llm_preflight=false` skips it (a
-        rerun that reads only stored memories needs no endpoint)."""
-        self.check_endpoint(("json_object",))
-
-    def __repr__(self) -> str:
-        return f"Mem0System({dict(self.args)!r})"
+    def stored_args(self) -> dict[str, Any]:
+        return {"turns_per_add": self.turns_per_add}
 
     # -- building mem0 ---------------------------------------------------------------------
 
@@ -491,7 +369,7 @@ class Mem0System(EndpointClient):
 
     def ingest(self, history: History, store: Path, model: TextModel | None) -> IngestReport:
         """Add each chunk of turns in history order; `model` is unused (mem0 has its own)."""
-        _drain()
+        _pool.drain()
         chunks = turn_chunks(history, self.turns_per_add)
         if not chunks:
             raise MemorySystemError(f"mem0: history {history.history_id!r} has no turns")
@@ -558,16 +436,11 @@ class Mem0System(EndpointClient):
         )
 
     def open(self, store: Path, history: History) -> Mem0Index:
-        _drain()
+        _pool.drain()
         if not (store / QDRANT_DIR).is_dir():
             raise MemorySystemError(f"mem0: {store} holds no qdrant folder; not a mem0 store")
         key = str(store.resolve())
-        with _open_lock:
-            shared = _open_stores.get(key)
-            if shared is None:
-                shared = _OpenStore(key, self._memory(store, None))
-                _open_stores[key] = shared
-            shared.users += 1
+        shared = _pool.take(key, lambda: _OpenStore(key, self._memory(store, None)))
         return Mem0Index(shared, user_id(history))
 
 

@@ -194,7 +194,7 @@ def test_collections_during_concurrent_calls_of_both_systems(
 ) -> None:
     modules = {"mem0": mem0_module, "graphiti": graphiti_module}
     for module in modules.values():
-        monkeypatch.setattr(module, "_open_stores", CollectingDict(module._open_stores))
+        monkeypatch.setattr(module._pool, "stores", CollectingDict(module._pool.stores))
 
     def dropped_then_opened() -> None:
         """For each system in turn: an index dropped in a cycle, then an open, whose read of
@@ -210,7 +210,7 @@ def test_collections_during_concurrent_calls_of_both_systems(
             query, cited = ASKED[name]
             assert [i.source_ids for i in again.retrieve(MemoryQuery(query, k=1))] == [cited]
             again.close()
-            assert str(store.resolve()) not in module._open_stores, name
+            assert str(store.resolve()) not in module._pool.stores, name
 
     _bounded({"dropped-then-opened": dropped_then_opened}, BOUND_S / 2)
 
@@ -241,9 +241,9 @@ def test_collections_during_concurrent_calls_of_both_systems(
     for name, module in modules.items():
         system, store = built["systems"][name], built["stores"][name]
         index = system.open(store, HISTORY)
-        assert not module._released, name
-        assert module._open_stores[str(store.resolve())].users == 1, name
+        assert not module._pool.released, name
+        assert module._pool.stores[str(store.resolve())].users == 1, name
         query, cited = ASKED[name]
         assert [i.source_ids for i in index.retrieve(MemoryQuery(query, k=1))] == [cited]
         index.close()
-        assert str(store.resolve()) not in module._open_stores, name
+        assert str(store.resolve()) not in module._pool.stores, name

@@ -36,6 +36,7 @@ from memevals.core.memory_system import (
     load_memory_system,
 )
 from memevals.memory_systems import graphiti as graphiti_module
+from memevals.memory_systems import graphiti_engine
 from memevals.memory_systems.graphiti import (
     GraphitiSystem,
     episode_body,
@@ -230,13 +231,13 @@ def test_a_closed_store_frees_its_database_and_opens_again(
     # an index the garbage collector takes only queues its store: a collection may run while
     # a lock the closing needs is held by the same thread; the next call gives it back
     dropped = system.open(store, HISTORY)
-    shared = graphiti_module._open_stores[str(store.resolve())]
+    shared = graphiti_module._pool.stores[str(store.resolve())]
     del dropped
     gc.collect()
-    assert shared in graphiti_module._released and shared.users == 1
+    assert shared in graphiti_module._pool.released and shared.users == 1
     reopened = system.open(store, HISTORY)
-    assert not graphiti_module._released
-    assert graphiti_module._open_stores[str(store.resolve())] is not shared
+    assert not graphiti_module._pool.released
+    assert graphiti_module._pool.stores[str(store.resolve())] is not shared
     assert reopened.retrieve(MemoryQuery("running shoes", k=1))[0].source_ids == ("D3:2",)
     reopened.close()
 
@@ -458,13 +459,13 @@ def test_telemetry_is_off() -> None:
 
 
 def test_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    graphiti_module._imported.cache_clear()
+    graphiti_engine.imported.cache_clear()
     monkeypatch.setitem(sys.modules, "graphiti_core", None)  # import now raises ImportError
     try:
         with pytest.raises(ValueError, match=r"pip install 'memevals\[graphiti\]'"):
             graphiti_system(llm_base_url="http://127.0.0.1:9/v1")
     finally:
-        graphiti_module._imported.cache_clear()
+        graphiti_engine.imported.cache_clear()
 
 
 def test_dates_are_read_in_every_benchmark_format() -> None:

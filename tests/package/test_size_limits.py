@@ -19,9 +19,7 @@ FUNCTION_MAX = 60
 MODULE_MAX = 700
 
 #: module (relative to the checkout) -> its length today, the most it may have until it is split
-OVER_LIMIT: dict[str, int] = {
-    "memevals/memory_systems/graphiti.py": 951,
-}
+OVER_LIMIT: dict[str, int] = {}
 #: "module:function" -> its length today (none: every function is within the limit)
 FUNCTIONS_OVER_LIMIT: dict[str, int] = {}
 
