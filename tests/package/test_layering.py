@@ -605,22 +605,9 @@ COMMANDS = frozenset(
         re.M,
     )
 )
-#: Imports of one command by another module of tools/ still left (issue 39): memevals-report's
-#: modules read compare's rows and diff's comparisons through those commands' re-exports, and
-#: memevals-judge takes estimate's -T parser; each goes when its module imports memevals.results
-#: instead. A new one fails the test.
-COMMAND_IMPORTS_LEFT = frozenset(
-    {
-        ("memevals.tools.judge", "memevals.tools.estimate"),
-        ("memevals.tools.report_data", "memevals.tools.compare"),
-        ("memevals.tools.report_data", "memevals.tools.diff"),
-        ("memevals.tools.report_figures", "memevals.tools.compare"),
-        ("memevals.tools.report_figures", "memevals.tools.diff"),
-        ("memevals.tools.report_page", "memevals.tools.compare"),
-        ("memevals.tools.report_samples", "memevals.tools.compare"),
-        ("memevals.tools.report_samples", "memevals.tools.diff"),
-    }
-)
+#: Imports of one command by another module still left (issue 39): memevals-judge takes
+#: estimate's -T parser; it goes when judge parses -T itself. A new one fails the test.
+COMMAND_IMPORTS_LEFT = frozenset({("memevals.tools.judge", "memevals.tools.estimate")})
 
 
 def command_imports(root: Path, commands: frozenset[str]) -> set[tuple[str, str]]:
