@@ -12,11 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 from memevals.core.tokens import TOKEN_COUNTERS
-from memevals.inspect_tasks.inspect_internals import InspectInternalsError, parse_cli_args
 from memevals.render.estimate_text import estimate_text
 from memevals.results.cost import (
     DEFAULT_CACHE_BLOCK,
@@ -38,6 +35,7 @@ from memevals.results.cost import (
     shared_prefix_tokens,
 )
 from memevals.results.formatting import dollars
+from memevals.tools.command_line import parse_task_args, prog_name
 
 # The library's names, re-exported for what imports them from here (tests, perf scripts and
 # docs written before memevals.results).
@@ -47,36 +45,6 @@ __all__ = [
     "estimate_samples", "grader_calls", "main", "parse_task_args", "prog_name",
     "shared_prefix_tokens",
 ]  # fmt: skip
-
-
-def parse_task_args(pairs: Sequence[str]) -> dict[str, Any]:
-    """["context=full", "top_k=5"] -> {"context": "full", "top_k": 5}, read exactly as
-    `inspect eval -T` reads them (YAML values; a comma makes a list)."""
-    for pair in pairs:
-        name, sep, _ = pair.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"-T {pair!r}: expected name=value")
-    try:
-        return parse_cli_args(pairs)
-    except InspectInternalsError as exc:  # pragma: no cover - depends on Inspect internals
-        raise ValueError(f"cannot read -T values the way `inspect eval` does: {exc}") from exc
-
-
-def prog_name(argv0: str, module: str) -> str:
-    """The command as it was run: a console script by its name (`memevals-estimate`), else
-    `python -m <module>`.
-
-    Args:
-        argv0: `sys.argv[0]`.
-        module: the module run with `-m`.
-
-    Returns:
-        The name the usage line shows.
-    """
-    name = Path(argv0).name
-    if not name or name.endswith(".py") or name in ("-c", "-m"):
-        return f"python -m {module}"
-    return name
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,7 +33,6 @@ import argparse
 import importlib
 import json
 import math
-import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -58,6 +57,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from memevals.benchmarks import record_for_task, records
 from memevals.core.benchmark import Benchmark
 from memevals.core.validation import json_lines, json_object
+from memevals.results.runs import SAMPLES_FILE
+from memevals.tools.command_line import parse_task_args, prog_name
 
 __all__ = [
     "POSTHOC_SCORERS",
@@ -73,8 +74,6 @@ __all__ = [
 #: The function of a thin Inspect module that gives its post-hoc scorers:
 #: (the samples' metadata, judge max_tokens or None, judge_runs) -> the Inspect scorers.
 POSTHOC_SCORERS = "posthoc_scorers"
-
-_SAMPLES_FILE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 
 
 class SamplesError(ValueError):
@@ -132,7 +131,7 @@ def samples_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _task_name(path: Path) -> str:
-    m = _SAMPLES_FILE.match(path.name)
+    m = SAMPLES_FILE.match(path.name)
     return m.group("task") if m else path.stem
 
 
@@ -188,7 +187,7 @@ def _lm_eval_model(files: Sequence[Path]) -> str | None:
     """The model lm-eval ran ("hf pretrained=...") from the results file written with the
     samples, when there is one."""
     for path in files:
-        m = _SAMPLES_FILE.match(path.name)
+        m = SAMPLES_FILE.match(path.name)
         if not m:
             continue
         results = path.with_name(f"results_{m.group('date')}.json")
@@ -523,8 +522,6 @@ def _model_arg(text: str) -> str:
 
 def grader_args(pairs: Sequence[str]) -> dict[str, Any]:
     """`-M` pairs as model arguments, read exactly as `inspect eval -M` reads them."""
-    from memevals.tools.estimate import parse_task_args
-
     return parse_task_args(pairs)
 
 
@@ -550,7 +547,7 @@ def _judge_runs(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memevals.tools.judge",
+        prog=prog_name(sys.argv[0], "memevals.tools.judge"),
         description="Judge lm-eval --log_samples replies with the memevals LLM judge.",
     )
     parser.add_argument("paths", nargs="+", help="samples_*.jsonl files or folders holding them")

@@ -22,6 +22,7 @@ from typing import Any
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
 from memevals.core.agreement import Agreement, agreement_by_group
+from memevals.tools.command_line import prog_name
 
 __all__ = ["JudgeLabel", "collect_labels", "judge_score_names", "main", "report"]
 
@@ -205,7 +206,7 @@ def _print_table(judge_a: str, judge_b: str, rows: list[Row], unpaired: dict[str
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memevals.tools.judge_agreement",
+        prog=prog_name(sys.argv[0], "memevals.tools.judge_agreement"),
         description="Per-category agreement and Cohen's kappa between two LLM-judge runs.",
     )
     parser.add_argument("log_a", help="Inspect log judged by judge A")

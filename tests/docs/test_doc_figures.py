@@ -27,8 +27,8 @@ import pytest
 from inspect_ai import Task
 
 from memevals.inspect_tasks.locomo import locomo
-from memevals.tools import estimate as estimator
-from memevals.tools.estimate import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Estimate
+from memevals.results import cost as estimator
+from memevals.results.cost import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Estimate
 
 REPO = Path(__file__).resolve().parents[2]
 
