@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import KW_ONLY, dataclass, field, fields
+from typing import Any, Self
 
 from memevals.core.memory_system import MemorySystem, load_memory_system, parse_memory_args
 from memevals.core.retrievers import (
@@ -22,10 +22,12 @@ from memevals.core.retrievers import (
     reject_options_outside,
     resolve_embedding_model,
 )
+from memevals.core.tokens import TokenCounter, get_token_counter
 
 __all__ = [
     "MEMORY_CONTEXT",
     "MemoryOptions",
+    "MemoryStrategy",
     "RagChoice",
     "RagDefaults",
     "SystemChoice",
@@ -201,3 +203,61 @@ def rag_choice(options: MemoryOptions, defaults: RagDefaults) -> RagChoice:
             getattr(engine, "model_name", options.embedding_model or "")
         )
     return RagChoice(unit, k, engine, resolved)
+
+
+@dataclass(frozen=True)
+class MemoryStrategy:
+    """The validated settings of how a benchmark gives the model its history: the fields every
+    benchmark's strategy has (a benchmark's own come after `context`, or as keywords).
+
+    `build` makes one from the options: a memory system for context=memory, a retriever for
+    context=rag, the given fields for the benchmark's other modes.
+    """
+
+    context: str
+    _: KW_ONLY
+    token_counter: TokenCounter = field(default_factory=get_token_counter)
+    max_context_tokens: int | None = None
+    retrieval_unit: str | None = None
+    top_k: int | None = None
+    retriever: Retriever | None = None
+    embedding_model: str | None = None
+    #: context=memory: the memory system under test
+    system: SystemChoice | None = None
+
+    @classmethod
+    def build(
+        cls,
+        options: MemoryOptions,
+        context: str,
+        token_counter: TokenCounter,
+        *,
+        default_top_k: int,
+        rag_defaults: RagDefaults,
+        **mode_fields: Any,
+    ) -> Self:
+        """The strategy of `context`, checked (ValueError naming the option).
+
+        Args:
+            options: the memory knobs (already `checked`).
+            context: the context mode.
+            token_counter: the counter the strategy measures with.
+            default_top_k: the benchmark's k for a memory system.
+            rag_defaults: the benchmark's retrieval units and defaults.
+            **mode_fields: the benchmark's fields of this mode (a truncation budget, ...).
+
+        Returns:
+            The strategy.
+        """
+        if context == MEMORY_CONTEXT:
+            choice = system_choice(options, default_top_k)
+            mode_fields |= {"top_k": choice.top_k, "system": choice}
+        elif context == "rag":
+            rag = rag_choice(options, rag_defaults)
+            mode_fields |= {
+                "retrieval_unit": rag.retrieval_unit,
+                "top_k": rag.top_k,
+                "retriever": rag.retriever,
+                "embedding_model": rag.embedding_model,
+            }
+        return cls(context, token_counter=token_counter, **mode_fields)

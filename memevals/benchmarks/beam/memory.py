@@ -34,19 +34,12 @@ from typing import Any
 
 from memevals.benchmarks.beam.data import Conversation, Message, iter_messages
 from memevals.core.memory_harness import Rendered, Renderer, Retrieval
-from memevals.core.memory_options import (
-    MEMORY_CONTEXT,
-    MemoryOptions,
-    RagDefaults,
-    SystemChoice,
-    rag_choice,
-    system_choice,
-)
+from memevals.core.memory_options import MemoryOptions, MemoryStrategy, RagDefaults
 from memevals.core.memory_system import History, MemoryItem
 from memevals.core.memory_system import Session as HistorySession
 from memevals.core.memory_system import Turn as HistoryTurn
 from memevals.core.protocol import MEMEVALS, Protocol
-from memevals.core.retrievers import MemoryUnit, Retriever, positive_tokens, strategy_settings
+from memevals.core.retrievers import MemoryUnit, positive_tokens, strategy_settings
 from memevals.core.tokens import TokenCounter, get_token_counter
 
 __all__ = [
@@ -320,18 +313,10 @@ def memory_context(history: History, items: Sequence[MemoryItem]) -> tuple[str, 
 
 
 @dataclass(frozen=True)
-class BeamMemory:
+class BeamMemory(MemoryStrategy):
     """The validated memory settings of a BEAM run (`beam_memory`)."""
 
-    context: str
-    token_counter: TokenCounter
     context_window: int | None = None
-    max_context_tokens: int | None = None
-    retrieval_unit: str | None = None
-    top_k: int | None = None
-    retriever: Retriever | None = None
-    embedding_model: str | None = None
-    system: SystemChoice | None = None
     _indexes: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def settings(self) -> dict[str, Any]:
@@ -385,9 +370,7 @@ def beam_memory(
     if context_window is not None and context != "full":
         raise ValueError(f"context_window applies only to context=full (context={context!r})")
     counter = get_token_counter(options.token_counter)
-    if context == MEMORY_CONTEXT:
-        choice = system_choice(options, DEFAULT_TOP_K)
-        return BeamMemory(context, counter, top_k=choice.top_k, system=choice)
+    fields: dict[str, Any] = {}
     if context == "full":
         if protocol.official and counter.name != OFFICIAL_COUNTER:
             raise ValueError(
@@ -398,22 +381,15 @@ def beam_memory(
         window = positive_tokens(
             "context_window", DEFAULT_CONTEXT_WINDOW if context_window is None else context_window
         )
-        return BeamMemory(context, counter, context_window=window)
-    if context == "truncated":
+        fields["context_window"] = window
+    elif context == "truncated":
         if options.max_context_tokens is None:
             raise ValueError("context=truncated needs max_context_tokens (the history's budget)")
-        budget = positive_tokens("max_context_tokens", options.max_context_tokens)
-        return BeamMemory(context, counter, max_context_tokens=budget)
-    if context == "none":
-        return BeamMemory(context, counter)
-    rag = rag_choice(options, RAG_DEFAULTS)
-    return BeamMemory(
-        context,
-        counter,
-        retrieval_unit=rag.retrieval_unit,
-        top_k=rag.top_k,
-        retriever=rag.retriever,
-        embedding_model=rag.embedding_model,
+        fields["max_context_tokens"] = positive_tokens(
+            "max_context_tokens", options.max_context_tokens
+        )
+    return BeamMemory.build(
+        options, context, counter, default_top_k=DEFAULT_TOP_K, rag_defaults=RAG_DEFAULTS, **fields
     )
 
 

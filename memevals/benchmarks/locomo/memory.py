@@ -25,6 +25,7 @@ framework-free.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,24 +33,11 @@ from typing import Any
 from memevals.benchmarks.locomo.data import QA, Conversation, Session, Turn
 from memevals.core.memo import per_object
 from memevals.core.memory_harness import Rendered, Renderer, Retrieval
-from memevals.core.memory_options import (
-    MEMORY_CONTEXT,
-    MemoryOptions,
-    RagDefaults,
-    SystemChoice,
-    rag_choice,
-    system_choice,
-)
+from memevals.core.memory_options import MEMORY_CONTEXT, MemoryOptions, MemoryStrategy, RagDefaults
 from memevals.core.memory_system import History, MemoryItem
 from memevals.core.memory_system import Session as HistorySession
 from memevals.core.memory_system import Turn as HistoryTurn
-from memevals.core.retrievers import (
-    IndexCache,
-    MemoryUnit,
-    Retriever,
-    positive_tokens,
-    strategy_settings,
-)
+from memevals.core.retrievers import IndexCache, MemoryUnit, positive_tokens, strategy_settings
 from memevals.core.tokens import TokenCounter, get_token_counter
 
 __all__ = [
@@ -334,23 +322,15 @@ def evidence_turns(conv: Conversation, qa: QA) -> tuple[list[Turn], tuple[str, .
 # The strategy object
 
 
-@dataclass
-class LocomoMemory:
+@dataclass(frozen=True)
+class LocomoMemory(MemoryStrategy):
     """A validated memory strategy; call it as (conversation, question) -> LocomoContext.
 
     Per-conversation work (truncation, retrieval indexes) is cached on the object, so one task
     builds each index once however many questions it asks.
     """
 
-    context: str
-    token_counter: TokenCounter
-    max_context_tokens: int | None = None
-    retrieval_unit: str | None = None
-    top_k: int | None = None
-    retriever: Retriever | None = None
-    embedding_model: str | None = None
     index_cache: IndexCache | None = None
-    system: SystemChoice | None = None  # context=memory: the memory system under test
     _truncated: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
     _rankings: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False)
 
@@ -528,26 +508,17 @@ def locomo_memory(options: MemoryOptions) -> LocomoMemory:
     """
     context = options.checked(CONTEXT_MODES).context
     counter = get_token_counter(options.token_counter)
-    if context == MEMORY_CONTEXT:
-        choice = system_choice(options, DEFAULT_TOP_K)
-        return LocomoMemory(context, counter, top_k=choice.top_k, system=choice)
+    fields: dict[str, Any] = {}
     if context == "truncated":
-        budget = positive_tokens(
+        fields["max_context_tokens"] = positive_tokens(
             "max_context_tokens",
             DEFAULT_MAX_CONTEXT_TOKENS
             if options.max_context_tokens is None
             else options.max_context_tokens,
         )
-        return LocomoMemory(context, counter, max_context_tokens=budget)
-    if context != "rag":
-        return LocomoMemory(context, counter)
-    rag = rag_choice(options, RAG_DEFAULTS)
-    return LocomoMemory(
-        context,
-        counter,
-        retrieval_unit=rag.retrieval_unit,
-        top_k=rag.top_k,
-        retriever=rag.retriever,
-        embedding_model=rag.embedding_model,
-        index_cache=IndexCache(rag.retriever),
+    memory = LocomoMemory.build(
+        options, context, counter, default_top_k=DEFAULT_TOP_K, rag_defaults=RAG_DEFAULTS, **fields
     )
+    if memory.retriever is None:
+        return memory
+    return dataclasses.replace(memory, index_cache=IndexCache(memory.retriever))

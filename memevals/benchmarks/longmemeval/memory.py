@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
@@ -47,19 +47,12 @@ from memevals.benchmarks.longmemeval.retrieval import (
     turn_units,
 )
 from memevals.core.memory_harness import Rendered, Renderer, Retrieval
-from memevals.core.memory_options import (
-    MEMORY_CONTEXT,
-    MemoryOptions,
-    RagDefaults,
-    SystemChoice,
-    rag_choice,
-    system_choice,
-)
+from memevals.core.memory_options import MEMORY_CONTEXT, MemoryOptions, MemoryStrategy, RagDefaults
 from memevals.core.memory_system import History, MemoryItem
 from memevals.core.memory_system import Session as HistorySession
 from memevals.core.memory_system import Turn as HistoryTurn
-from memevals.core.retrievers import Retriever, positive_tokens, strategy_settings
-from memevals.core.tokens import TokenCounter, get_token_counter
+from memevals.core.retrievers import positive_tokens, strategy_settings
+from memevals.core.tokens import get_token_counter
 
 __all__ = [
     "CONTEXT_MODES",
@@ -247,18 +240,10 @@ def _grouped_blocks(
 
 
 @dataclass(frozen=True)
-class LongMemEvalMemory:
+class LongMemEvalMemory(MemoryStrategy):
     """A validated strategy; call it on an instance to get its context."""
 
-    context: str
     history_format: str = "json"
-    retrieval_unit: str | None = None
-    top_k: int | None = None
-    retriever: Retriever | None = None
-    embedding_model: str | None = None
-    max_context_tokens: int | None = None
-    token_counter: TokenCounter = field(default_factory=get_token_counter)
-    system: SystemChoice | None = None  # context=memory: the memory system under test
 
     def settings(self) -> dict[str, Any]:
         """The strategy's parameters, for the log (only those that apply to the mode)."""
@@ -359,27 +344,13 @@ def longmemeval_memory(
     options = options.checked(CONTEXT_MODES, context_window=context_window)
     counter = get_token_counter(options.token_counter)
     context = options.context
-    if context == MEMORY_CONTEXT:
-        choice = system_choice(options, DEFAULT_TOP_K)
-        return LongMemEvalMemory(
-            context, history_format, top_k=choice.top_k, token_counter=counter, system=choice
-        )
+    fields: dict[str, Any] = {"history_format": history_format}
     if context == "truncated":
-        budget = truncation_budget(options.max_context_tokens, context_window, answer_tokens)
-        return LongMemEvalMemory(
-            context, history_format, max_context_tokens=budget, token_counter=counter
+        fields["max_context_tokens"] = truncation_budget(
+            options.max_context_tokens, context_window, answer_tokens
         )
-    if context != "rag":
-        return LongMemEvalMemory(context, history_format, token_counter=counter)
-    rag = rag_choice(options, RAG_DEFAULTS)
-    return LongMemEvalMemory(
-        context,
-        history_format,
-        retrieval_unit=rag.retrieval_unit,
-        top_k=rag.top_k,
-        retriever=rag.retriever,
-        embedding_model=rag.embedding_model,
-        token_counter=counter,
+    return LongMemEvalMemory.build(
+        options, context, counter, default_top_k=DEFAULT_TOP_K, rag_defaults=RAG_DEFAULTS, **fields
     )
 
 
