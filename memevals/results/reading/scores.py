@@ -43,7 +43,8 @@ class Epochs:
         has); errored epochs left out; errored only if every epoch errored."""
         kept = [i for i, e in enumerate(self.errored) if not e]
         scores: dict[str, float] = {}
-        for name in {n for i in kept for n in self.scores[i]}:
+        # first-seen order (a set's order changes with the hash seed, and so would the output)
+        for name in dict.fromkeys(n for i in kept for n in self.scores[i]):
             values = [self.scores[i][name] for i in kept if name in self.scores[i]]
             finite = [v for v in values if math.isfinite(v)]
             scores[name] = math.fsum(finite) / len(finite) if finite else math.nan
