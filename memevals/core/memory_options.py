@@ -181,6 +181,24 @@ class RagDefaults:
     top_k: int
     retriever: str
 
+    def context_defaults(self, **more: Any) -> dict[str, Any]:
+        """The defaults of the context knobs, as a benchmark's record lists them: context=full,
+        these retrieval defaults, then `more` (a truncation budget; a key of `more` wins).
+
+        Args:
+            **more: the benchmark's other defaults.
+
+        Returns:
+            Option name -> default.
+        """
+        return {
+            "context": "full",
+            "top_k": self.top_k,
+            "retrieval_unit": self.unit,
+            "retriever": self.retriever,
+            **more,
+        }
+
 
 def rag_choice(options: MemoryOptions, defaults: RagDefaults) -> RagChoice:
     """Check the retrieval options against a benchmark's units and build the retriever.

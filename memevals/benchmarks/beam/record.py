@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memevals.benchmarks.beam.data import ABILITIES, pinned_files
-from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, DEFAULT_TOP_K, RAG_DEFAULTS
+from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, RAG_DEFAULTS
 from memevals.benchmarks.beam.samples import MEMEVALS_MAX_TOKENS, TEMPERATURE, BeamOptions
 from memevals.core.benchmark import (
     AnalysisAxis,
@@ -34,13 +34,7 @@ RECORD = declare(
     categories=ABILITIES,
     # a conversation's questions share its chat and succeed or fail together
     cluster="conversation",
-    context_defaults={
-        "context": "full",
-        "context_window": DEFAULT_CONTEXT_WINDOW,
-        "top_k": DEFAULT_TOP_K,
-        "retrieval_unit": RAG_DEFAULTS.unit,
-        "retriever": RAG_DEFAULTS.retriever,
-    },
+    context_defaults=RAG_DEFAULTS.context_defaults(context_window=DEFAULT_CONTEXT_WINDOW),
     # a run is labelled with a size or protocol other than the options' defaults
     label_options={"size": BeamOptions.size, "protocol": BeamOptions.protocol.name},
     # upstream's report: the mean of the ten ability means

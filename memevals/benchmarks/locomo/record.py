@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 from memevals.benchmarks.locomo.data import CATEGORY_NAMES, LOCOMO_FILE, PAPER_ORDER
-from memevals.benchmarks.locomo.memory import (
-    DEFAULT_MAX_CONTEXT_TOKENS,
-    DEFAULT_RETRIEVAL_UNIT,
-    DEFAULT_RETRIEVER,
-    DEFAULT_TOP_K,
-)
+from memevals.benchmarks.locomo.memory import DEFAULT_MAX_CONTEXT_TOKENS, RAG_DEFAULTS
 from memevals.benchmarks.locomo.official import ANSWER_TOKENS
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
@@ -41,13 +36,7 @@ RECORD = declare(
     categories=PAPER_ORDER,
     cluster="conversation",
     legacy_cluster_key="conversation_id",
-    context_defaults={
-        "context": "full",
-        "top_k": DEFAULT_TOP_K,
-        "retrieval_unit": DEFAULT_RETRIEVAL_UNIT,
-        "retriever": DEFAULT_RETRIEVER,
-        "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
-    },
+    context_defaults=RAG_DEFAULTS.context_defaults(max_context_tokens=DEFAULT_MAX_CONTEXT_TOKENS),
     label_options={"adversarial": "choice", "seed": 0, "gold": "original"},
     # how far back the evidence lies from the question, asked at the end of the conversation
     analysis_axes=(

@@ -9,11 +9,7 @@ metadata, as they did before records existed; a log is matched to this record by
 from __future__ import annotations
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE
-from memevals.benchmarks.locomo.memory import (
-    DEFAULT_MAX_CONTEXT_TOKENS,
-    DEFAULT_RETRIEVER,
-    DEFAULT_TOP_K,
-)
+from memevals.benchmarks.locomo.memory import DEFAULT_MAX_CONTEXT_TOKENS, RAG_DEFAULTS
 from memevals.benchmarks.locomo_dialogue.memory import DIALOGUE_RETRIEVAL_UNIT
 from memevals.benchmarks.locomo_dialogue.samples import DEFAULT_MAX_TOKENS
 from memevals.core.benchmark import (
@@ -33,13 +29,9 @@ RECORD = declare(
     name="locomo_dialogue",
     cluster="conversation",
     legacy_cluster_key="conversation_id",
-    context_defaults={
-        "context": "full",
-        "top_k": DEFAULT_TOP_K,
-        "retrieval_unit": DIALOGUE_RETRIEVAL_UNIT,
-        "retriever": DEFAULT_RETRIEVER,
-        "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
-    },
+    context_defaults=RAG_DEFAULTS.context_defaults(
+        retrieval_unit=DIALOGUE_RETRIEVAL_UNIT, max_context_tokens=DEFAULT_MAX_CONTEXT_TOKENS
+    ),
     label_options={"images": False},
     scores=(
         ScoreSpec("dialogue_overlap", "answer", "overlap"),

@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE, PAPER_ORDER
-from memevals.benchmarks.locomo.memory import (
-    DEFAULT_MAX_CONTEXT_TOKENS,
-    DEFAULT_RETRIEVAL_UNIT,
-    DEFAULT_RETRIEVER,
-    DEFAULT_TOP_K,
-)
+from memevals.benchmarks.locomo.memory import DEFAULT_MAX_CONTEXT_TOKENS, RAG_DEFAULTS
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
@@ -47,13 +42,8 @@ RECORD = declare(
     cluster="conversation",
     # cognitive samples are clustered on the LoCoMo conversation that hosts their cue
     legacy_cluster_key="host",
-    context_defaults={
-        "context": "full",
-        "top_k": DEFAULT_TOP_K,
-        "retrieval_unit": DEFAULT_RETRIEVAL_UNIT,
-        "retriever": DEFAULT_RETRIEVER,
-        "max_context_tokens": DEFAULT_MAX_CONTEXT_TOKENS,
-    },
+    # LoCoMo's: the stitched histories are retrieved from as LoCoMo's
+    context_defaults=RAG_DEFAULTS.context_defaults(max_context_tokens=DEFAULT_MAX_CONTEXT_TOKENS),
     label_options={
         "disclose_task": False,
         "gap_fix": False,

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 from memevals.benchmarks.longmemeval.data import CATEGORIES, QUESTION_TYPES, VARIANTS
-from memevals.benchmarks.longmemeval.memory import (
-    DEFAULT_RETRIEVAL_UNIT,
-    DEFAULT_RETRIEVER,
-    DEFAULT_TOP_K,
-)
+from memevals.benchmarks.longmemeval.memory import RAG_DEFAULTS
 from memevals.benchmarks.longmemeval.official import ANSWER_TOKENS
 from memevals.benchmarks.longmemeval.scoring import LONGMEMEVAL_CRITERIA
 from memevals.core.benchmark import (
@@ -92,12 +88,7 @@ RECORD = declare(
     # every question has its own haystack: the question is the cluster
     cluster="question",
     legacy_cluster_key="question_id",
-    context_defaults={
-        "context": "full",
-        "top_k": DEFAULT_TOP_K,
-        "retrieval_unit": DEFAULT_RETRIEVAL_UNIT,
-        "retriever": DEFAULT_RETRIEVER,
-    },
+    context_defaults=RAG_DEFAULTS.context_defaults(),
     label_options={
         "variant": "s",
         "history_format": "json",
