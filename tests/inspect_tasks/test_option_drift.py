@@ -10,6 +10,7 @@ so a toy task that gains an undocumented option shows they fail.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -35,29 +36,19 @@ RENAMED = {
     "locomo_plus": {"seed": "choice_seed"},
     "locomo_dialogue": {"seed": "turn_seed"},
 }
-_YAML_TASK = "each lm-eval task is one category (or variant): fixed by its YAML"
-_GEN = "lm-eval's answer length is the YAML's generation_kwargs"
-_GRADER = "the grader runs after lm-eval (python -m memevals.tools.judge)"
-# Inspect options with no lm-eval key, and why (shared options say why in their declaration).
-INSPECT_ONLY = {
-    "locomo": {"categories": _YAML_TASK, "max_tokens": _GEN},
-    "locomo_plus": {"categories": _YAML_TASK, "max_tokens": _GEN},
-    "longmemeval": {
-        "variant": _YAML_TASK,
-        "categories": _YAML_TASK,
-        "max_tokens": _GEN + " (answer_tokens is what the truncation budget reserves)",
-        "note_max_tokens": "chain_of_note is Inspect-only (one call per session)",
-    },
-    "locomo_dialogue": {"max_tokens": _GEN},
-    "beam": {"categories": _YAML_TASK, "max_tokens": _GEN},
-    "locomo_event_summary": {
-        "max_tokens": _GEN,
-        "reference_facts": _GRADER,
-        "lines_per_call": _GRADER,
-        "facts_per_call": _GRADER,
-        "grader_max_tokens": _GRADER,
-    },
-}
+
+
+def inspect_only(task: str) -> Mapping[str, str]:
+    """A benchmark's own Inspect options with no lm-eval key, and why, as its lm-eval module
+    declares them (shared options say so in core.options); none for a task without one."""
+    try:
+        utils = importlib.import_module(f"memevals.lm_eval_tasks.{task}.utils")
+    except ModuleNotFoundError:
+        return {}
+    declared_here: Mapping[str, str] = getattr(utils, "INSPECT_ONLY", {})
+    return declared_here
+
+
 # lm-eval keys with no Inspect option of that name, and why.
 LM_EVAL_ONLY = {
     "longmemeval": {"answer_tokens": "the answer length the truncation budget reserves"},
@@ -131,7 +122,7 @@ def lm_eval_problems(task: str, options: Iterable[str], keys: set[str]) -> list[
     the Inspect task lacks."""
     problems = []
     renamed = RENAMED.get(task, {})
-    only = INSPECT_ONLY.get(task, {})
+    only = inspect_only(task)
     expected = set()
     for name in options:
         option = declared(name)
@@ -157,9 +148,7 @@ def lm_eval_keys(module: ModuleType) -> set[str]:
     short = module.__name__.rsplit(".", 1)[-1]
     utils = __import__(f"memevals.lm_eval_tasks.{short}.utils", fromlist=["utils"])
     loader = next(
-        getattr(utils, n)
-        for n in dir(utils)
-        if n.endswith("_docs") and callable(getattr(utils, n))
+        getattr(utils, n) for n in dir(utils) if n.endswith("_docs") and callable(getattr(utils, n))
     )
     captured: set[str] = set()
 
@@ -263,8 +252,7 @@ def drift_toy_bad(top_k: int = 3, judge_runs: str = "1") -> Task:
 
 def test_the_checks_fail_on_drift() -> None:
     readme = (
-        "## Parameters\n\n| parameter | default |\n|---|---|\n| `context` | `full` |\n\n"
-        "## Data\n"
+        "## Parameters\n\n| parameter | default |\n|---|---|\n| `context` | `full` |\n\n## Data\n"
     )
     problems = readme_problems(drift_toy, readme)
     assert "frobnicate: not in the README's Parameters tables" in problems

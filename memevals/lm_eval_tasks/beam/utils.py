@@ -25,8 +25,10 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import options_from
 from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
 
 __all__ = [
+    "INSPECT_ONLY",
     "BeamTask",
     "beam_docs",
     "beam_results",
@@ -35,9 +37,9 @@ __all__ = [
     "plain_prompt",
 ]
 
-#: BeamOptions fields that are no `--metadata` key: the YAML fixes each subtask's ability,
-#: lm-eval's generation_kwargs the answer length, and the grader runs after lm-eval.
-_NOT_METADATA = ("categories", "max_tokens", "judge_max_tokens")
+#: BeamOptions fields of the Inspect task only (the judge's are declared so in core.options).
+INSPECT_ONLY = {"categories": YAML_TASK, "max_tokens": GENERATION}
+_NOT_METADATA = not_taken(BeamOptions, INSPECT_ONLY)
 #: The `--metadata` keys: BeamOptions' other fields, its memory knobs by their own names.
 _KEYS = (
     tuple(f.name for f in fields(BeamOptions) if f.name not in (*_NOT_METADATA, "memory"))

@@ -15,10 +15,12 @@ from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import options_from
 from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.lm_eval_tasks import common, sample_notes
+from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
 
 __all__ = [
     "ALIASES",
     "CLUSTERED_METRICS",
+    "INSPECT_ONLY",
     "KEYS",
     "locomo_docs",
     "locomo_metrics",
@@ -29,10 +31,10 @@ __all__ = [
 #: `--metadata` key -> LocomoOptions field. `choice_seed` is the two-option seed: lm-eval
 #: merges model arguments into the metadata, and vLLM's own `seed` must not reorder options.
 ALIASES = {"choice_seed": "seed"}
-#: LocomoOptions fields lm-eval does not take: each task's YAML fixes the category and the
-#: answer length (generation_kwargs); the judge runs after lm-eval (memevals.tools.judge) and
-#: the uncertainty figures are Inspect's.
-_INSPECT_ONLY = frozenset({"categories", "max_tokens", "judge", "judge_runs", "uncertainty"})
+#: LocomoOptions fields of the Inspect task only (the judge's and the uncertainty figures' are
+#: declared so in core.options).
+INSPECT_ONLY = {"categories": YAML_TASK, "max_tokens": GENERATION}
+_INSPECT_ONLY = not_taken(samples.LocomoOptions, INSPECT_ONLY)
 _FIELD_KEYS = {field: key for key, field in ALIASES.items()}
 #: The `--metadata` keys of the LoCoMo tasks (the memory options by their own names).
 KEYS: tuple[str, ...] = (

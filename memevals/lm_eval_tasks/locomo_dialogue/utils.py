@@ -13,12 +13,16 @@ from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import shared_options
 from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks.inspect_only import GENERATION, not_taken
 
-__all__ = ["corpus_bleu1", "corpus_bleu2", "dialogue_docs", "dialogue_results"]
+__all__ = ["INSPECT_ONLY", "corpus_bleu1", "corpus_bleu2", "dialogue_docs", "dialogue_results"]
 
-#: Options no lm-eval dialogue task has: the reply's length is the YAML's max_gen_toks, the
-#: uncertainty figures are Inspect's, and budgets and prompt sizes use the default counter.
-_NOT_HERE = ("max_tokens", "uncertainty", "token_counter")
+#: Options of the Inspect task only (the uncertainty figures' are declared so in core.options).
+INSPECT_ONLY = {
+    "max_tokens": GENERATION,
+    "token_counter": "budgets and prompt sizes use the default counter",
+}
+_NOT_HERE = not_taken(DialogueOptions, INSPECT_ONLY)
 #: Memory-system options, refused (a key lm-eval would otherwise ignore must not run the task
 #: without the system it names): the dialogue task has no memory-system mode.
 _MEMORY_SYSTEM_OPTIONS = tuple(

@@ -10,25 +10,26 @@ from datasets import DatasetDict
 from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build
 from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
 from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks.inspect_only import GENERATION, GRADER, not_taken
 
-__all__ = ["event_summary_docs", "event_summary_results"]
+__all__ = ["INSPECT_ONLY", "event_summary_docs", "event_summary_results"]
 
-#: Options of the Inspect task only: the summary's length is the YAML's max_gen_toks, and the
-#: grader runs after lm-eval (`python -m memevals.tools.judge`).
-INSPECT_ONLY = (
-    "max_tokens",
-    "reference_facts",
-    "lines_per_call",
-    "facts_per_call",
-    "grader_max_tokens",
-    "uncertainty",
-)
+#: Options of the Inspect task only (the uncertainty figures' are declared so in core.options).
+INSPECT_ONLY = {
+    "max_tokens": GENERATION,
+    "reference_facts": GRADER,
+    "lines_per_call": GRADER,
+    "facts_per_call": GRADER,
+    "grader_max_tokens": GRADER,
+}
 
 
 def event_summary_docs(**metadata: Any) -> DatasetDict:
     """LoCoMo event summarisation: one document per conversation and speaker."""
     task = "locomo_event_summary"
-    options = common.metadata_options(EventSummaryOptions, task, metadata, ignored=INSPECT_ONLY)
+    options = common.metadata_options(
+        EventSummaryOptions, task, metadata, ignored=not_taken(EventSummaryOptions, INSPECT_ONLY)
+    )
     if options.incremental:
         raise common.OptionError(
             f"{task}: incremental summarisation needs one model call per session, which an "

@@ -11,6 +11,7 @@ from datasets import DatasetDict
 from memevals.benchmarks.locomo_plus import samples
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
 from memevals.lm_eval_tasks import common, sample_notes
+from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
 from memevals.lm_eval_tasks.locomo.utils import locomo_metrics
 
 __all__ = ["ALIASES", "INSPECT_ONLY", "locomo_plus_docs", "locomo_plus_results"]
@@ -18,10 +19,9 @@ __all__ = ["ALIASES", "INSPECT_ONLY", "locomo_plus_docs", "locomo_plus_results"]
 #: `--metadata` key -> LocomoPlusOptions field. `choice_seed` is the two-option seed: lm-eval
 #: merges model arguments into the metadata, and vLLM's own `seed` must not reorder options.
 ALIASES = {"choice_seed": "seed"}
-#: LocomoPlusOptions fields with no `--metadata` key: each task's YAML fixes the category and
-#: the answer length (generation_kwargs); the judge runs after lm-eval (memevals.tools.judge)
-#: and the uncertainty figures are Inspect's.
-INSPECT_ONLY = ("categories", "max_tokens", "judge_max_tokens", "judge_runs", "uncertainty")
+#: LocomoPlusOptions fields of the Inspect task only (the judge's and the uncertainty figures'
+#: are declared so in core.options).
+INSPECT_ONLY = {"categories": YAML_TASK, "max_tokens": GENERATION}
 
 
 def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
@@ -30,7 +30,11 @@ def locomo_plus_docs(categories: str, **metadata: Any) -> DatasetDict:
     (`common.with_memory`), as in the Inspect task."""
     task = f"locomo_plus[{categories}]"
     given = common.metadata_options(
-        samples.LocomoPlusOptions, task, metadata, ignored=INSPECT_ONLY, aliases=ALIASES
+        samples.LocomoPlusOptions,
+        task,
+        metadata,
+        ignored=not_taken(samples.LocomoPlusOptions, INSPECT_ONLY),
+        aliases=ALIASES,
     )
     options = dataclasses.replace(given, categories=categories)
     built = common.checked(task, lambda: samples.build(options))

@@ -19,21 +19,21 @@ from memevals.benchmarks.longmemeval.samples import (
     parse_categories,
 )
 from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
 
-__all__ = ["longmemeval_docs", "longmemeval_results"]
+__all__ = ["INSPECT_ONLY", "longmemeval_docs", "longmemeval_results"]
 
 logger = logging.getLogger(__name__)
 
-#: Options with no `--metadata` key: the YAML fixes the variant and the category, lm-eval's
-#: answer length is the YAML's generation_kwargs, and notes and the judge are the Inspect task's.
-_NOT_METADATA = (
-    "variant",
-    "categories",
-    "note_max_tokens",
-    "judge_max_tokens",
-    "judge_runs",
-    "uncertainty",
-)
+#: LongMemEvalOptions fields (and Inspect options) of the Inspect task only (the judge's and the
+#: uncertainty figures' are declared so in core.options).
+INSPECT_ONLY = {
+    "variant": YAML_TASK,
+    "categories": YAML_TASK,
+    "max_tokens": GENERATION + " (answer_tokens is what the truncation budget reserves)",
+    "note_max_tokens": "chain_of_note is Inspect-only (one call per session)",
+}
+_NOT_METADATA = not_taken(LongMemEvalOptions, INSPECT_ONLY)
 
 #: The builds of this process: every category of a variant is built once for all the category
 #: subtasks of a run, as the files are large (S 277 MB, M 2.7 GB) and each subtask would
