@@ -37,6 +37,7 @@ __all__ = [
     "AGENT_OPTIONS",
     "DEFAULT_PROTOCOL",
     "GROUPS",
+    "LM_EVAL_ALIASES",
     "OPTIONS",
     "PROTOCOLS",
     "UNCERTAINTY_LEVELS",
@@ -46,6 +47,7 @@ __all__ = [
     "checked_value",
     "declared",
     "format_default",
+    "lm_eval_aliases",
     "options_from",
     "protocol_fix",
     "render_help",
@@ -61,6 +63,25 @@ GROUPS = ("context", "memory", "judge", "protocol", "report")
 #: upstream files; `protocol=memevals`: memevals' own prompts and settings.
 PROTOCOLS: tuple[str, ...] = _protocol.NAMES
 DEFAULT_PROTOCOL = _protocol.DEFAULT.name
+
+#: lm-eval `--metadata` key -> the option it sets, where lm-eval names an option otherwise:
+#: lm-eval merges the model's arguments (vLLM's `seed`) into the metadata, so a seed of the
+#: documents needs a name of its own (the two-option order's, the held-out turns' draw). The
+#: lm-eval tasks take theirs (`lm_eval_aliases`); the run reader maps any back.
+LM_EVAL_ALIASES: Mapping[str, str] = MappingProxyType({"choice_seed": "seed", "turn_seed": "seed"})
+
+
+def lm_eval_aliases(*keys: str) -> dict[str, str]:
+    """The aliases an lm-eval task takes, from LM_EVAL_ALIASES.
+
+    Args:
+        *keys: its lm-eval keys that name another option.
+
+    Returns:
+        lm-eval key -> option name.
+    """
+    return {key: LM_EVAL_ALIASES[key] for key in keys}
+
 
 #: `uncertainty=default`: per score the mean, the clustered standard error and its 95 %
 #: interval, and the per-category means; `full` adds the naive standard error and every
@@ -279,8 +300,7 @@ OPTIONS: Mapping[str, Option] = _options(
         "judge",
         "bool",
         False,
-        "also score with the LLM judge (model role grader; falls back to the model under "
-        "test).",
+        "also score with the LLM judge (model role grader; falls back to the model under test).",
         "judge",
         lm_eval=None,
         lm_eval_note=_JUDGE_LM_EVAL,
@@ -386,9 +406,7 @@ def _or_list(values: Sequence[str]) -> str:
     return f"{', '.join(values[:-1])} or {values[-1]}"
 
 
-def render_help(
-    option: Option, default: Any = None, values: Sequence[str] | None = None
-) -> str:
+def render_help(option: Option, default: Any = None, values: Sequence[str] | None = None) -> str:
     """An option's help text with a benchmark's default and allowed values filled in.
 
     Args:

@@ -29,13 +29,16 @@ from memevals.inspect_tasks.common import memevals_task, option_docs, task_optio
 from memevals.inspect_tasks.option_docs import BEGIN, readme_of, shared_options_block
 from memevals.lm_eval_tasks import common as lm_common
 
-# Inspect options lm-eval takes under another name (lm-eval merges model arguments such as a
-# vLLM `seed` into the metadata, so a seed of the documents needs a name of its own).
-RENAMED = {
-    "locomo": {"seed": "choice_seed"},
-    "locomo_plus": {"seed": "choice_seed"},
-    "locomo_dialogue": {"seed": "turn_seed"},
-}
+
+def renamed(task: str) -> Mapping[str, str]:
+    """Inspect options an lm-eval task takes under another name (its `ALIASES`, from
+    core.options.LM_EVAL_ALIASES): option -> lm-eval key."""
+    try:
+        utils = importlib.import_module(f"memevals.lm_eval_tasks.{task}.utils")
+    except ModuleNotFoundError:
+        return {}
+    aliases: Mapping[str, str] = getattr(utils, "ALIASES", {})
+    return {name: key for key, name in aliases.items()}
 
 
 def inspect_only(task: str) -> Mapping[str, str]:
@@ -121,12 +124,12 @@ def lm_eval_problems(task: str, options: Iterable[str], keys: set[str]) -> list[
     """An Inspect option lm-eval lacks (or takes although it should not), or an lm-eval key
     the Inspect task lacks."""
     problems = []
-    renamed = RENAMED.get(task, {})
+    renamed_here = renamed(task)
     only = inspect_only(task)
     expected = set()
     for name in options:
         option = declared(name)
-        key = renamed.get(name, name) if option is None else option.lm_eval
+        key = renamed_here.get(name, name) if option is None else option.lm_eval
         if key is None or name in only:
             probe = key or name
             if probe in keys:

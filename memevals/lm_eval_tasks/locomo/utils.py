@@ -12,7 +12,7 @@ from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring as locomo_prediction
 from memevals.benchmarks.locomo.scoring import abstained, locomo_f1, locomo_recall_for_mean
 from memevals.core.memory_options import MemoryOptions
-from memevals.core.options import options_from
+from memevals.core.options import lm_eval_aliases, options_from
 from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.lm_eval_tasks import common, sample_notes
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
@@ -30,7 +30,7 @@ __all__ = [
 
 #: `--metadata` key -> LocomoOptions field. `choice_seed` is the two-option seed: lm-eval
 #: merges model arguments into the metadata, and vLLM's own `seed` must not reorder options.
-ALIASES = {"choice_seed": "seed"}
+ALIASES = lm_eval_aliases("choice_seed")
 #: LocomoOptions fields of the Inspect task only (the judge's and the uncertainty figures' are
 #: declared so in core.options).
 INSPECT_ONLY = {"categories": YAML_TASK, "max_tokens": GENERATION}

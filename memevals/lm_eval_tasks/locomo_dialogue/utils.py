@@ -11,12 +11,22 @@ from datasets import DatasetDict
 from memevals.benchmarks.locomo_dialogue import scoring
 from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.core.memory_options import MemoryOptions
-from memevals.core.options import shared_options
+from memevals.core.options import lm_eval_aliases, shared_options
 from memevals.lm_eval_tasks import common
 from memevals.lm_eval_tasks.inspect_only import GENERATION, not_taken
 
-__all__ = ["INSPECT_ONLY", "corpus_bleu1", "corpus_bleu2", "dialogue_docs", "dialogue_results"]
+__all__ = [
+    "ALIASES",
+    "INSPECT_ONLY",
+    "corpus_bleu1",
+    "corpus_bleu2",
+    "dialogue_docs",
+    "dialogue_results",
+]
 
+#: `--metadata` key -> DialogueOptions field: `turn_seed` draws the held-out turns (a model's
+#: `seed` argument, which lm-eval merges in, must not change the documents).
+ALIASES = lm_eval_aliases("turn_seed")
 #: Options of the Inspect task only (the uncertainty figures' are declared so in core.options).
 INSPECT_ONLY = {
     "max_tokens": GENERATION,
@@ -61,7 +71,7 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
         task,
         {"bertscore": False, **metadata},
         ignored=(*_NOT_HERE, *_MEMORY_SYSTEM_OPTIONS),
-        aliases={"turn_seed": "seed"},
+        aliases=ALIASES,
     )
     if options.bertscore:  # load the model once, now, so a missing one fails before any call
         common.checked(

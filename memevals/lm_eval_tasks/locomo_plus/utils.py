@@ -10,6 +10,7 @@ from datasets import DatasetDict
 
 from memevals.benchmarks.locomo_plus import samples
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
+from memevals.core.options import lm_eval_aliases
 from memevals.lm_eval_tasks import common, sample_notes
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
 from memevals.lm_eval_tasks.locomo.utils import locomo_metrics
@@ -18,7 +19,7 @@ __all__ = ["ALIASES", "INSPECT_ONLY", "locomo_plus_docs", "locomo_plus_results"]
 
 #: `--metadata` key -> LocomoPlusOptions field. `choice_seed` is the two-option seed: lm-eval
 #: merges model arguments into the metadata, and vLLM's own `seed` must not reorder options.
-ALIASES = {"choice_seed": "seed"}
+ALIASES = lm_eval_aliases("choice_seed")
 #: LocomoPlusOptions fields of the Inspect task only (the judge's and the uncertainty figures'
 #: are declared so in core.options).
 INSPECT_ONLY = {"categories": YAML_TASK, "max_tokens": GENERATION}
