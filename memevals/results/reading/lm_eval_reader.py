@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memevals.core.options import LM_EVAL_OWN_KEYS
+from memevals.core.options import LM_EVAL_ALIASES, LM_EVAL_OWN_KEYS
 from memevals.core.validation import json_lines, json_object
 from memevals.results.reading.labels import subject_of, with_settings
 from memevals.results.reading.model import Run, RunError, RunSample
 from memevals.results.reading.records import (
-    LM_EVAL_ALIASES,
     MEMORY_KINDS,
     category_of,
     cluster_of,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType
 from typing import Any
 
 from memevals.benchmarks import record_for_task, records
@@ -25,8 +24,6 @@ SCORE_KINDS_COMPARED = frozenset({"answer", "judge", "retrieval"})
 #: Score kinds that are measurements, never scores: the memory system's latency value, the
 #: prompt size.
 MEMORY_KINDS = frozenset({"memory"})
-#: lm-eval option names that are another name of an Inspect task parameter.
-LM_EVAL_ALIASES: Mapping[str, str] = MappingProxyType({"choice_seed": "seed"})
 
 
 # ---------------------------------------------------------------------------------------------
