@@ -79,6 +79,8 @@ class OptionError(ValueError):
 #: naming the option and its fix, so it is the last line of lm-eval's traceback. memevals
 #: installs no `sys.excepthook`: lm-eval and every other task keep Python's own.
 USER_ERRORS: tuple[type[Exception], ...] = (OptionError, MemorySystemError)
+
+
 def shared_defaults(*names: str) -> dict[str, Any]:
     """The `--metadata` keys of shared options (memevals.core.options) with their declared
     defaults, for a task's option table (e.g. `**shared_defaults("protocol")`).
@@ -114,12 +116,6 @@ def checked_options(
                 f"Options: {', '.join(sorted(known))}"
             )
         logger.debug("%s: ignoring metadata key %r (not a memevals option)", task, key)
-    if "seed" in given and "choice_seed" in known and "choice_seed" not in given:
-        logger.warning(
-            "%s: 'seed' (a model argument?) does not set the two-option order; "
-            "use --metadata '{\"choice_seed\": N}'",
-            task,
-        )
     out = dict(defaults)
     out.update({k: v for k, v in given.items() if k in known})
     return out
@@ -174,6 +170,8 @@ def metadata_options(
     Returns:
         The options; a bad one raises OptionError.
     """
+    # a misspelt key is named as every lm-eval task names it, before the options are read
+    checked_options(task, metadata, metadata_keys(cls, ignored=ignored, aliases=aliases), {})
     dropped = set(ignored) | set((aliases or {}).values())
     for key, name in (aliases or {}).items():
         if name in metadata and key not in metadata:

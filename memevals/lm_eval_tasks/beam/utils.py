@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from datasets import Dataset, DatasetDict
@@ -21,8 +20,6 @@ from lm_eval.api.task import ConfigurableTask
 
 from memevals.benchmarks.beam.samples import BeamOptions, build, parse_abilities
 from memevals.core.build import Build
-from memevals.core.memory_options import MemoryOptions
-from memevals.core.options import options_from
 from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import common
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
@@ -40,11 +37,6 @@ __all__ = [
 #: BeamOptions fields of the Inspect task only (the judge's are declared so in core.options).
 INSPECT_ONLY = {"categories": YAML_TASK, "max_tokens": GENERATION}
 _NOT_METADATA = not_taken(BeamOptions, INSPECT_ONLY)
-#: The `--metadata` keys: BeamOptions' other fields, its memory knobs by their own names.
-_KEYS = (
-    tuple(f.name for f in fields(BeamOptions) if f.name not in (*_NOT_METADATA, "memory"))
-    + MemoryOptions.names()
-)
 
 #: The builds of this process: every ability of a size is built once for all the per-ability
 #: subtasks of a run (one read of each chat, one ingestion per conversation by a memory system).
@@ -54,10 +46,7 @@ _BUILT: common.RecentBuilds[BeamOptions, Build] = common.RecentBuilds(build)
 def _options(task: str, metadata: Mapping[str, Any]) -> BeamOptions:
     """BeamOptions from `--metadata` (a misspelt key is an error; the one set of defaults is
     BeamOptions')."""
-    given = common.checked_options(task, metadata, _KEYS, {})
-    return common.checked(
-        task, lambda: options_from(BeamOptions, given, where="--metadata", strict=False)
-    )
+    return common.metadata_options(BeamOptions, task, metadata, ignored=_NOT_METADATA)
 
 
 def _row(item: PromptItem) -> dict[str, str]:

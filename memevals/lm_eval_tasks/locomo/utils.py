@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from datasets import DatasetDict
@@ -11,8 +11,7 @@ from datasets import DatasetDict
 from memevals.benchmarks.locomo import samples
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring as locomo_prediction
 from memevals.benchmarks.locomo.scoring import abstained, locomo_f1, locomo_recall_for_mean
-from memevals.core.memory_options import MemoryOptions
-from memevals.core.options import lm_eval_aliases, options_from
+from memevals.core.options import lm_eval_aliases
 from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.lm_eval_tasks import common, sample_notes
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
@@ -21,7 +20,6 @@ __all__ = [
     "ALIASES",
     "CLUSTERED_METRICS",
     "INSPECT_ONLY",
-    "KEYS",
     "locomo_docs",
     "locomo_metrics",
     "locomo_options",
@@ -35,16 +33,6 @@ ALIASES = lm_eval_aliases("choice_seed")
 #: declared so in core.options).
 INSPECT_ONLY = {"categories": YAML_TASK, "max_tokens": GENERATION}
 _INSPECT_ONLY = not_taken(samples.LocomoOptions, INSPECT_ONLY)
-_FIELD_KEYS = {field: key for key, field in ALIASES.items()}
-#: The `--metadata` keys of the LoCoMo tasks (the memory options by their own names).
-KEYS: tuple[str, ...] = (
-    *(
-        _FIELD_KEYS.get(f.name, f.name)
-        for f in fields(samples.LocomoOptions)
-        if f.name not in _INSPECT_ONLY and f.name != "memory"
-    ),
-    *MemoryOptions.names(),
-)
 
 
 def locomo_options(
@@ -61,17 +49,10 @@ def locomo_options(
     Returns:
         The options.
     """
-    given = common.checked_options(task, metadata, KEYS, {})
-    return common.checked(
-        task,
-        lambda: options_from(
-            samples.LocomoOptions,
-            {**given, "categories": categories},
-            where="--metadata",
-            strict=False,
-            aliases=ALIASES,
-        ),
+    given = common.metadata_options(
+        samples.LocomoOptions, task, metadata, ignored=_INSPECT_ONLY, aliases=ALIASES
     )
+    return dataclasses.replace(given, categories=categories)
 
 
 def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
