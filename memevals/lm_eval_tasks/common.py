@@ -296,13 +296,24 @@ class RecentBuilds(Generic[OptionsT, T]):
         self._built.clear()
 
 
-def to_docs(items: Sequence[PromptItem], task: str) -> DatasetDict:
+def to_docs(items: Sequence[PromptItem], task: str, *, messages: bool = False) -> DatasetDict:
     """PromptItems as a one-split ("test") dataset of flat string fields. The metadata travels
-    as JSON, because Arrow needs one type per column (LoCoMo answers are str or int)."""
+    as JSON, because Arrow needs one type per column (LoCoMo answers are str or int).
+
+    Args:
+        items: the documents' items.
+        task: the task's name, for the message when there are none.
+        messages: also write each item's replayed chat (`messages`, JSON; BEAM's task class
+            sends it).
+
+    Returns:
+        The dataset.
+    """
     if not items:
         raise OptionError(f"{task}: no documents (check the category and data options)")
-    rows = [
-        {
+    rows = []
+    for item in items:
+        row = {
             "id": item.id,
             "system": item.system,
             "user": item.user,
@@ -310,8 +321,9 @@ def to_docs(items: Sequence[PromptItem], task: str) -> DatasetDict:
             "category": str(item.metadata.get("category", "")),
             "metadata": json.dumps(item.metadata, ensure_ascii=False),
         }
-        for item in items
-    ]
+        if messages:
+            row["messages"] = json.dumps([list(m) for m in item.messages], ensure_ascii=False)
+        rows.append(row)
     return DatasetDict({"test": Dataset.from_list(rows)})
 
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from datasets import Dataset, DatasetDict
+from datasets import DatasetDict
 from lm_eval.api.task import ConfigurableTask
 
 from memevals.benchmarks.beam.samples import BeamOptions, build, parse_abilities
@@ -49,18 +49,6 @@ def _options(task: str, metadata: Mapping[str, Any]) -> BeamOptions:
     return common.metadata_options(BeamOptions, task, metadata, ignored=_NOT_METADATA)
 
 
-def _row(item: PromptItem) -> dict[str, str]:
-    return {
-        "id": item.id,
-        "system": item.system,
-        "user": item.user,
-        "target": item.target,
-        "category": str(item.metadata.get("category", "")),
-        "metadata": json.dumps(item.metadata, ensure_ascii=False),
-        "messages": json.dumps([list(m) for m in item.messages], ensure_ascii=False),
-    }
-
-
 def beam_docs(categories: str | None = None, **metadata: Any) -> DatasetDict:
     """BEAM documents of the abilities `categories` (from the YAML; None = all ten).
 
@@ -77,9 +65,7 @@ def beam_docs(categories: str | None = None, **metadata: Any) -> DatasetDict:
     everything = common.checked(task, lambda: _BUILT(options))
     items = [i for i in everything.items if i.metadata["category"] in wanted]
     items = common.with_memory(task, items, everything.subject)
-    if not items:
-        raise common.OptionError(f"{task}: no documents (check the category and data options)")
-    return DatasetDict({"test": Dataset.from_list([_row(i) for i in items])})
+    return common.to_docs(items, task, messages=True)
 
 
 def chat_messages(
