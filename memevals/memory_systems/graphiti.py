@@ -340,17 +340,7 @@ class GraphitiSystem(ThirdPartySystem):
         # a new graphiti or Kuzu may store another graph: a new version, so new stores
         engine = f"kuzu-{api.kuzu.__version__}" if backend == "kuzu" else str(backend)
         self.version = f"graphiti-core-{_graphiti_version()}-{engine}-{VERSION_SUFFIX}"
-        self._set_endpoint(
-            llm_base_url=llm_base_url,
-            llm_model=llm_model,
-            llm_api_key=llm_api_key,
-            embedding_model=embedding_model,
-            temperature=temperature,
-            llm_timeout_s=llm_timeout_s,
-            llm_max_retries=llm_max_retries,
-            llm_max_tokens=llm_max_tokens,
-            llm_preflight=llm_preflight,
-        )
+        self._set_endpoint(locals())
         self.backend = _check_backend(backend, uri)
         self.uri = uri
         self.db_user = db_user

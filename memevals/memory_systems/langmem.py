@@ -362,17 +362,7 @@ class LangMemSystem(ThirdPartySystem):
         self.version = (
             f"langmem-{_version('langmem')}-langgraph-{_version('langgraph')}-{VERSION_SUFFIX}"
         )
-        self._set_endpoint(
-            llm_base_url=llm_base_url,
-            llm_model=llm_model,
-            llm_api_key=llm_api_key,
-            embedding_model=embedding_model,
-            temperature=temperature,
-            llm_timeout_s=llm_timeout_s,
-            llm_max_retries=llm_max_retries,
-            llm_max_tokens=llm_max_tokens,
-            llm_preflight=llm_preflight,
-        )
+        self._set_endpoint(locals())
         self.turns_per_call = (
             None
             if turns_per_call is None

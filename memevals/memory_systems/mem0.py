@@ -266,17 +266,7 @@ class Mem0System(ThirdPartySystem):
     ) -> None:
         mem0 = _mem0()
         self.version = f"mem0ai-{mem0.__version__}-{VERSION_SUFFIX}"
-        self._set_endpoint(
-            llm_base_url=llm_base_url,
-            llm_model=llm_model,
-            llm_api_key=llm_api_key,
-            embedding_model=embedding_model,
-            temperature=temperature,
-            llm_timeout_s=llm_timeout_s,
-            llm_max_retries=llm_max_retries,
-            llm_max_tokens=llm_max_tokens,
-            llm_preflight=llm_preflight,
-        )
+        self._set_endpoint(locals())
         self.turns_per_add = check_int("mem0", "turns_per_add", turns_per_add, 1)
 
     def stored_args(self) -> dict[str, Any]:

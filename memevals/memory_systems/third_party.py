@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_LLM_MODEL",
     "DUMMY_API_KEY",
+    "ENDPOINT_ARGS",
     "PooledIndex",
     "PooledStore",
     "StorePool",
@@ -41,6 +42,18 @@ DEFAULT_LLM_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 #: Sent to local servers that want no key (the openai client refuses an empty one).
 DUMMY_API_KEY = "memevals-no-key"
+#: The endpoint settings every third-party system takes, by their argument names.
+ENDPOINT_ARGS: tuple[str, ...] = (
+    "llm_base_url",
+    "llm_model",
+    "llm_api_key",
+    "embedding_model",
+    "temperature",
+    "llm_timeout_s",
+    "llm_max_retries",
+    "llm_max_tokens",
+    "llm_preflight",
+)
 
 
 def check_int(system: str, name: str, value: Any, minimum: int) -> int:
@@ -71,8 +84,8 @@ class ThirdPartySystem(EndpointClient):
 
     A subclass sets `name`, `needs` (what it sends its endpoint, from endpoint.NEEDS),
     optionally `endpoint_kind` (what its endpoint must do, for the missing-URL message) and
-    `hints`, calls `_set_endpoint` in its constructor and lists what else keys its stores in
-    `stored_args`.
+    `hints`, calls `_set_endpoint(locals())` in its constructor and lists what else keys its
+    stores in `stored_args`.
     """
 
     needs: tuple[str, ...] = ("json_object",)
@@ -82,20 +95,24 @@ class ThirdPartySystem(EndpointClient):
     temperature: float
     llm_max_tokens: int | None
 
-    def _set_endpoint(
-        self,
-        *,
-        llm_base_url: str | None,
-        llm_model: Any,
-        llm_api_key: str | None,
-        embedding_model: Any,
-        temperature: Any,
-        llm_timeout_s: Any,
-        llm_max_retries: Any,
-        llm_max_tokens: Any,
-        llm_preflight: Any,
-    ) -> None:
-        """Check and set the endpoint settings (ValueError in one line naming the argument)."""
+    def _set_endpoint(self, given: Mapping[str, Any]) -> None:
+        """Check and set the endpoint settings (ValueError in one line naming the argument).
+
+        Args:
+            given: the constructor's arguments (its `locals()`), the settings read by their
+                names (ENDPOINT_ARGS).
+        """
+        (
+            llm_base_url,
+            llm_model,
+            llm_api_key,
+            embedding_model,
+            temperature,
+            llm_timeout_s,
+            llm_max_retries,
+            llm_max_tokens,
+            llm_preflight,
+        ) = (given[name] for name in ENDPOINT_ARGS)
         name = self.name
         base_url = llm_base_url or os.environ.get("OPENAI_BASE_URL")
         if not base_url:
