@@ -29,6 +29,16 @@ HiGMem skips questions without evidence, which lm-eval's size weighting cannot a
 #: The thin lm-eval module (named, not imported: the framework layer sits above the records).
 _LM_EVAL_MODULE = "memevals.lm_eval_tasks.locomo.utils"
 
+#: How far back a question's evidence lies (sessions, turns, tokens), with the bucket edges
+#: (LoCoMo-Plus buckets its LoCoMo questions and cues the same way).
+EVIDENCE_AXES: tuple[AnalysisAxis, ...] = (
+    AnalysisAxis("sessions_after_evidence", "sessions after the evidence", (0, 2, 5, 10, 20)),
+    AnalysisAxis("turns_after_evidence", "turns after the evidence", (0, 100, 200, 400)),
+    AnalysisAxis(
+        "tokens_after_evidence", "tokens after the evidence", (0, 1000, 2000, 4000, 8000, 16000)
+    ),
+)
+
 RECORD = declare(
     __file__,
     name="locomo",
@@ -39,13 +49,7 @@ RECORD = declare(
     context_defaults=RAG_DEFAULTS.context_defaults(max_context_tokens=DEFAULT_MAX_CONTEXT_TOKENS),
     label_options={"adversarial": "choice", "seed": 0, "gold": "original"},
     # how far back the evidence lies from the question, asked at the end of the conversation
-    analysis_axes=(
-        AnalysisAxis("sessions_after_evidence", "sessions after the evidence", (0, 2, 5, 10, 20)),
-        AnalysisAxis("turns_after_evidence", "turns after the evidence", (0, 100, 200, 400)),
-        AnalysisAxis(
-            "tokens_after_evidence", "tokens after the evidence", (0, 1000, 2000, 4000, 8000, 16000)
-        ),
-    ),
+    analysis_axes=EVIDENCE_AXES,
     scores=(
         ScoreSpec("locomo_f1_scorer", "answer", "f1"),
         ScoreSpec("llm_judge", "judge", "judge"),

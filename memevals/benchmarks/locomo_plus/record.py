@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE, PAPER_ORDER
 from memevals.benchmarks.locomo.memory import DEFAULT_MAX_CONTEXT_TOKENS, RAG_DEFAULTS
+from memevals.benchmarks.locomo.record import EVIDENCE_AXES
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
@@ -57,11 +58,7 @@ RECORD = declare(
     # conversation, as LoCoMo logs it, a cognitive sample's cue from its trigger
     analysis_axes=(
         AnalysisAxis("gap_days", "the cue's time gap (days)", (0, 7, 30, 60, 90, 180)),
-        AnalysisAxis("sessions_after_evidence", "sessions after the evidence", (0, 2, 5, 10, 20)),
-        AnalysisAxis("turns_after_evidence", "turns after the evidence", (0, 100, 200, 400)),
-        AnalysisAxis(
-            "tokens_after_evidence", "tokens after the evidence", (0, 1000, 2000, 4000, 8000, 16000)
-        ),
+        *EVIDENCE_AXES,
     ),
     scores=(
         # the judge is the headline (first on Inspect's screen, in compare, diff and the report)
