@@ -132,6 +132,8 @@ def _eval(cwd: Path, name: str, process: bool) -> tuple[EvalLog, str]:
     [info] = list_eval_logs(str(cwd / name))
     screen = re.sub(r"\S*\.eval\b", "LOG", res.stdout)
     screen = re.sub(r"(total time: +)[\d:]+", r"\1T", screen)
+    # Inspect counts its model retries per process: an in-process run after others shows theirs
+    screen = re.sub(r"(retries: +)\d+", r"\1N", screen)
     return read_eval_log(info), "\n".join(line.rstrip() for line in screen.splitlines())
 
 
