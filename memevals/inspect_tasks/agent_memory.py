@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -216,13 +216,16 @@ def agent_answer(plan: AgentPlan) -> Solver:
 PLANS: weakref.WeakKeyDictionary[Task, AgentPlan] = weakref.WeakKeyDictionary()
 
 
-def write_estimates(task: Task, note_share: float = NOTE_SHARE) -> dict[str, dict[str, int]]:
+def write_estimates(
+    task: Task, note_share: float = NOTE_SHARE, sample_ids: Iterable[str] | None = None
+) -> dict[str, dict[str, int]]:
     """Each history's write-pass input tokens under every `agent_memory`, for a task built
     with `context=agent` (memevals.core.agent_memory.write_estimate), before any call.
 
     Args:
         task: the task.
         note_share: the share of a session assumed kept as notes (read back later).
+        sample_ids: only the histories these samples ask about (default: every history).
 
     Returns:
         history id -> agent_memory -> tokens (empty for a task of another context mode).
@@ -232,8 +235,9 @@ def write_estimates(task: Task, note_share: float = NOTE_SHARE) -> dict[str, dic
         return {}
     out: dict[str, dict[str, int]] = {}
     subject = plan.subject
+    wanted = None if sample_ids is None else set(sample_ids)
     for sample_id, query in subject.queries.items():
-        if query.history_id in out:
+        if query.history_id in out or (wanted is not None and sample_id not in wanted):
             continue
         item = PromptItem(id=sample_id, system="", user="", target="")
         sessions = session_texts(subject, item)

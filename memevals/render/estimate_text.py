@@ -68,10 +68,24 @@ def estimate_text(
     if price_in is not None or price_out is not None:
         lines += _cost_lines(costs, price_in or 0, price_out or 0, cached_ratio, write_ratio)
     lines += _grader_lines(est)
+    lines += _agent_lines(est)
     lines += [f"note: {n}" for n in est.notes]
     if per_sample:
         lines += ["", *_per_sample_table(est, rule)]
     return "\n".join(lines)
+
+
+def _agent_lines(est: Estimate) -> list[str]:
+    """`context=agent`: the write pass's input tokens under each `agent_memory` (once per
+    history, before the questions; the input figures above are the answer pass's)."""
+    if not est.agent_writes:
+        return []
+    histories = len(est.agent_writes)
+    many = "history" if histories == 1 else "histories"
+    lines = [f"agent write pass (once per history, {histories:,} {many}), input tokens:"]
+    for mode, tokens in est.agent_write_tokens.items():
+        lines.append(f"  agent_memory={mode}: {tokens:,} ({tokens // histories:,} per history)")
+    return lines
 
 
 def _cost_lines(

@@ -54,7 +54,9 @@ from inspect_ai.dataset import Sample
 from inspect_ai.util import registry_info
 
 from memevals.benchmarks import record_for_task, records
+from memevals.core.agent_memory import NOTE_SHARE
 from memevals.core.tokens import TokenCounter, get_token_counter
+from memevals.inspect_tasks.agent_memory import write_estimates
 from memevals.inspect_tasks.common import check_task_options, task_options
 
 #: Tokens added per message and per request (OpenAI's chat-format accounting).
@@ -143,6 +145,19 @@ class Estimate:
     output_tokens_source: str
     notes: list[str]
     grader_calls: list[GraderCalls] = field(default_factory=list)
+    #: `context=agent`: each history's write-pass input tokens under every `agent_memory`
+    #: (history id -> agent_memory -> tokens; empty in other modes)
+    agent_writes: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def agent_write_tokens(self) -> dict[str, int]:
+        """`context=agent`: write-pass input tokens under each `agent_memory`, over the
+        histories the samples ask about (each written once)."""
+        out: dict[str, int] = {}
+        for modes in self.agent_writes.values():
+            for mode, tokens in modes.items():
+                out[mode] = out.get(mode, 0) + tokens
+        return out
 
     @property
     def input_tokens(self) -> int:
@@ -346,6 +361,13 @@ def estimate(
     if limit is not None:
         samples = samples[:limit]
     notes = _notes(task)
+    writes = write_estimates(task, sample_ids=[str(s.id) for s in samples])
+    if writes:
+        notes.append(
+            "context=agent: the notes the write pass reads back are assumed to be "
+            f"{NOTE_SHARE:.0%} of each session; its output tokens and the answer pass's tool "
+            "results are not included"
+        )
     if output_tokens is None:
         max_tokens = task.config.max_tokens
         if max_tokens is None:
@@ -368,4 +390,5 @@ def estimate(
         output_tokens_source=source,
         notes=notes,
         grader_calls=grader_calls(task, samples),
+        agent_writes=writes,
     )

@@ -121,3 +121,32 @@ def test_cli_rejects_unknown_task_and_parameter(capsys: pytest.CaptureFixture[st
     err = capsys.readouterr().err
     assert "locomo: no option 'contxt' (did you mean 'context'?)." in err
     assert "Options: adversarial, " in err and ", categories, context, " in err
+
+
+def test_cli_prints_the_agent_write_pass_once_per_history(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`context=agent` (issue 37): the write pass's input tokens under every agent_memory, once
+    per history the samples ask about (the first three LoCoMo questions: conv-26 only), equal
+    to the agent module's own per-history figures; other modes print no such block."""
+    from memevals.inspect_tasks.agent_memory import write_estimates
+    from memevals.results.cost import build_task
+
+    args = ["-T", "context=agent", "-T", "protocol=memevals", "--limit", "3"]
+    assert main(["locomo", *args, "--token-counter", "approx"]) == 0
+    out = capsys.readouterr().out
+    assert "agent write pass (once per history, 1 history), input tokens:" in out
+    shown = {
+        line.split("=", 1)[1].split(":")[0]: int(line.split(": ")[1].split(" ")[0].replace(",", ""))
+        for line in out.splitlines()
+        if line.startswith("  agent_memory=")
+    }
+    task = build_task("locomo", {"context": "agent", "protocol": "memevals"})
+    ids = [str(s.id) for s in list(task.dataset)[:3]]
+    assert {i.split("-q")[0] for i in ids} == {"conv-26"}
+    assert write_estimates(task, sample_ids=ids, note_share=0.1) == {"conv-26": shown}
+    assert shown["files"] == shown["mcp"] and shown["files+compaction"] > shown["compaction"]
+    assert "notes the write pass reads back are assumed to be 10%" in out
+
+    assert main(["locomo", "-T", "context=none", "--limit", "3"]) == 0
+    assert "agent write pass" not in capsys.readouterr().out
