@@ -36,6 +36,7 @@ import pytest
 from cli_support import SUPPORT, TESTS, run_python
 from inspect_ai.log import read_eval_log, write_eval_log
 from lm_eval_support import run_lm_eval_cli
+from offline_page import open_offline
 from scratch import SCRATCH
 from shared_runs import SharedRuns
 
@@ -157,21 +158,7 @@ def browser() -> Iterator[Any]:
 def opened(browser: Any, built: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """The page opened from file://, every request intercepted (only file: ones allowed)."""
     page = browser.new_page(viewport={"width": 1300, "height": 900})
-    errors: list[str] = []
-    requests: list[str] = []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def route(r: Any) -> None:
-        requests.append(r.request.url)
-        if r.request.url.startswith("file:"):
-            r.continue_()
-        else:
-            r.abort()
-
-    page.route("**/*", route)
-    page.goto(built["page"].as_uri())
-    page.wait_for_selector("#q-count:not(:empty)")
+    errors, requests = open_offline(page, built["page"])
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     screenshot_sections(page, ARTIFACTS)
     print(f"report screenshots: {ARTIFACTS}")  # shown with a failing test's set-up output

@@ -22,6 +22,7 @@ from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, write_eval_log
 from inspect_ai.model import ModelOutput, get_model
+from offline_page import open_offline
 
 from memevals.tools.report import main
 
@@ -91,21 +92,7 @@ def opened(page_file: Path) -> Iterator[dict[str, Any]]:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page()
-        errors: list[str] = []
-        requests: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-
-        def route(r: Any) -> None:
-            requests.append(r.request.url)
-            if r.request.url.startswith("file:"):
-                r.continue_()
-            else:
-                r.abort()
-
-        page.route("**/*", route)
-        page.goto(page_file.as_uri())
-        page.wait_for_selector("#q-count:not(:empty)")
+        errors, requests = open_offline(page, page_file)
         yield {"page": page, "errors": errors, "requests": requests, "file": page_file}
         browser.close()
 
