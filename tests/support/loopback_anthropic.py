@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from loopback_json import JsonLoopback
 
 ANSWER = "pottery"
 _SESSION = re.compile(r"Session (\d+) of \d+ ")
@@ -53,17 +52,21 @@ def reply_content(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"type": "tool_use", "id": f"toolu_{len(messages)}", "name": "memory", "input": args}]
 
 
-class LoopbackAnthropic:
+class LoopbackAnthropic(JsonLoopback):
     """The scripted Messages API (the module docstring)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[dict[str, Any]] = []
-        self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
+
+    def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Record the request and answer it (any path: the Messages API and its beta form)."""
+        self.requests.append(body)
+        return self._message(body)
 
     def _message(self, body: dict[str, Any]) -> dict[str, Any]:
         content = reply_content(body)
@@ -78,35 +81,3 @@ class LoopbackAnthropic:
             "stop_sequence": None,
             "usage": {"input_tokens": len(json.dumps(body).split()), "output_tokens": 5},
         }
-
-    def __enter__(self) -> LoopbackAnthropic:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                outer.requests.append(body)
-                data = json.dumps(outer._message(body)).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()

@@ -14,10 +14,9 @@ with native compaction (imported by name: keep this module name unique).
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
+
+from loopback_json import JsonLoopback
 
 ANSWER = "pottery"
 
@@ -72,17 +71,16 @@ def _compacted(body: dict[str, Any], number: int) -> dict[str, Any]:
     }
 
 
-class LoopbackResponses:
+class LoopbackResponses(JsonLoopback):
     """The scripted Responses API (the module docstring)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.paths: list[str] = []
-        self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """The JSON answer to one request."""
@@ -92,34 +90,3 @@ class LoopbackResponses:
         if path.endswith("/compact"):
             return _compacted(body, len(self.paths))
         return _reply(body, len(self.paths))
-
-    def __enter__(self) -> LoopbackResponses:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                data = json.dumps(outer.answer(self.path.split("?")[0], body)).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._server is not None
-        self._server.shutdown()
-        self._server.server_close()
