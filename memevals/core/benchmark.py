@@ -212,7 +212,7 @@ class LmEvalSpec:
     custom_dataset: str | None = None
     #: thin module: "module.function" scoring one document (lm-eval's `process_results`)
     process_results: str | None = None
-    #: thin module: "module.function" of the prompt (None: the shared common.doc_to_text)
+    #: thin module: "module.function" of the prompt (None: the shared documents.doc_to_text)
     doc_to_text: str | None = None
     #: thin module: "module.ClassName" of a task class of its own (lm-eval's `class`)
     task_class: str | None = None

@@ -29,7 +29,9 @@ from memevals.core.build import Build
 from memevals.core.options import options_from
 from memevals.core.prompt_item import PromptItem
 from memevals.core.statistics import CLUSTER_KEY
-from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks import option_checks
+from memevals.lm_eval_tasks.clustered_stderr import with_clusters
+from memevals.lm_eval_tasks.documents import doc_item, only_reply, to_docs
 
 __all__ = ["RECORD_KEY", "documents", "load_function", "results"]
 
@@ -49,10 +51,10 @@ def load_function(dotted: str, where: str) -> Callable[..., Any]:
     """
     module_name, sep, attr = dotted.partition(":")
     if not sep or not module_name or not attr:
-        raise common.OptionError(f"{where}: {dotted!r} is not of the form 'module:function'")
+        raise option_checks.OptionError(f"{where}: {dotted!r} is not of the form 'module:function'")
     fn = getattr(importlib.import_module(module_name), attr, None)
     if not callable(fn):
-        raise common.OptionError(f"{where}: {module_name} has no function {attr!r}")
+        raise option_checks.OptionError(f"{where}: {module_name} has no function {attr!r}")
     return cast(Callable[..., Any], fn)
 
 
@@ -60,7 +62,7 @@ def _spec(name: str) -> tuple[Benchmark, LmEvalSpec]:
     record = records().get(name)
     if record is None or record.lm_eval is None:
         known = ", ".join(n for n, r in records().items() if r.lm_eval is not None)
-        raise common.OptionError(f"no lm-eval benchmark {name!r}; known: {known}")
+        raise option_checks.OptionError(f"no lm-eval benchmark {name!r}; known: {known}")
     return record, record.lm_eval
 
 
@@ -85,8 +87,8 @@ def _items(
         options = options_from(options_class, metadata, where=benchmark, strict=False)
         built = build(options)
         return built.items if isinstance(built, Build) else built
-    known = common.keyword_names(build)
-    given = common.checked_options(benchmark, metadata, known, {})
+    known = option_checks.keyword_names(build)
+    given = option_checks.checked_options(benchmark, metadata, known, {})
     return cast(Sequence[PromptItem], build(**given))
 
 
@@ -102,9 +104,9 @@ def documents(benchmark: str, **metadata: Any) -> DatasetDict:
     """
     record, spec = _spec(benchmark)
     build = load_function(str(spec.documents), f"benchmark {benchmark}: lm-eval documents")
-    items = common.checked(benchmark, lambda: _items(build, benchmark, metadata))
+    items = option_checks.checked(benchmark, lambda: _items(build, benchmark, metadata))
     tagged = [replace(i, metadata={**i.metadata, RECORD_KEY: record.name}) for i in items]
-    return common.to_docs(tagged, benchmark)
+    return to_docs(tagged, benchmark)
 
 
 def results(doc: Mapping[str, Any], replies: Sequence[Any]) -> dict[str, Any]:
@@ -117,11 +119,11 @@ def results(doc: Mapping[str, Any], replies: Sequence[Any]) -> dict[str, Any]:
     Returns:
         Metric name -> value, plus `<metric>_stderr_clustered` -> (value, cluster).
     """
-    item = common.doc_item(doc)
+    item = doc_item(doc)
     md = item.metadata
     record, spec = _spec(str(md.get(RECORD_KEY)))
     score = load_function(str(spec.results), f"benchmark {record.name}: lm-eval results")
-    scores = {k: float(v) for k, v in score(md, common.only_reply(replies), item.target).items()}
+    scores = {k: float(v) for k, v in score(md, only_reply(replies), item.target).items()}
     if CLUSTER_KEY not in md:
         return scores
-    return common.with_clusters(scores, md, spec.metrics)
+    return with_clusters(scores, md, spec.metrics)

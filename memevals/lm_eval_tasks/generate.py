@@ -38,7 +38,9 @@ HEADER = (
 
 #: The documents and scores of a benchmark with no thin lm-eval module.
 DECLARED = "memevals.lm_eval_tasks.declared"
-COMMON = "memevals.lm_eval_tasks.common"
+#: The prompt text every task shares, and the clustered standard errors' aggregation.
+DOCUMENTS = "memevals.lm_eval_tasks.documents"
+CLUSTERED_STDERR = "memevals.lm_eval_tasks.clustered_stderr"
 
 
 def _folder(record: Benchmark, spec: LmEvalSpec) -> str:
@@ -107,7 +109,7 @@ def _metric(record: Benchmark, metric: LmEvalMetric, first_clustered: bool) -> s
     if metric.aggregation == "mean":
         aggregation = "mean"
     elif metric.aggregation == "clustered":
-        aggregation = _function(f"{COMMON}.clustered_stderr_of_pairs")
+        aggregation = _function(f"{CLUSTERED_STDERR}.clustered_stderr_of_pairs")
     else:  # a "module.function" of the benchmark's own
         aggregation = _function(metric.aggregation)
     return (
@@ -128,13 +130,13 @@ def _metric_list(record: Benchmark, spec: LmEvalSpec) -> str:
 def _base_yaml(record: Benchmark, spec: LmEvalSpec) -> str:
     """The settings every task of the benchmark includes: its functions, generation and metrics."""
     if spec.documents is not None:  # no thin module: the declared functions
-        functions = f"{DECLARED}.documents", f"{DECLARED}.results", f"{COMMON}.doc_to_text"
+        functions = f"{DECLARED}.documents", f"{DECLARED}.results", f"{DOCUMENTS}.doc_to_text"
         comment = "Documents and per-reply scores come from the functions its record names."
     else:
         functions = (
             str(spec.custom_dataset),
             str(spec.process_results),
-            spec.doc_to_text or f"{COMMON}.doc_to_text",
+            spec.doc_to_text or f"{DOCUMENTS}.doc_to_text",
         )
         comment = spec.comment
     documents, results, doc_to_text = functions

@@ -2,7 +2,7 @@
 
 A shared option says so in its declaration (`core.options.OPTIONS`, `lm_eval=None` with the
 reason); a benchmark's own options say so in its lm-eval module, as `INSPECT_ONLY` (option ->
-why). `not_taken` joins the two into the fields `common.metadata_options` drops, and the
+why). `not_taken` joins the two into the fields `option_checks.metadata_options` drops, and the
 option-drift test reads the same declarations.
 """
 
@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from memevals.core.options import OPTIONS
-from memevals.lm_eval_tasks.common import metadata_keys
+from memevals.lm_eval_tasks.option_checks import metadata_keys
 
 __all__ = ["GENERATION", "GRADER", "YAML_TASK", "not_taken"]
 

@@ -134,7 +134,7 @@ def test_every_base_names_functions_that_exist() -> None:
             seen.add(dotted)
     assert "memevals.lm_eval_tasks.beam.utils.BeamTask" in seen
     assert "memevals.lm_eval_tasks.locomo_dialogue.utils.corpus_bleu2" in seen
-    assert "memevals.lm_eval_tasks.common.clustered_stderr_of_pairs" in seen
+    assert "memevals.lm_eval_tasks.clustered_stderr.clustered_stderr_of_pairs" in seen
 
 
 def test_the_locomo_base_lists_its_metrics_and_their_comments() -> None:
@@ -146,9 +146,9 @@ def test_the_locomo_base_lists_its_metrics_and_their_comments() -> None:
     assert (base["custom_dataset"], base["process_results"], base["doc_to_text"]) == (
         f"{utils}.locomo_docs",
         f"{utils}.locomo_results",
-        "!function memevals.lm_eval_tasks.common.doc_to_text",
+        "!function memevals.lm_eval_tasks.documents.doc_to_text",
     )
-    clustered_of = "!function memevals.lm_eval_tasks.common.clustered_stderr_of_pairs"
+    clustered_of = "!function memevals.lm_eval_tasks.clustered_stderr.clustered_stderr_of_pairs"
     assert [
         (m["metric"], m["aggregation"], m["higher_is_better"]) for m in base["metric_list"]
     ] == [

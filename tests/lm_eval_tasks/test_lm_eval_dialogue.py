@@ -27,8 +27,9 @@ from memevals.benchmarks.locomo_dialogue.scoring import (
 )
 from memevals.inspect_tasks.locomo_dialogue import locomo_dialogue
 from memevals.lm_eval_tasks import include_path
-from memevals.lm_eval_tasks.common import OptionError, doc_item, doc_to_text
+from memevals.lm_eval_tasks.documents import doc_item, doc_to_text
 from memevals.lm_eval_tasks.locomo_dialogue.utils import dialogue_docs
+from memevals.lm_eval_tasks.option_checks import OptionError
 
 #: Keys the lm-eval documents add to the Inspect metadata (what process_results needs).
 LM_EVAL_EXTRA = {"bertscore", "bertscore_model", "bertscore_layers"}

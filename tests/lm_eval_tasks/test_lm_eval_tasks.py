@@ -19,10 +19,10 @@ from lm_eval_support import run_lm_eval_cli, samples_of
 
 from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks import include_path
-from memevals.lm_eval_tasks.common import OptionError
 from memevals.lm_eval_tasks.locomo.utils import locomo_docs
 from memevals.lm_eval_tasks.locomo_event_summary.utils import event_summary_docs
 from memevals.lm_eval_tasks.longmemeval.utils import longmemeval_docs
+from memevals.lm_eval_tasks.option_checks import OptionError
 from memevals.scorers import locomo_f1
 
 REPO = Path(__file__).resolve().parents[2]

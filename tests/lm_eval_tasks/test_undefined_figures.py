@@ -13,7 +13,7 @@ from cli_support import run_python
 
 from memevals.core import statistics
 from memevals.lm_eval_tasks import include_path
-from memevals.lm_eval_tasks.common import UNDEFINED, clustered_stderr_of_pairs
+from memevals.lm_eval_tasks.clustered_stderr import UNDEFINED, clustered_stderr_of_pairs
 
 
 def test_the_aggregation_is_the_core_figure_or_undefined() -> None:

@@ -21,8 +21,11 @@ from lm_eval.api.task import ConfigurableTask
 from memevals.benchmarks.beam.samples import BeamOptions, build, parse_abilities
 from memevals.core.build import Build
 from memevals.core.prompt_item import PromptItem
-from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks import option_checks
+from memevals.lm_eval_tasks.build_cache import RecentBuilds
+from memevals.lm_eval_tasks.documents import only_reply, to_docs
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
+from memevals.lm_eval_tasks.memory_contexts import with_memory
 
 __all__ = [
     "INSPECT_ONLY",
@@ -40,13 +43,13 @@ _NOT_METADATA = not_taken(BeamOptions, INSPECT_ONLY)
 
 #: The builds of this process: every ability of a size is built once for all the per-ability
 #: subtasks of a run (one read of each chat, one ingestion per conversation by a memory system).
-_BUILT: common.RecentBuilds[BeamOptions, Build] = common.RecentBuilds(build)
+_BUILT: RecentBuilds[BeamOptions, Build] = RecentBuilds(build)
 
 
 def _options(task: str, metadata: Mapping[str, Any]) -> BeamOptions:
     """BeamOptions from `--metadata` (a misspelt key is an error; the one set of defaults is
     BeamOptions')."""
-    return common.metadata_options(BeamOptions, task, metadata, ignored=_NOT_METADATA)
+    return option_checks.metadata_options(BeamOptions, task, metadata, ignored=_NOT_METADATA)
 
 
 def beam_docs(categories: str | None = None, **metadata: Any) -> DatasetDict:
@@ -61,11 +64,11 @@ def beam_docs(categories: str | None = None, **metadata: Any) -> DatasetDict:
     """
     task = f"beam[{categories or 'all'}]"
     options = _options(task, metadata)
-    wanted = common.checked(task, lambda: parse_abilities(categories))
-    everything = common.checked(task, lambda: _BUILT(options))
+    wanted = option_checks.checked(task, lambda: parse_abilities(categories))
+    everything = option_checks.checked(task, lambda: _BUILT(options))
     items = [i for i in everything.items if i.metadata["category"] in wanted]
-    items = common.with_memory(task, items, everything.subject)
-    return common.to_docs(items, task, messages=True)
+    items = with_memory(task, items, everything.subject)
+    return to_docs(items, task, messages=True)
 
 
 def chat_messages(
@@ -130,7 +133,9 @@ class BeamTask(ConfigurableTask):  # type: ignore[misc]
         """The document's chat, rendered by the model's chat template when lm-eval applies one
         (`--apply_chat_template`), else as plain text. BEAM has no few-shot examples."""
         if num_fewshot:
-            raise common.OptionError("beam: the tasks take no few-shot examples (num_fewshot 0)")
+            raise option_checks.OptionError(
+                "beam: the tasks take no few-shot examples (num_fewshot 0)"
+            )
         messages = chat_messages(doc, system_instruction)
         if apply_chat_template and chat_template is not None:
             return chat_template(messages, add_generation_prompt=not gen_prefix)
@@ -147,6 +152,6 @@ def beam_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, fl
     Returns:
         `prompt_tokens`.
     """
-    common.only_reply(results)
+    only_reply(results)
     md = json.loads(str(doc["metadata"]))
     return {"prompt_tokens": float(md["prompt_tokens"])}

@@ -13,8 +13,11 @@ from memevals.benchmarks.locomo.prompts import prediction_for_scoring as locomo_
 from memevals.benchmarks.locomo.scoring import abstained, locomo_f1, locomo_recall_for_mean
 from memevals.core.options import lm_eval_aliases
 from memevals.core.retrieval_metrics import turn_precision_recall
-from memevals.lm_eval_tasks import common, sample_notes
+from memevals.lm_eval_tasks import option_checks, sample_notes
+from memevals.lm_eval_tasks.clustered_stderr import with_clusters
+from memevals.lm_eval_tasks.documents import doc_item, only_reply, prompt_tokens_of, to_docs
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
+from memevals.lm_eval_tasks.memory_contexts import with_memory
 
 __all__ = [
     "ALIASES",
@@ -49,7 +52,7 @@ def locomo_options(
     Returns:
         The options.
     """
-    given = common.metadata_options(
+    given = option_checks.metadata_options(
         samples.LocomoOptions, task, metadata, ignored=_INSPECT_ONLY, aliases=ALIASES
     )
     return dataclasses.replace(given, categories=categories)
@@ -59,9 +62,9 @@ def locomo_docs(categories: str, **metadata: Any) -> DatasetDict:
     """LoCoMo QA documents of `categories` (from the YAML), options from `--metadata`."""
     task = f"locomo[{categories}]"
     options = locomo_options(task, categories, metadata)
-    built = common.checked(task, lambda: samples.build(options))
+    built = option_checks.checked(task, lambda: samples.build(options))
     sample_notes.keep(built.notes)
-    return common.to_docs(common.with_memory(task, built.items, built.subject), task)
+    return to_docs(with_memory(task, built.items, built.subject), task)
 
 
 #: Metrics that get a clustered standard error beside them (`<name>_stderr_clustered`).
@@ -73,7 +76,7 @@ def locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) ->
     out = {
         "f1": locomo_f1(prediction, md["answer"], int(md["category_id"])),
         "abstention": 1.0 if abstained(prediction) else 0.0,
-        "prompt_tokens": common.prompt_tokens_of(doc, md),
+        "prompt_tokens": prompt_tokens_of(doc, md),
     }
     retrieved = md.get("retrieved_ids")
     if retrieved is not None:
@@ -84,7 +87,7 @@ def locomo_metrics(doc: Mapping[str, Any], md: Mapping[str, Any], reply: str) ->
         if pr is not None:
             out["turn_precision"], out["turn_recall"] = pr
             out["selected_k"] = float(len(set(retrieved_ids)))
-    return common.with_clusters(out, md, CLUSTERED_METRICS)
+    return with_clusters(out, md, CLUSTERED_METRICS)
 
 
 def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
@@ -100,5 +103,5 @@ def locomo_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, 
     (value, conversation id), aggregated into the conversation-clustered standard error.
     """
     sample_notes.say(str(doc["id"]))
-    md = common.doc_item(doc).metadata
-    return locomo_metrics(doc, md, common.only_reply(results))
+    md = doc_item(doc).metadata
+    return locomo_metrics(doc, md, only_reply(results))

@@ -12,7 +12,9 @@ from memevals.benchmarks.locomo_dialogue import scoring
 from memevals.benchmarks.locomo_dialogue.samples import DialogueOptions, build
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import lm_eval_aliases, shared_options
-from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks import option_checks
+from memevals.lm_eval_tasks.clustered_stderr import with_clusters
+from memevals.lm_eval_tasks.documents import doc_item, only_reply, prompt_tokens_of, to_docs
 from memevals.lm_eval_tasks.inspect_only import GENERATION, not_taken
 
 __all__ = [
@@ -46,13 +48,13 @@ def _refused(task: str, metadata: Mapping[str, Any]) -> None:
     """A memory system or images asked of a task that sends text only."""
     systems_given = [k for k in _MEMORY_SYSTEM_OPTIONS if k in metadata]
     if systems_given:
-        raise common.OptionError(
+        raise option_checks.OptionError(
             f"{task}: {', '.join(systems_given)}: the dialogue task has no memory-system mode; "
             "its context options are context, max_context_tokens and the context=rag options"
         )
     images_given = [k for k in _IMAGE_ONLY_OPTIONS if k in metadata]
-    if images_given or common.as_bool(task, "images", metadata.get("images", False)):
-        raise common.OptionError(
+    if images_given or option_checks.as_bool(task, "images", metadata.get("images", False)):
+        raise option_checks.OptionError(
             f"{task}: {', '.join(images_given) or 'images=true'}: lm-eval tasks send text only, "
             "so each photo is its caption; to send images use the Inspect task "
             "(inspect eval memevals/locomo_dialogue -T images=true)"
@@ -66,7 +68,7 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
     `seed` model argument, which lm-eval merges in, must not change the documents)."""
     task = "locomo_dialogue"
     _refused(task, metadata)
-    options = common.metadata_options(
+    options = option_checks.metadata_options(
         DialogueOptions,
         task,
         {"bertscore": False, **metadata},
@@ -74,18 +76,16 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
         aliases=ALIASES,
     )
     if options.bertscore:  # load the model once, now, so a missing one fails before any call
-        common.checked(
+        option_checks.checked(
             task, lambda: scoring.get_bertscorer(options.bertscore_model, options.bertscore_layers)
         )
-    items = common.checked(task, lambda: build(options)).items
+    items = option_checks.checked(task, lambda: build(options)).items
     extra = {
         "bertscore": options.bertscore,
         "bertscore_model": options.bertscore_model,
         "bertscore_layers": options.bertscore_layers,
     }
-    return common.to_docs(
-        [replace(item, metadata={**item.metadata, **extra}) for item in items], task
-    )
+    return to_docs([replace(item, metadata={**item.metadata, **extra}) for item in items], task)
 
 
 def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, Any]:
@@ -93,18 +93,18 @@ def dialogue_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str
     reply's n-gram statistics for corpus BLEU, the prompt size, and BERTScore F1 when the task
     was built with bertscore=true. BLEU-1/2 and ROUGE-L also come as `<name>_stderr_clustered`
     (value, conversation id), aggregated into the conversation-clustered standard error."""
-    md = common.doc_item(doc).metadata
+    md = doc_item(doc).metadata
     reference = str(doc["target"])
     prediction = scoring.clean_reply(
-        common.only_reply(results), str(md["speaker"]), str(md["other_speaker"])
+        only_reply(results), str(md["speaker"]), str(md["other_speaker"])
     )
     values, stats = scoring.overlap_scores(prediction, reference)
     stats_row = stats.as_row()
     out: dict[str, Any] = {
-        **common.with_clusters(values, md, values),
+        **with_clusters(values, md, values),
         "corpus_bleu1": stats_row,
         "corpus_bleu2": stats_row,
-        "prompt_tokens": common.prompt_tokens_of(doc, md),
+        "prompt_tokens": prompt_tokens_of(doc, md),
     }
     if md.get("bertscore"):
         scorer = scoring.get_bertscorer(md.get("bertscore_model"), md.get("bertscore_layers"))

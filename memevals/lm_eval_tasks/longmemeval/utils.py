@@ -18,8 +18,11 @@ from memevals.benchmarks.longmemeval.samples import (
     of_categories,
     parse_categories,
 )
-from memevals.lm_eval_tasks import common
+from memevals.lm_eval_tasks import option_checks
+from memevals.lm_eval_tasks.build_cache import RecentBuilds
+from memevals.lm_eval_tasks.documents import doc_item, only_reply, prompt_tokens_of, to_docs
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
+from memevals.lm_eval_tasks.memory_contexts import with_memory
 
 __all__ = ["INSPECT_ONLY", "longmemeval_docs", "longmemeval_results"]
 
@@ -39,7 +42,7 @@ _NOT_METADATA = not_taken(LongMemEvalOptions, INSPECT_ONLY)
 #: subtasks of a run, as the files are large (S 277 MB, M 2.7 GB) and each subtask would
 #: otherwise re-read it (and re-run retrieval); a memory system's ingestions are made once too
 #: (the subtasks share its subject).
-_BUILT: common.RecentBuilds[LongMemEvalOptions, LongMemEvalBuild] = common.RecentBuilds(build)
+_BUILT: RecentBuilds[LongMemEvalOptions, LongMemEvalBuild] = RecentBuilds(build)
 
 
 def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetDict:
@@ -54,15 +57,17 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
         The one-split dataset lm-eval reads.
     """
     task = f"longmemeval_{variant}[{categories}]"
-    given = common.metadata_options(LongMemEvalOptions, task, metadata, ignored=_NOT_METADATA)
+    given = option_checks.metadata_options(
+        LongMemEvalOptions, task, metadata, ignored=_NOT_METADATA
+    )
     options = dataclasses.replace(given, variant=variant)
     if options.chain_of_note:
-        raise common.OptionError(
+        raise option_checks.OptionError(
             f"{task}: chain_of_note needs one model call per session before the answer, which "
             "an lm-eval generate_until task cannot make; use the Inspect task "
             "(inspect eval memevals/longmemeval -T chain_of_note=true)"
         )
-    wanted = common.checked(task, lambda: parse_categories(categories))
+    wanted = option_checks.checked(task, lambda: parse_categories(categories))
     if options.step_by_step and options.protocol.official:
         # the YAML's generation length is fixed; a loader cannot change it per run
         logger.warning(
@@ -73,16 +78,16 @@ def longmemeval_docs(variant: str, categories: str, **metadata: Any) -> DatasetD
             STEP_BY_STEP_ANSWER_TOKENS,
             ANSWER_TOKENS,
         )
-    everything = common.checked(task, lambda: _BUILT(options))
+    everything = option_checks.checked(task, lambda: _BUILT(options))
     items = of_categories(everything.items, wanted)
-    return common.to_docs(common.with_memory(task, items, everything.subject), task)
+    return to_docs(with_memory(task, items, everything.subject), task)
 
 
 def longmemeval_results(doc: Mapping[str, Any], results: Sequence[Any]) -> dict[str, float]:
     """LongMemEval is judged (`python -m memevals.tools.judge`); natively the prompt size and,
     with context=rag or a memory system, the official headline retrieval metrics (absent for the
     questions the official runner skips: `_abs` ones and those without a gold unit)."""
-    md = common.doc_item(doc).metadata
-    common.only_reply(results)
-    out = {"prompt_tokens": common.prompt_tokens_of(doc, md)}
+    md = doc_item(doc).metadata
+    only_reply(results)
+    out = {"prompt_tokens": prompt_tokens_of(doc, md)}
     return out | (headline_scores(md) or {})

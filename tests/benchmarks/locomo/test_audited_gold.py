@@ -28,9 +28,10 @@ from memevals.core.files import DataError
 from memevals.core.memory_options import MemoryOptions
 from memevals.inspect_tasks.locomo import locomo, locomo_temporal
 from memevals.inspect_tasks.locomo_plus import locomo_plus
-from memevals.lm_eval_tasks.common import OptionError, doc_item
+from memevals.lm_eval_tasks.documents import doc_item
 from memevals.lm_eval_tasks.locomo.utils import locomo_docs, locomo_results
 from memevals.lm_eval_tasks.locomo_plus.utils import locomo_plus_docs
+from memevals.lm_eval_tasks.option_checks import OptionError
 
 NONE = MemoryOptions("none")
 

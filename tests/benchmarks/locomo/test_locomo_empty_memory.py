@@ -15,7 +15,7 @@ from memevals.core.memory_harness import empty_retrievals
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemorySystemError
 from memevals.core.prompt_item import PromptItem
-from memevals.lm_eval_tasks.common import with_memory
+from memevals.lm_eval_tasks.memory_contexts import with_memory
 
 CONV = "conv-26"
 

@@ -183,7 +183,7 @@ def test_a_memory_model_role_changes_the_store(fresh_cache: Path, tmp_path: Path
 
 def test_lm_eval_documents_carry_the_inspect_contexts(fresh_cache: Path) -> None:
     pytest.importorskip("lm_eval")
-    from memevals.lm_eval_tasks.common import doc_item
+    from memevals.lm_eval_tasks.documents import doc_item
     from memevals.lm_eval_tasks.locomo.utils import locomo_docs
 
     docs = locomo_docs("temporal", memory="bm25", top_k=3)["test"]

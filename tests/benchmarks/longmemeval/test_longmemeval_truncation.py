@@ -288,7 +288,7 @@ def test_real_cli_truncated_m(tmp_path: Path) -> None:
 
 def test_lm_eval_truncated_docs_equal_the_inspect_samples(tmp_path: Path) -> None:
     pytest.importorskip("lm_eval")
-    from memevals.lm_eval_tasks.common import doc_item
+    from memevals.lm_eval_tasks.documents import doc_item
     from memevals.lm_eval_tasks.longmemeval.utils import longmemeval_docs
 
     options = {**FX, "context": "truncated", "context_window": 1800, "answer_tokens": 100}
