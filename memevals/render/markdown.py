@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memevals.core.benchmark import Benchmark
+from memevals.results.agent import AGENT_COLUMNS
 from memevals.results.columns import (
     MEMORY_COLUMNS,
     cell_value,
@@ -192,7 +193,8 @@ def _score_figures(sub: Sequence[Row], kind: str) -> list[tuple[str, list[str]]]
 
 def _context_figures(sub: Sequence[Row]) -> list[tuple[str, list[str]]]:
     """The lines of the context table: the prompt-size and retrieval means, then the memory
-    system's figures (its name is in the run key)."""
+    system's figures (its name is in the run key), then the agent mode's (its mode is in the
+    context column)."""
     figures = [
         (name, [_markdown_cell(r, f"aux:{name}") for r in sub])
         for name in sorted({a for r in sub for a in r.aux})
@@ -202,6 +204,12 @@ def _context_figures(sub: Sequence[Row]) -> list[tuple[str, list[str]]]:
             (title, [_markdown_cell(r, f"memory:{name}") for r in sub])
             for name, title in MEMORY_COLUMNS
             if name != "system"
+        ]
+    if any(r.agent for r in sub):
+        figures += [
+            (title, [_markdown_cell(r, f"agent:{name}") for r in sub])
+            for name, title in AGENT_COLUMNS
+            if name != "mode"
         ]
     return figures
 

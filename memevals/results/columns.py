@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from memevals.core import statistics
+from memevals.results.agent import AGENT_COLUMNS
 from memevals.results.axes import ordered_categories
 from memevals.results.formatting import is_count, is_undefined, score_title
 from memevals.results.rows import REPEATED_SHOWN, Row
@@ -105,6 +106,8 @@ def cell_value(row: Row, key: str) -> float | int | str | None:
         return row.aux.get(key[4:])
     if key.startswith("memory:"):
         return row.memory.get(key[7:])
+    if key.startswith("agent:"):
+        return row.agent.get(key[6:])
     kind, _, rest = key.partition(":")
     ks = row.kinds.get(kind)
     if ks is None:
@@ -128,7 +131,8 @@ def cell_value(row: Row, key: str) -> float | int | str | None:
 def table_columns(rows: Sequence[Row]) -> list[Column]:
     """Every column of a table of `rows`, in order: the run's labels, then per score its mean,
     errors, interval, repeated-judging figures, categories and extras, then the prompt-size and
-    retrieval means, then the memory columns (only when a row has a memory system).
+    retrieval means, then the memory columns (only when a row has a memory system), then the
+    agent columns (only when a row is of the agent mode).
 
     Args:
         rows: the rows.
@@ -168,6 +172,8 @@ def table_columns(rows: Sequence[Row]) -> list[Column]:
         cols.append(Column(f"aux:{name}", name))
     if any(r.memory for r in rows):
         cols += [Column(f"memory:{name}", title) for name, title in MEMORY_COLUMNS]
+    if any(r.agent for r in rows):
+        cols += [Column(f"agent:{name}", title) for name, title in AGENT_COLUMNS]
     return cols
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memevals.core.memory_harness import RESULTS_KEY
+from memevals.results.agent import logged_files
 from memevals.results.paired import (
     EXPLICIT_FACTORS,
     Comparison,
@@ -78,8 +79,9 @@ def parse_price(text: str) -> tuple[str, tuple[float, float]]:
 
 
 def _details(run: Run) -> dict[str, dict[str, Any]]:
-    """Per sample: the question, the evidence and retrieved ids, the judge's label (what the
-    question browser shows beside the reply). Inspect: read from the log's samples; lm-eval:
+    """Per sample: the question, the evidence and retrieved ids, a memory system's results, an
+    agent's stored memory files, the judge's label (what the question browser shows beside
+    the reply). Inspect: read from the log's samples; lm-eval:
     the documents' metadata, which the reader keeps in sample order."""
     out: dict[str, dict[str, Any]] = {}
     if run.framework == "inspect":
@@ -116,6 +118,7 @@ def _detail(md: Mapping[str, Any], fallback: str, labels: list[str]) -> dict[str
         "evidence": _ids(md.get("evidence_ids") or md.get("evidence")),
         "retrieved": _ids(md.get("retrieved_ids")),
         "items": _items(md.get(RESULTS_KEY)),
+        "files": logged_files(md),
         "label": ", ".join(labels),
         "metadata": md,
     }

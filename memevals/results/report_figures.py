@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memevals.core.benchmark import Benchmark
@@ -58,6 +58,12 @@ MEMORY_COLUMNS = (
     "system", "k", "latency_p50_s", "latency_p95_s", "histories", "ingestions", "cache_hits",
     "build_seconds", "build_model_calls", "build_llm_calls", "build_input_tokens",
     "build_output_tokens",
+)  # fmt: skip
+#: The agent mode's write-pass columns (`agent_figures` keys) of the cost section, in order.
+AGENT_SHOWN = (
+    "mode", "histories", "write_passes", "write_cached", "write_seconds", "write_model_calls",
+    "write_input_tokens", "write_output_tokens", "write_tool_calls", "compactions",
+    "memory_files", "memory_bytes", "answer_tool_calls",
 )  # fmt: skip
 
 
@@ -282,13 +288,18 @@ class CostPlot:
 
 @dataclass(frozen=True)
 class CostFigures:
-    """The cost section: the plots, whether any was drawn, the memory build-cost table."""
+    """The cost section: the plots, whether any was drawn, the memory build-cost table and the
+    agent write-pass table."""
 
     plots: list[CostPlot]
     drawn: bool
     memory_columns: tuple[str, ...]
     #: (run label, values in MEMORY_COLUMNS order), one per run with a memory system
     memory_rows: list[tuple[str, list[Any]]]
+    #: the agent mode's write-pass columns (`agent_figures` keys)
+    agent_columns: tuple[str, ...] = ()
+    #: (run label, values in AGENT_SHOWN order), one per run of the agent mode
+    agent_rows: list[tuple[str, list[Any]]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,8 +564,8 @@ def number(value: Any) -> float | None:
 
 
 def cost(report: Report) -> CostFigures:
-    """Each benchmark's first score against input tokens, dollars and memory latency, and the
-    memory systems' build cost.
+    """Each benchmark's first score against input tokens, dollars and memory latency, the
+    memory systems' build cost and the agent mode's write passes (each history once).
 
     Args:
         report: the runs and the models' prices.
@@ -581,7 +592,8 @@ def cost(report: Report) -> CostFigures:
             elif name == "dollars" and not report.prices:
                 plots.append(CostPlot(benchmark, kind, xlabel, None))
     memory = [(r.label, [r.memory.get(c) for c in MEMORY_COLUMNS]) for r in report.rows if r.memory]
-    return CostFigures(plots, drawn, MEMORY_COLUMNS, memory)
+    agent = [(r.label, [r.agent.get(c) for c in AGENT_SHOWN]) for r in report.rows if r.agent]
+    return CostFigures(plots, drawn, MEMORY_COLUMNS, memory, AGENT_SHOWN, agent)
 
 
 def _cost_axes(

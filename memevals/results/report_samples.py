@@ -187,8 +187,8 @@ def _flipped_by_run(report: Report) -> dict[tuple[int, str], set[str]]:
 
 def _questions_data(report: Report) -> dict[str, Any]:
     """The question browser's data: one entry per question (benchmark, id), each run's reply,
-    scores, judge label, retrieved ids and a memory system's results (indices into one table,
-    `items`, that holds each distinct result once)."""
+    scores, judge label, retrieved ids, a memory system's results and an agent's stored files
+    (indices into one table, `items`, that holds each distinct result and file once)."""
     flipped = _flipped_by_run(report)
     questions: dict[tuple[str, str], dict[str, Any]] = {}
     items = _Items()
@@ -235,6 +235,8 @@ def _questions_data(report: Report) -> dict[str, Any]:
                     "flip": sorted(flipped.get((i, sid), ())),
                 }
             )
+            if d.get("files"):  # an agent's stored memory: every question of a history shares it
+                q["r"][-1]["files"] = [items.file_index(f) for f in d["files"]]
     return {
         "runs": runs,
         "questions": list(questions.values()),
@@ -246,13 +248,20 @@ def _questions_data(report: Report) -> dict[str, Any]:
 @dataclass
 class _Items:
     """The page's table of memory results, each distinct one once: [text, ids] or, for a text
-    the log cut, [text, ids, whole length]."""
+    the log cut, [text, ids, whole length]; an agent's stored files too, [text, [], whole
+    length, path]."""
 
     entries: list[list[Any]] = field(default_factory=list)
     at: dict[str, int] = field(default_factory=dict)
 
     def index(self, item: Mapping[str, Any]) -> int:
-        entry = [item["text"], item["ids"], *([item["chars"]] if item["chars"] else [])]
+        return self._add([item["text"], item["ids"], *([item["chars"]] if item["chars"] else [])])
+
+    def file_index(self, file: Mapping[str, Any]) -> int:
+        """An agent's stored file: [text (as the log cut it), [], whole length, path]."""
+        return self._add([file["text"], [], file["chars"], file["path"]])
+
+    def _add(self, entry: list[Any]) -> int:
         key = json.dumps(entry, ensure_ascii=False)
         if key not in self.at:
             self.at[key] = len(self.entries)

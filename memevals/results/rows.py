@@ -27,7 +27,12 @@ A run whose context came from a memory system under test (`-T memory=<name>`) ge
 system's columns: its name and version, k, the retrieval latency percentiles, the items kept
 and cut, the context size, and the ingestion totals (each history counted once), all computed
 here from the per-sample memory record (memevals.core.memory_harness); other runs leave them
-blank, and a table without such a run has none of them.
+blank, and a table without such a run has none of them. A run of the agent mode
+(`-T context=agent`, where the model under test keeps its own memory) is named by its mode in
+the context column (`agent(files)`, `agent(compaction, summary, window=6000)`) and gets the
+agent columns (memevals.results.agent): its write passes' calls, tokens and seconds, each
+history's pass counted once (a pass read from the disk cache cost this run nothing), what they
+kept, and the answer passes' tool calls; a table without such a run has none of them.
 
 The default Markdown fits MAX_WIDTH (120) columns: per benchmark a run key (`run 1`, ...), then
 one table per score and one for the context, a figure per line and a run per column (split over
@@ -52,6 +57,7 @@ from inspect_ai.log import EvalLog
 from memevals.core import statistics
 from memevals.core.agreement import agreement_figures, repeated_agreement
 from memevals.core.benchmark import Benchmark
+from memevals.results.agent import agent_figures
 from memevals.results.memory import memory_figures
 from memevals.results.runs import (
     NO_CATEGORY,
@@ -121,6 +127,8 @@ class Row:
     record: Benchmark | None = None
     #: score name -> its declared kind (None: the run has no record)
     score_kinds: dict[str, str | None] = field(default_factory=dict)
+    #: `context=agent`: its mode and write-pass figures (`agent_figures`); empty otherwise
+    agent: dict[str, float | int | str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -293,6 +301,7 @@ def row_from_run(run: Run) -> Row | None:
         protocol=run.protocol,
         record=run.record,
         score_kinds=dict(run.kinds),
+        agent=agent_figures(run),
     )
 
 

@@ -34,6 +34,8 @@ from inspect_ai.log import list_eval_logs
 
 from memevals.results.reading.inspect_reader import read_inspect_log, read_inspect_run
 from memevals.results.reading.labels import (
+    agent_mode,
+    agent_settings,
     context_label,
     effective,
     effective_options,
@@ -71,6 +73,8 @@ __all__ = [
     "Run",
     "RunError",
     "RunSample",
+    "agent_mode",
+    "agent_settings",
     "cluster_of",
     "context_label",
     "effective",

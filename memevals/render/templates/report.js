@@ -96,6 +96,14 @@ function open(qi){var q=DATA.questions[qi];var d=document.getElementById("q-deta
       if(m.length>2)li.appendChild(el("small"," \u2026 (cut; "+m[2]+" characters)"));
       li.setAttribute("data-hit",hit?"1":"0");ol.appendChild(li);});
       ret.appendChild(ol);}
+    // an agent's stored memory (context=agent): each file as the log cut it, with its length
+    if(r.files){ret.appendChild(el("p","stored memory","files-title"));
+      var fl=el("ol","","mem files");r.files.forEach(function(fi){var m=items()[fi];
+      var li=el("li");li.appendChild(el("b",m[3],"file-path"));
+      li.appendChild(el("small"," ("+m[2]+" characters"+
+        (Array.from(m[0]).length<m[2]?", cut":"")+")","file-chars"));
+      li.appendChild(el("div",m[0],"mem-text"));fl.appendChild(li);});
+      ret.appendChild(fl);}
     tr.appendChild(ret);t.appendChild(tr);});
   d.appendChild(t);d.scrollIntoView();}
 // the search box redraws as one types ("change" would redraw again on blur, under a click)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from memevals.core.agent_memory import AgentOptions
 from memevals.core.benchmark import Benchmark
 from memevals.core.memory_options import MemoryOptions
-from memevals.core.options import OPTIONS
+from memevals.core.options import AGENT_CONTEXT, OPTIONS
 from memevals.results.reading.model import Run
 from memevals.results.reading.records import PROTOCOL_OPTION, plain
 
@@ -91,6 +93,8 @@ def context_label(run: Run) -> str:
         )
     elif context == "truncated":
         context = mode("truncated", setting("max_context_tokens"))
+    elif context == AGENT_CONTEXT:
+        context = f"{AGENT_CONTEXT}({agent_mode(agent_settings(run))})"
     extras: list[str] = []
     for name, default in _label_options(run.record).items():
         value = plain(run.option(name, default))
@@ -102,6 +106,47 @@ def context_label(run: Run) -> str:
         else:
             extras.append(f"{name}={value}")
     return context + "".join(f" +{e}" for e in extras)
+
+
+def agent_settings(run: Run) -> dict[str, Any]:
+    """The `agent_*` settings of a `context=agent` run: as its task logged them (its `agent`
+    metadata, defaults filled in), else as given (an option not given: its default).
+
+    Args:
+        run: the run.
+
+    Returns:
+        Setting name -> value; empty for a run of another context mode.
+    """
+    if run.setting("context") != AGENT_CONTEXT:
+        return {}
+    logged = run.task_metadata.get("agent")
+    source = logged if isinstance(logged, Mapping) else run.options
+    out = {
+        k: plain(v) for k, v in sorted(source.items()) if k.startswith("agent_") and v is not None
+    }
+    out.setdefault("agent_memory", AgentOptions().memory)
+    return out
+
+
+def agent_mode(settings: Mapping[str, Any]) -> str:
+    """An agent run's mode as tables name it: `files`, `mcp`, `compaction, summary,
+    window=16000`, `files+compaction, auto, window=8000`.
+
+    Args:
+        settings: its `agent_settings`.
+
+    Returns:
+        The name ("" without settings).
+    """
+    if not settings:
+        return ""
+    parts = [str(settings["agent_memory"])]
+    if settings.get("agent_compaction") is not None:
+        parts.append(str(settings["agent_compaction"]))
+    if settings.get("agent_window") is not None:
+        parts.append(f"window={settings['agent_window']}")
+    return ", ".join(parts)
 
 
 def _label_options(record: Benchmark | None) -> Mapping[str, Any]:
@@ -163,13 +208,23 @@ def effective_options(run: Run) -> dict[str, Any]:
 def with_settings(run: Run) -> Run:
     """The run with its compared option groups: the context options as given (a missing or
     None one is its default: `option_default`) and the record's `label_options` as the run
-    used them."""
+    used them; an agent run's `agent_settings` among its context settings (given and used),
+    its mode in its label (`<model> + agent files (<file>)`)."""
     context = {
         name: effective(run.record, name, run.options.get(name)) for name in MemoryOptions.names()
     }
     labelled = _label_options(run.record)
     task = {k: plain(run.option(k, d)) for k, d in labelled.items()}
-    return replace(run, settings={"context settings": context, "task options": task})
+    settings = {"context settings": context, "task options": task}
+    agent = agent_settings(run)
+    if not agent:
+        return replace(run, settings=settings)
+    # an agent run's own settings are context settings (two agent modes differ in context),
+    # and its label names the mode as a memory system's names the system
+    context.update(agent)
+    used = {**(run.used_context or {}), **agent} if run.used_context is not None else None
+    label = f"{run.model} + {AGENT_CONTEXT} {agent_mode(agent)} ({Path(run.path).name})"
+    return replace(run, settings=settings, used_context=used, label=label)
 
 
 def used_context(used: Mapping[str, Any]) -> dict[str, Any] | None:
