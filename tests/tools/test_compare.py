@@ -348,7 +348,7 @@ def test_context_labels_come_from_the_settings_the_task_logged() -> None:
     from memevals.benchmarks import records
     from memevals.benchmarks.longmemeval.memory import longmemeval_memory
     from memevals.core.memory_options import MemoryOptions
-    from memevals.tools.runs import Run, context_label
+    from memevals.results.runs import Run, context_label
 
     def label(benchmark: str, options: dict[str, Any], used: dict[str, Any]) -> str:
         run = Run("x", "x", "inspect", benchmark, {}, {}, record=records()[benchmark],

@@ -36,8 +36,8 @@ from inspect_ai.model import get_model
 from shared_runs import SharedRuns
 
 from memevals.core import statistics
+from memevals.results.runs import load_runs
 from memevals.tools.estimate import dollars
-from memevals.tools.runs import load_runs
 
 BIN = Path(sys.executable).parent
 READER = "scripted_reader/evidence"

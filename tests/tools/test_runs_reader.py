@@ -1,4 +1,4 @@
-"""The one reader of runs (memevals.tools.runs) that memevals-compare and memevals-diff share.
+"""The one reader of runs (memevals.results.runs) that memevals-compare and memevals-diff share.
 
 Real Inspect logs of small runs (mockllm, scripted judge), some rewritten to look like logs
 written before a key existed: the cluster of each sample follows one rule in both tools
@@ -22,9 +22,9 @@ from inspect_ai.model import get_model
 from memevals.benchmarks import records
 from memevals.core.protocol import BEFORE_OPTION
 from memevals.inspect_tasks.locomo_plus import locomo_plus
+from memevals.results.runs import load_runs, read_inspect_run
 from memevals.tools.compare import load_rows, markdown_tables, row_from_run
 from memevals.tools.diff import compare_runs
-from memevals.tools.runs import load_runs, read_inspect_run
 
 
 def _run(task: Any, ids: list[str], folder: Path, **roles: str) -> EvalLog:
