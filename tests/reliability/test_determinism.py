@@ -17,7 +17,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import get_model
-from log_tools import inputs_by_id, metrics, scores_by_id
+from log_values import inputs_by_id, metrics, scores_by_id
 from reliability_figures import count
 
 from memevals.inspect_tasks.locomo import locomo
@@ -36,7 +36,7 @@ def test_datasets_do_not_depend_on_the_hash_seed() -> None:
     # other one does, and the hash of a probe string shows the two seeds differ.
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "dataset_digest.py")],
+        [sys.executable, dataset_digest.__file__],
         env={**os.environ, "PYTHONHASHSEED": seed},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -21,7 +21,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import generate
-from log_tools import metrics, scores_by_id
+from log_values import metrics, scores_by_id
 from reliability_figures import count
 from scripted_judge import quoted_candidate
 
@@ -188,7 +188,7 @@ def test_a_flaky_grader_connection_changes_nothing(tmp_path: Path) -> None:
     judged = [s.scores["llm_judge"].metadata["label"] for s in flaky.samples or []]  # type: ignore[index]
     assert len(judged) == len(ids) and None not in judged
     assert len(set(judged)) == 2  # both verdicts occur: the comparison is not trivially equal
-    # no NaN sneaked into the metrics (log_tools.metrics writes NaN as "nan")
+    # no NaN sneaked into the metrics (log_values.metrics writes NaN as "nan")
 
     def leaves(value: object) -> list[object]:
         return (

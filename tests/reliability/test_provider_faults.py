@@ -26,7 +26,7 @@ from cli_support import run_python
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import get_model
-from log_tools import metrics, scores_by_id
+from log_values import metrics, scores_by_id
 from reliability_figures import count
 from scripted_api import register
 

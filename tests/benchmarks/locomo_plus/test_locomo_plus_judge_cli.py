@@ -5,7 +5,7 @@ mockllm as the model under test and as the grader (`--model-role grader=mockllm/
 logs every call the grader gets (a model event with role `grader`); each must be one user
 message whose text is what LoCoMo-Plus's `llm_as_judge.py` sends through its `call_llm`
 (`_prepend_conv_prefix` of the filled template), at temperature 0 with 512 tokens, restated from
-the pinned copies in tests/benchmarks/locomo/upstream_locomo.py.
+the pinned copies in tests/support/upstream_locomo.py.
 """
 
 from __future__ import annotations

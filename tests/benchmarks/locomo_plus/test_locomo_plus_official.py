@@ -2,7 +2,7 @@
 what LoCoMo-Plus's evaluation framework builds from its unified samples, and the judge's reply
 is read and scored as upstream reads it.
 
-The reference is upstream's logic restated in tests/benchmarks/locomo/upstream_locomo.py
+The reference is upstream's logic restated in tests/support/upstream_locomo.py
 (`build_unified_samples`, `build_context`, `_build_model_input`, `_prepend_conv_prefix`,
 `call_llm`, `get_judge_prompt`, `_parse_judge_response`, `label_to_score`), on the raw JSON,
 with texts, parameter defaults and command-line defaults found in the pinned copies by their

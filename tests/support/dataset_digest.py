@@ -3,7 +3,7 @@
 Run in a process with another PYTHONHASHSEED than the test's (the hash of PROBE, printed too,
 shows the seeds differ): equal digests mean no prompt, ordering or metadata depends on set/dict
 iteration order or anything else that varies between processes. Usage: python
-tests/reliability/dataset_digest.py
+tests/support/dataset_digest.py
 """
 
 from __future__ import annotations
