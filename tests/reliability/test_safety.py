@@ -199,8 +199,8 @@ def test_memevals_source_has_no_unsafe_pattern() -> None:
 
 def test_lm_eval_yaml_has_no_python_tags() -> None:
     """lm-eval reads our YAML with its own loader, which resolves `!function` tags: every such
-    tag must name a function of our own lm-eval modules (the shared `common` or the folder's own
-    `utils`), and no other tag may appear."""
+    tag must name a function of our own lm-eval modules (the shared `documents`, `clustered_stderr`
+    and `declared`, or the folder's own `utils`), and no other tag may appear."""
     tags: list[str] = []
     for path in sorted((PACKAGE / "lm_eval_tasks").rglob("*.yaml")):
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -208,7 +208,8 @@ def test_lm_eval_yaml_has_no_python_tags() -> None:
                 for tag in re.findall(r"!(\S+)\s+(\S+)", line):
                     tags.append(f"{path.name}: !{tag[0]} {tag[1]}")
                     assert tag[0] == "function", (path, line)
-                    own = rf"memevals\.lm_eval_tasks\.(common|{path.parent.name}\.utils)\.\w+"
+                    shared = "documents|clustered_stderr|declared"
+                    own = rf"memevals\.lm_eval_tasks\.({shared}|{path.parent.name}\.utils)\.\w+"
                     assert re.fullmatch(own, tag[1]), line
                 assert "!!python" not in line, (path, line)
     assert tags, "expected the task YAML to reference utils functions"
