@@ -122,7 +122,7 @@ def test_locomo_plus_calls_are_upstreams(data_dir: Path) -> None:
     """`call_llm` sends one user message; the reader's decoding is `evaluate_qa.py`'s default,
     the judge's `llm_as_judge.py`'s, through the `call_llm` backend."""
     from memevals.benchmarks.locomo_plus.samples import LocomoPlusOptions, build
-    from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
+    from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
     from memevals.inspect_tasks.locomo_plus import locomo_plus_cognitive
 
     utils = tree(data_dir, "Locomo-Plus/evaluation_framework/task_eval/utils.py")

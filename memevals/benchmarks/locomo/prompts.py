@@ -21,9 +21,9 @@ from memevals.benchmarks.locomo.memory import ContextFn, LocomoMemory, full_cont
 from memevals.benchmarks.locomo.official import ConversationWindow, OfficialTexts
 from memevals.benchmarks.locomo.scoring import criterion_for_locomo, locomo_f1
 from memevals.benchmarks.locomo_plus.official_judge import locomo_judge
-from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.prompt_item import PromptItem, parse_category_list
 from memevals.core.protocol import BEFORE_OPTION, MEMEVALS, OFFICIAL, Protocol, resolve
+from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 
 __all__ = [
     "ADVERSARIAL_MODES",

@@ -50,8 +50,8 @@ from memevals.benchmarks.locomo_plus.official_judge import (
     locomo_judge,
 )
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
-from memevals.core.official_judge import OfficialJudge
 from memevals.core.upstream import Template, pinned_text
+from memevals.core.upstream_judge import OfficialJudge
 
 __all__ = [
     "COGNITIVE_CATEGORY",

@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
-from memevals.core.official_judge import LABEL_RULES, OfficialJudge, OfficialLabel, split_around
 from memevals.core.upstream import InlineText, Template, UpstreamFile, pinned_text
+from memevals.core.upstream_judge import LABEL_RULES, OfficialJudge, OfficialLabel, split_around
 
 __all__ = [
     "EMPTY_REPLY",
@@ -85,7 +85,7 @@ JUDGE_CATEGORY: dict[int, str] = {
 JUDGE_SCORES: dict[str, float] = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
 #: LoCoMo-Plus's judge length (its `--max-tokens` default) at temperature 0.
 JUDGE_MAX_TOKENS = 512
-#: The name of LoCoMo-Plus's label rule in memevals.core.official_judge.LABEL_RULES.
+#: The name of LoCoMo-Plus's label rule in memevals.core.upstream_judge.LABEL_RULES.
 JUDGE_RULE = "locomo_plus_label"
 #: The names LoCoMo-Plus's call wrapper puts into its start sentence: its parameters' defaults
 #: (`llm_as_judge.py` calls `call_model` without them).

@@ -30,9 +30,9 @@ from memevals.benchmarks.locomo_plus import official
 from memevals.benchmarks.locomo_plus.memory import CognitiveContextFn, cognitive_full, dialogue_line
 from memevals.benchmarks.locomo_plus.scoring import criterion_for_locomo_plus
 from memevals.benchmarks.locomo_plus.stitch import StitchedInstance
-from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.prompt_item import PromptItem, parse_category_list
 from memevals.core.protocol import MEMEVALS, OFFICIAL
+from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY
 
 __all__ = [
     "CATEGORIES",

@@ -42,7 +42,6 @@ from typing import Any
 
 from memevals.benchmarks.longmemeval.data import Instance, Session, Turn
 from memevals.benchmarks.longmemeval.memory import DEFAULT_ANSWER_TOKENS
-from memevals.core.official_judge import OfficialJudge, split_around
 from memevals.core.protocol import MEMEVALS, Protocol
 from memevals.core.upstream import (
     Template,
@@ -52,6 +51,7 @@ from memevals.core.upstream import (
     template_digest,
     upstream_module,
 )
+from memevals.core.upstream_judge import OfficialJudge, split_around
 
 __all__ = [
     "EVALUATION",

@@ -58,10 +58,10 @@ from memevals.core.build import Build, Generation
 from memevals.core.memory_harness import MemoryRun, MemorySubject
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemoryQuery
-from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.prompt_item import PromptItem, parse_category_list
 from memevals.core.protocol import DEFAULT, MEMEVALS, OFFICIAL, Protocol, ProtocolError, resolve
 from memevals.core.statistics import CLUSTER_KEY
+from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY
 
 __all__ = [
     "JUDGE_MAX_TOKENS",

@@ -25,8 +25,8 @@ from memevals.benchmarks.locomo.samples import LocomoOptions, build
 from memevals.benchmarks.locomo.scoring import locomo_f1
 from memevals.benchmarks.locomo_plus import official_judge as judge
 from memevals.core.memory_options import MemoryOptions
-from memevals.core.official_judge import LABEL_RULES, OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.upstream import Template, UpstreamError, extract_template, template_digest
+from memevals.core.upstream_judge import LABEL_RULES, OFFICIAL_JUDGE_KEY, OfficialJudge
 
 
 def _items(**memory: Any) -> list[Any]:

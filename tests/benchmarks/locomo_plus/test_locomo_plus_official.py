@@ -26,8 +26,8 @@ from memevals.benchmarks.locomo_plus import official
 from memevals.benchmarks.locomo_plus.official_judge import JUDGE_RULE
 from memevals.benchmarks.locomo_plus.samples import LocomoPlusOptions, build
 from memevals.core.memory_options import MemoryOptions
-from memevals.core.official_judge import LABEL_RULES, OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.upstream import UpstreamError, template_digest
+from memevals.core.upstream_judge import LABEL_RULES, OFFICIAL_JUDGE_KEY, OfficialJudge
 
 
 @pytest.fixture(scope="module")

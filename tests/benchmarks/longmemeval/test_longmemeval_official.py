@@ -36,9 +36,9 @@ from memevals.benchmarks.longmemeval.samples import (
 )
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.memory_system import MemoryItem
-from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge, yes_in_reply
 from memevals.core.tokens import get_token_counter
 from memevals.core.upstream import UpstreamError
+from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY, OfficialJudge, yes_in_reply
 from memevals.inspect_tasks.common import to_dataset
 from memevals.inspect_tasks.official_scorer import official_judge
 

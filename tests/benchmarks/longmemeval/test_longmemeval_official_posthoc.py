@@ -18,7 +18,7 @@ pytest.importorskip("lm_eval")
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from lm_eval_support import write_lm_eval_samples
 
-from memevals.core.official_judge import yes_in_reply
+from memevals.core.upstream_judge import yes_in_reply
 from memevals.tools.judge import judge_samples
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
