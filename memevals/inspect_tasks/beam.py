@@ -18,6 +18,7 @@ from memevals.inspect_tasks import agent_memory as agent_mode
 from memevals.inspect_tasks import common
 from memevals.inspect_tasks.adapters import aggregate_metric, grader_score
 from memevals.inspect_tasks.memory_system import memory_system
+from memevals.inspect_tasks.metrics import keyed
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
 __all__ = ["beam", "beam_judge", "posthoc_scorers"]
@@ -32,7 +33,7 @@ BEAM_METRICS: list[Metric] = [
 EVENT_ORDERING = aggregate_metric("event_ordering", scoring.event_ordering_figures)
 
 
-@scorer(metrics={"beam": BEAM_METRICS, "unscored": [common.count()]})
+@scorer(metrics=keyed({"beam": BEAM_METRICS, "unscored": [common.count()]}))
 def beam_judge(
     max_tokens: int | None = None, retries: int = 1, data_dir: str | None = None
 ) -> Scorer:

@@ -59,8 +59,8 @@ from memevals.core.criteria_judge import (
     repair_message,
 )
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
-from memevals.inspect_tasks.common import count, uncertainty_metrics
 from memevals.inspect_tasks.inspect_internals import as_prerequisite_error
+from memevals.inspect_tasks.metrics import count, keyed, uncertainty_metrics
 
 __all__ = [
     "GRADER_ROLE",
@@ -339,10 +339,9 @@ def _judge_input(
 
 
 @scorer(
-    metrics={
-        "judge": [*uncertainty_metrics(wilson=True), repeated_judging()],
-        "unscored": [count()],
-    }
+    metrics=keyed(
+        {"judge": [*uncertainty_metrics(wilson=True), repeated_judging()], "unscored": [count()]}
+    )
 )
 def llm_judge(
     prediction: str | None = None,

@@ -14,15 +14,17 @@ from memevals.core.memory_options import MemoryOptions as _M
 from memevals.core.options import options_from
 from memevals.inspect_tasks import common
 from memevals.inspect_tasks.images import attach_images, image_counts, photo_sample, with_photos
+from memevals.inspect_tasks.metrics import keyed
 from memevals.inspect_tasks.task_parts import from_fields, metadata_rows
 
 __all__ = ["dialogue_bertscore", "dialogue_images", "dialogue_overlap", "locomo_dialogue"]
 
 _O = samples.DialogueOptions
-_UNCERTAINTY: list[Metric] = common.uncertainty_metrics(by_category=False)  # conversation-clustered
+# conversation-clustered; three peer figures: intervals under -T uncertainty=full
+_UNCERTAINTY: list[Metric] = common.uncertainty_metrics(by_category=False, intervals="full")
 
 
-@metric
+@metric(name="corpus")
 def corpus_bleu_metric(order: int) -> Metric:
     """Corpus BLEU-`order` from the per-reply n-gram statistics in the score metadata."""
     return metadata_rows("bleu_stats", functools.partial(scoring.corpus_bleu_of_rows, order=order))
@@ -31,20 +33,24 @@ def corpus_bleu_metric(order: int) -> Metric:
 _BLEU = {f"bleu{n}": [*_UNCERTAINTY, corpus_bleu_metric(n)] for n in (1, 2)}
 
 
-@scorer(metrics={**_BLEU, "rougeL": _UNCERTAINTY})
+@scorer(metrics=keyed({**_BLEU, "rougeL": _UNCERTAINTY}, lead=False))
 def dialogue_overlap() -> Scorer:
     """Sentence BLEU-1/2 (mean, plus corpus BLEU) and ROUGE-L of the cleaned reply."""
     return from_fields(scoring.overlap_score)
 
 
-@scorer(metrics={"bertscore_f1": _UNCERTAINTY})
+@scorer(metrics=keyed({"bertscore_f1": common.uncertainty_metrics(by_category=False)}))
 def dialogue_bertscore(model: str | None = None, num_layers: int | None = None) -> Scorer:
     """BERTScore F1 of the cleaned reply (precision, recall in the metadata); model loaded once."""
     bert = scoring.get_bertscorer(model, num_layers)
     return from_fields(functools.partial(scoring.bertscore_score, scorer=bert))
 
 
-@scorer(metrics={"images_sent": [common.count()], "image_fallbacks": [common.count()]})
+@scorer(
+    metrics=keyed(
+        {"images_sent": [common.count()], "image_fallbacks": [common.count()]}, lead=False
+    )
+)
 def dialogue_images() -> Scorer:
     """How many images were sent, and how many fell back to their caption (run totals)."""
     return image_counts()

@@ -17,15 +17,19 @@ from memevals.core.options import options_from
 from memevals.inspect_tasks import common
 from memevals.inspect_tasks.adapters import ask_model
 from memevals.inspect_tasks.judge_scorer import grader_model
+from memevals.inspect_tasks.metrics import keyed
 from memevals.inspect_tasks.task_parts import stepwise, with_solver
 
 __all__ = ["event_summary_scorer", "locomo_event_summary", "posthoc_scorers"]
 
 _O = samples.EventSummaryOptions
-_METRICS = {k: common.uncertainty_metrics(by_category=False) for k in scoring.SCORE_KEYS}
+# six peer figures: each its mean and clustered stderr on the screen, intervals under full
+_METRICS = {
+    k: common.uncertainty_metrics(by_category=False, intervals="full") for k in scoring.SCORE_KEYS
+}
 
 
-@scorer(metrics={**_METRICS, "unscored": [common.count()]})
+@scorer(metrics=keyed({**_METRICS, "unscored": [common.count()]}, lead=False))
 def event_summary_scorer(
     reference_facts: str = _O.reference_facts,
     lines_per_call: int = _O.lines_per_call,

@@ -16,6 +16,7 @@ from memevals.inspect_tasks import agent_memory as agent_mode
 from memevals.inspect_tasks import common, judge_scorer, notes, scorer_parts
 from memevals.inspect_tasks.adapters import aggregate_metric
 from memevals.inspect_tasks.memory_system import memory_system
+from memevals.inspect_tasks.metrics import keyed
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
 __all__ = ["longmemeval", "longmemeval_judge", "longmemeval_retrieval", "posthoc_scorers"]
@@ -35,7 +36,9 @@ LME_METRICS: list[Metric] = [
 _O, _M, _ALIASES = LongMemEvalOptions(), MemoryOptions(), {"max_tokens": "answer_tokens"}
 
 
-@scorer(metrics={"judge": LME_METRICS, "unscored": [common.count()], "unclear": [common.count()]})
+@scorer(
+    metrics=keyed({"judge": LME_METRICS, "unscored": [common.count()], "unclear": [common.count()]})
+)
 def longmemeval_judge(
     max_tokens: int = JUDGE_MAX_TOKENS, retries: int = 1, judge_runs: int = 1
 ) -> Scorer:
@@ -43,7 +46,7 @@ def longmemeval_judge(
     return scorer_parts.judge_as_built(max_tokens, JUDGE_MAX_TOKENS, judge_runs, retries)
 
 
-@scorer(metrics={"*": [mean(), common.stderr_clustered()]})
+@scorer(metrics=keyed({"*": [mean(), common.stderr_clustered()]}))
 def longmemeval_retrieval() -> Scorer:
     """Official recall and nDCG of the rag context or a memory system's items (README)."""
     return scorer_parts.logged_score(retrieval.retrieval_score)

@@ -4,8 +4,9 @@ uncertainty (standard error, interval, per category) every benchmark README expl
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import cast
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 from inspect_ai import Task
 from inspect_ai.scorer import (
@@ -20,9 +21,9 @@ from inspect_ai.scorer import (
     metric,
     stderr,
 )
+from inspect_ai.util import registry_info
 
 from memevals.core.statistics import CLUSTER_KEY
-from memevals.inspect_tasks.inspect_internals import own_metric, own_results
 
 __all__ = [
     "SCORE_RANGE",
@@ -33,6 +34,7 @@ __all__ = [
     "ci_upper",
     "count",
     "full_uncertainty",
+    "keyed",
     "mark_uncertainty",
     "stderr_clustered",
     "stderr_naive",
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
 
 def uncertainty_note(level: str) -> dict[str, str]:
     """What the log says about the run's uncertainty figures (Task(metadata=)["uncertainty"]):
@@ -83,8 +86,6 @@ def mark_uncertainty(built: Task, level: str) -> None:
 
 
 def _sum_of_values() -> Metric:
-    own_results()
-
     def compute(scores: list[SampleScore]) -> float:
         return float(sum(s.score.as_float() for s in scores))
 
@@ -113,9 +114,9 @@ total = metric(name="total")(_sum_of_values)
 #   cluster ids) is left out, not shown as NaN: a metric then returns an empty mapping, which
 #   Inspect turns into no row, and the log's messages (level info) say why;
 # - a score none of whose samples is scored (a grader with no readable verdict) shows no
-#   figure: Inspect would log NaN for each metric, which memevals' metrics (and the Inspect
-#   metrics these helpers declare, `own_metric`) leave out (inspect_internals.own_results, which
-#   touches no other metric); the score's `unscored_samples` and `unscored` count say why;
+#   figure: a dict-valued score's metrics are `keyed` list metrics, which return None for a
+#   figure that no scored sample defines (Inspect draws no row for None, where its metrics
+#   dict would log NaN); the score's `unscored` count says why;
 # - an interval never leaves the score's range: the t interval (mean ± t·se) is clipped to
 #   [0, 1], the range of every score that gets one (F1, recall, ROUGE, BLEU, BERTScore F1);
 #   a proportion (a judge's accuracy) gets the clustered Wilson interval, within [0, 1] by
@@ -195,7 +196,6 @@ def stderr_clustered() -> Metric:
     """The standard error of the mean, clustered (Inspect's `stderr(cluster="cluster")`): the
     one these benchmarks report as `stderr`. Left out when undefined (fewer than two
     clusters)."""
-    own_results()
     inner = cast(MetricProtocol, stderr(cluster=CLUSTER_KEY))
 
     def compute(scores: list[SampleScore]) -> Value:
@@ -207,8 +207,14 @@ def stderr_clustered() -> Metric:
 
 
 def _interval_bound(which: str) -> Callable[..., Metric]:
-    def make(wilson: bool = False, bounds: tuple[float, float] | None = SCORE_RANGE) -> Metric:
+    def make(
+        wilson: bool = False,
+        bounds: tuple[float, float] | None = SCORE_RANGE,
+        full_only: bool = False,
+    ) -> Metric:
         def compute(scores: list[SampleScore]) -> Value:
+            if full_only and not _full(scores):
+                return {}
             interval = _interval(scores, wilson, bounds)
             if interval is None:
                 return {}
@@ -219,7 +225,8 @@ def _interval_bound(which: str) -> Callable[..., Metric]:
     make.__doc__ = (
         f"The {which} bound of the clustered 95 % interval of the mean: Inspect's "
         "`ci(cluster=)` (mean ± t·se) clipped to `bounds` or, with `wilson` (a proportion), "
-        "`ci_wilson(cluster=)`. Left out when undefined."
+        "`ci_wilson(cluster=)`. Left out when undefined, and with `full_only` unless the run "
+        "asks for `-T uncertainty=full`."
     )
     return make
 
@@ -287,24 +294,141 @@ def category_uncertainty(
     return compute
 
 
-def uncertainty_metrics(*, wilson: bool = False, by_category: bool = True) -> list[Metric]:
+def uncertainty_metrics(
+    *, wilson: bool = False, by_category: bool = True, intervals: str = "always"
+) -> list[Metric]:
     """The metrics every answer score reports: the mean, the clustered `stderr` and its 95 %
     interval (`ci_lower`, `ci_upper`: Wilson for a proportion such as a judge's accuracy) and,
     with `by_category`, the per-category means; with `-T uncertainty=full` also the naive
     `stderr_naive` and the per-category clustered errors and intervals (benchmarks' README
     "Standard errors" says why the clustered figures are the ones to read).
+
+    Args:
+        wilson: the Wilson interval (a proportion).
+        by_category: the per-category means and, under full, their uncertainty.
+        intervals: "always", or "full" (only under `-T uncertainty=full`: a score of several
+            peer figures, whose screen would otherwise be four rows per figure).
+
+    Returns:
+        Fresh metric instances.
     """
-    own_results()
+    full_only = intervals == "full"
     out: list[Metric] = [
-        own_metric(mean()),
+        mean(),
         stderr_clustered(),
-        ci_lower(wilson=wilson),
-        ci_upper(wilson=wilson),
+        ci_lower(wilson=wilson, full_only=full_only),
+        ci_upper(wilson=wilson, full_only=full_only),
         stderr_naive(),
     ]
     if by_category:
         out += [
-            own_metric(grouped(mean(), "category", all=False)),
+            grouped(mean(), "category", all=False),
             category_uncertainty(wilson=wilson),
         ]
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Dict-valued scores (a judge's `judge`, `unscored`, `unclear`; BLEU-1/2 and ROUGE-L).
+#
+# Inspect gives a scorer declared with a metrics *dict* one result per key, and logs NaN for
+# each metric of a key none of whose samples is scored; it names a memevals metric's row
+# `memevals/stderr`. Declared as a *list* (`keyed`), each key's metrics run inside one metric
+# that picks that key's values, so the scorer is one result whose rows carry the names below,
+# and a figure no sample defines is None, which Inspect leaves out. No Inspect internal is used.
+
+def _short_name(m: Metric) -> str:
+    return str(registry_info(m).name).rsplit("/", 1)[-1]
+
+
+def _picked(scores: list[SampleScore], key: str) -> list[SampleScore]:
+    """The samples scored on `key`: each as a plain score of that key's value (NaN: left out)."""
+    out: list[SampleScore] = []
+    for s in scores:
+        value = s.score.value
+        if not isinstance(value, Mapping) or key not in value:
+            raise ValueError(
+                f"sample {s.sample_id}: a {key!r} figure needs a dict score with key {key!r}, "
+                f"got {value!r}"
+            )
+        v = value[key]
+        if isinstance(v, float) and math.isnan(v):
+            continue
+        out.append(s.model_copy(update={"score": s.score.model_copy(update={"value": v})}))
+    return out
+
+
+def _row(key: str, name: str, lead: bool) -> str:
+    """A row's name: a lead key's rows keep their metric's name; another key's mean or count is
+    named by the key, its other figures `<key>_<figure>`."""
+    if lead:
+        return name
+    return key if name in ("mean", "count", key) else f"{key}_{name}"
+
+
+def _figures_of(
+    scores: list[SampleScore], key: str, inner: Sequence[Metric], names: list[str], lead: bool
+) -> dict[str, Any]:
+    picked = _picked(scores, key)
+    if not picked:  # no scored sample: no figure (None), rather than NaN
+        return {_row(key, names[0], lead): None}
+    rows: dict[str, Any] = {}
+    for name, m in zip(names, inner, strict=True):
+        value = cast(MetricProtocol, m)(picked)
+        if isinstance(value, Mapping):
+            rows |= {(k if lead else f"{key}_{k}"): v for k, v in value.items()}
+        elif isinstance(value, (int, float)):
+            rows[_row(key, name, lead)] = value
+        else:
+            raise TypeError(f"metric {name} of {key!r} gave {type(value).__name__}")
+    return rows
+
+
+def _all_keys(scores: list[SampleScore]) -> list[str]:
+    """Every key of the samples' dict scores, in first-seen order (a `*` declaration)."""
+    keys: dict[str, None] = {}
+    for s in scores:
+        if isinstance(s.score.value, Mapping):
+            keys |= dict.fromkeys(str(k) for k in s.score.value)
+    return list(keys)
+
+
+def _key_figures(key: str, inner: Sequence[Metric], lead: bool) -> Metric:
+    names = [_short_name(m) for m in inner]
+
+    # the params are logged with every row: which key and figures it shows, named how
+    def factory(key: str, figures: list[str], lead: bool) -> Metric:
+        def compute(scores: list[SampleScore]) -> Value:
+            if key != "*":
+                return _figures_of(scores, key, inner, names, lead)
+            rows: dict[str, Any] = {}
+            for each in _all_keys(scores):
+                rows |= _figures_of(scores, each, inner, names, False)
+            return rows or {"none": None}
+
+        return compute
+
+    return metric(name="keyed")(factory)(key=key, figures=names, lead=lead)
+
+
+def keyed(figures: Mapping[str, Sequence[Metric]], *, lead: bool = True) -> list[Metric]:
+    """A dict-valued score's metrics, key by key, as the list a scorer declares
+    (`@scorer(metrics=keyed({...}))`): one result named by the scorer, whose rows are the
+    first key's figures under their metric names (`mean`, `stderr`, the categories) when
+    `lead`, and every other key's as `<key>` (its mean or count) and `<key>_<figure>`. A
+    sample whose value of a key is NaN is left out of that key's figures; a key no sample
+    scores shows no row (where a metrics dict would log NaN). A `*` key stands for every key
+    the samples' scores have, each prefixed.
+
+    Args:
+        figures: score key -> the metrics of that key's values (as a metrics dict declares).
+        lead: name the first key's rows by their metric names (False: every key prefixed,
+            for a score of several peer figures such as ROUGE-1/2/L).
+
+    Returns:
+        One metric per key, in order.
+    """
+    return [
+        _key_figures(key, inner, lead and i == 0) for i, (key, inner) in enumerate(figures.items())
+    ]
+

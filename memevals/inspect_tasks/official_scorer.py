@@ -28,13 +28,13 @@ from inspect_ai.solver import TaskState
 
 from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.protocol import OFFICIAL, Protocol
-from memevals.inspect_tasks.common import count, uncertainty_metrics
 from memevals.inspect_tasks.judge_scorer import (
     grader_model,
     judge_runs_args,
     llm_judge,
     other_protocol,
 )
+from memevals.inspect_tasks.metrics import count, keyed, uncertainty_metrics
 
 __all__ = [
     "judge_officially",
@@ -109,19 +109,17 @@ async def judge_officially(
     )
 
 
-def official_judge_metrics() -> dict[str, list[Metric]]:
+def official_judge_metrics() -> list[Metric]:
     """The metrics of an upstream judge's scores: the judge's mean with the clustered standard
     error and Wilson interval overall and per category, and the counts of unscored samples and
     unclear grader replies.
 
     Returns:
-        Score key -> fresh metric instances.
+        Fresh metric instances (`keyed`: one result, rows `mean`, ..., `unscored`, `unclear`).
     """
-    return {
-        "judge": uncertainty_metrics(wilson=True),
-        "unscored": [count()],
-        "unclear": [count()],
-    }
+    return keyed(
+        {"judge": uncertainty_metrics(wilson=True), "unscored": [count()], "unclear": [count()]}
+    )
 
 
 def official_judge_score(prediction: Prediction | None = None) -> Scorer:

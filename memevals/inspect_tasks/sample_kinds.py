@@ -16,8 +16,8 @@ from inspect_ai.scorer import metric as register_metric
 from inspect_ai.scorer import scorer as register_scorer
 from inspect_ai.solver import TaskState
 
-from memevals.inspect_tasks.common import category_uncertainty, count, uncertainty_metrics
 from memevals.inspect_tasks.judge_scorer import repeated_judging
+from memevals.inspect_tasks.metrics import category_uncertainty, count, keyed, uncertainty_metrics
 from memevals.inspect_tasks.scorer_parts import judge_as_built
 
 __all__ = [
@@ -223,4 +223,4 @@ def judge_scorer(
     )
     judged = [*uncertainty_metrics(wilson=True), *metrics, repeated_judging()]
     counts = {"unscored": [count()], "unclear": [count()]}
-    return register_scorer(metrics={"judge": judged, **counts}, name=name)(factory)
+    return register_scorer(metrics=keyed({"judge": judged, **counts}), name=name)(factory)

@@ -1,6 +1,7 @@
 """Re-judging a logged run with `inspect score --action append` (issue 28, point 7): every score
-name within the run's results is unique, the run screen shows the appended judge under its own
-name with its count (in Inspect's format), and memevals-compare reads it under that name.
+name within the run's results is unique (a judge's result is named by its scorer, `llm_judge1`
+for the first appended), the run screen shows it with its count (in Inspect's format), and
+memevals-compare reads it as `judge1`.
 
 One LoCoMo run judged by the strict scripted grader (in-process), then the real `inspect score`
 CLI appends the lenient grader's judge twice. The answers are the gold, the gold with a word
@@ -24,7 +25,6 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.prompts import build_items
-from memevals.inspect_tasks.inspect_internals import appended_suffix
 from memevals.inspect_tasks.locomo import locomo
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -97,35 +97,26 @@ def test_appended_judges_have_unique_names_on_screen_and_in_compare(
     screen_once = _append(first.location, once, tmp_path)
     screen_twice = _append(str(once), twice, tmp_path)
 
-    judged = {"mean": round(2 / N, 6), "temporal": round(2 / N, 6)}
-    lenient = {"mean": round(4 / N, 6), "temporal": round(4 / N, 6)}
-    original = [
-        (name, scorer, metrics)
-        for name, scorer, metrics in _results(first)
-        if name in ("locomo_f1_scorer", "judge", "unscored")
-    ]
-    assert [(n, s) for n, s, _ in original] == [
-        ("locomo_f1_scorer", "locomo_f1_scorer"),
-        ("judge", "llm_judge"),
-        ("unscored", "llm_judge"),
-    ]
+    judged = {"mean": round(2 / N, 6), "temporal": round(2 / N, 6), "unscored": 0}
+    lenient = {"mean": round(4 / N, 6), "temporal": round(4 / N, 6), "unscored": 0}
+    original = [name for name, _, _ in _results(first)]
+    assert original[:2] == ["locomo_f1_scorer", "llm_judge"]
     results = _results(read_eval_log(str(twice)))
     names = [name for name, _, _ in results]
     assert len(set(names)) == len(names), names
     assert results[: len(_results(first))] == _results(first)  # the run's own scores kept
+    # one result per judge, named by its scorer as Inspect names an appended one
     assert results[len(_results(first)) :] == [
-        ("judge1", "llm_judge1", lenient),
-        ("unscored1", "llm_judge1", {"count": 0}),
-        ("judge2", "llm_judge2", lenient),
-        ("unscored2", "llm_judge2", {"count": 0}),
+        ("llm_judge1", "llm_judge1", lenient),
+        ("llm_judge2", "llm_judge2", lenient),
     ]
-    assert ("judge", "llm_judge", judged) in results
+    assert ("llm_judge", "llm_judge", judged) in results
 
-    # the screens: the appended judge by its own name, its count an integer
+    # the screens: the appended judge by its own name, its count drawn
     for screen, new in ((screen_once, "1"), (screen_twice, "2")):
-        assert re.search(rf"\bjudge{new}\b", screen) and re.search(rf"\bunscored{new}\b", screen)
+        assert re.search(rf"\bllm_judge{new}\b", screen), screen
         # Inspect draws every metric with three decimals (its public API has no integer format)
-        assert re.search(r"\bcount +0\.000(?!\d)", screen), screen
+        assert re.search(r"\bunscored +0\.000(?!\d)", screen), screen
 
     # memevals-compare reads each judge under the name the results give it
     table = tmp_path / "compare.csv"
@@ -138,11 +129,3 @@ def test_appended_judges_have_unique_names_on_screen_and_in_compare(
     assert float(row["judge1"]) == pytest.approx(4 / N)
     assert float(row["judge2"]) == pytest.approx(4 / N)
     assert row["judge1_unscored"] == row["judge2_unscored"] == "0"
-
-
-def test_appended_suffix() -> None:
-    assert appended_suffix("llm_judge1", "llm_judge") == "1"
-    assert appended_suffix("llm_judge12", "llm_judge") == "12"
-    assert appended_suffix("llm_judge", "llm_judge") == ""
-    assert appended_suffix("rouge2", "rouge2") == ""  # a name that ends in a digit of its own
-    assert appended_suffix("other", "llm_judge") == ""

@@ -1,32 +1,23 @@
 """Counts and names on Inspect's run screen (issue 28, point 7; issue 38, point 1): through the
 real `inspect eval` CLI every count is integral in the log and drawn in Inspect's own format
 (three decimals: Inspect's public API has no integer format, and memevals changes no renderer),
-every row has memevals' short name and none is NaN. What memevals changes in its own results
-(inspect_internals.own_results) touches only its own metrics, can be undone, and degrades to a
-warning, never an error, when Inspect moves what it builds on.
+every row has memevals' short name and none is NaN. A dict-valued score's metrics are `keyed`
+list metrics (memevals.inspect_tasks.metrics): their rows' names and the figures left out come
+from Inspect's public metric API, and no Inspect function is replaced.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import warnings
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
-from inspect_ai.log import EvalScore, list_eval_logs, read_eval_log
-from inspect_ai.scorer import mean
+from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.scorer import SampleScore, Score, grouped, mean
 
-from memevals.inspect_tasks import inspect_internals
-from memevals.inspect_tasks.inspect_internals import (
-    InspectInternalsWarning,
-    inspect_results,
-    is_own_metric,
-    own_metric,
-    own_results,
-)
-from memevals.inspect_tasks.metrics import count, stderr_clustered
+from memevals.inspect_tasks.metrics import count, keyed, stderr_clustered
 
 LIMIT = 4
 
@@ -58,7 +49,8 @@ def test_counts_are_integral_and_drawn_in_inspects_format(
     by_kind: dict[str, list[str]] = {"count": [], "total": [], "other": []}
     for score in log.results.scores:
         for key, m in score.metrics.items():
-            kind = m.name.rsplit("/", 1)[-1]
+            counted = (m.params or {}).get("figures") == ["count"]  # a keyed count's row
+            kind = "count" if counted else m.name.rsplit("/", 1)[-1]
             assert "/" not in key, (score.name, key)  # memevals' short names
             assert math.isfinite(m.value), (score.name, key)
             if kind in ("count", "total"):
@@ -79,62 +71,67 @@ def test_counts_are_integral_and_drawn_in_inspects_format(
     assert tokens.metrics["total"].value == logged and logged > 0
 
 
-def test_only_memevals_metrics_are_its_own() -> None:
-    assert is_own_metric(count()) and is_own_metric(stderr_clustered())
-    assert not is_own_metric(mean())  # Inspect's, as a foreign task declares it
-    assert is_own_metric(own_metric(mean()))  # as memevals' uncertainty_metrics declares it
-    assert not is_own_metric(lambda scores: 0.0)  # not a registry object
+def _sample(i: int, value: Any, cluster: str, category: str = "temporal") -> SampleScore:
+    md = {"cluster": cluster, "category": category}
+    return SampleScore(score=Score(value=value), sample_id=i, sample_metadata=md)
 
 
-def test_own_results_are_undone_and_made_again() -> None:
-    from inspect_ai._eval.task import results as inspect
-
-    results = cast(Any, inspect)
-    own_results()  # idempotent: what importing memevals' metrics did already
-    adjusted = results.empty_metric_value, results.scorers_from_metric_dict
-    original = [getattr(f, "__wrapped__", None) for f in adjusted]
-    assert all(original), adjusted
-    try:
-        inspect_results()
-        assert [results.empty_metric_value, results.scorers_from_metric_dict] == original
-        assert math.isnan(results.empty_metric_value(own_metric(mean())))  # Inspect's NaN
-    finally:
-        own_results()
-    assert results.empty_metric_value(own_metric(mean())) == {}  # memevals' own: no row
-    assert math.isnan(results.empty_metric_value(mean()))  # anyone else's: Inspect's NaN
+def _rows(metrics: list[Any], scores: list[SampleScore]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for m in metrics:
+        out |= m(scores)
+    return out
 
 
-def test_a_changed_metric_dict_builder_keeps_inspect_names(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from inspect_ai._eval.task import results as inspect
+def test_keyed_rows_leave_out_unscored_samples_and_undefined_figures() -> None:
+    """A judge's dict scores, worked by hand: two of three samples scored (1 and 0, two
+    clusters), the third's judge NaN and counted unscored."""
+    nan = math.nan
+    scores = [
+        _sample(1, {"judge": 1.0, "unscored": 0}, "a"),
+        _sample(2, {"judge": 0.0, "unscored": 0}, "b", "multi_hop"),
+        _sample(3, {"judge": nan, "unscored": 1}, "b"),
+    ]
+    figures = {"judge": [mean(), grouped(mean(), "category", all=False)], "unscored": [count()]}
+    assert _rows(keyed(figures), scores) == {
+        "mean": 0.5,
+        "temporal": 1.0,
+        "multi_hop": 0.0,
+        "unscored": 1.0,
+    }
+    # peers: every key's rows prefixed, its mean named by the key
+    peers = keyed({"rouge1": [mean(), stderr_clustered()], "judge": [mean()]}, lead=False)
+    rows = _rows(
+        peers,
+        [
+            _sample(1, {"rouge1": 0.2, "judge": 1.0}, "a"),
+            _sample(2, {"rouge1": 0.4, "judge": nan}, "b"),
+        ],
+    )
+    assert rows == {"rouge1": pytest.approx(0.3), "rouge1_stderr": pytest.approx(0.1), "judge": 1.0}
+    # every sample unscored: no figure (None, which Inspect draws no row for), the count stays
+    unscored = [_sample(i, {"judge": nan, "unscored": 1}, "a") for i in (1, 2)]
+    assert _rows(keyed(figures), unscored) == {"mean": None, "unscored": 2.0}
+    # `*`: every key the scores have, each prefixed
+    [each] = keyed({"*": [mean()]})
+    assert each([_sample(1, {"recall@5": 1.0, "ndcg@5": 0.5}, "a")]) == {
+        "recall@5": 1.0,
+        "ndcg@5": 0.5,
+    }
 
-    results = cast(Any, inspect)
 
-    def empty_metric_value(metric: Any) -> Any:
-        return math.nan
-
-    def scorers_from_metric_dict(name: str, info: Any) -> list[EvalScore]:  # renamed arguments
-        return [EvalScore(name="judge", scorer=name, metrics={})]
-
-    monkeypatch.setattr(inspect_internals, "_WARNED", set())
-    monkeypatch.setattr(results, "empty_metric_value", empty_metric_value)
-    monkeypatch.setattr(results, "scorers_from_metric_dict", scorers_from_metric_dict)
-    own_results()
-    with pytest.warns(InspectInternalsWarning, match="short names for memevals' dict scores"):
-        [score] = results.scorers_from_metric_dict("llm_judge1", object())
-    assert score.name == "judge"  # Inspect's own name, no error
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # said once per process
-        results.scorers_from_metric_dict("llm_judge1", object())
+def test_keyed_names_the_sample_and_key_of_a_score_that_is_not_a_dict() -> None:
+    [judge] = keyed({"judge": [mean()]})
+    with pytest.raises(ValueError, match=r"sample 7: a 'judge' figure needs a dict score"):
+        judge([_sample(7, 0.5, "a")])
 
 
-def test_moved_inspect_internals_are_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_inspect_function_is_replaced() -> None:
+    """With every memevals metric made, Inspect's results functions are its own (issue 38)."""
     from inspect_ai._eval.task import results
 
-    monkeypatch.setattr(inspect_internals, "_WARNED", set())
-    monkeypatch.delattr(results, "empty_metric_value")
-    kept = results.scorers_from_metric_dict
-    with pytest.warns(InspectInternalsWarning, match="undefined figures"):
-        own_results()
-    assert results.scorers_from_metric_dict is kept  # nothing changed
+    import memevals.inspect_tasks.locomo  # noqa: F401  (its scorers' metrics are made)
+
+    for name in ("empty_metric_value", "scorers_from_metric_dict", "scorer_for_metrics"):
+        fn = getattr(results, name)
+        assert fn.__module__ == results.__name__ and not hasattr(fn, "__wrapped__"), name

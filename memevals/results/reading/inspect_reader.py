@@ -127,12 +127,18 @@ def _epochs_by_sample(
 
 
 def _counted_only(log: EvalLog) -> frozenset[str]:
-    """The scores a log aggregates by nothing but a count: flags, not scores."""
+    """The scores a log aggregates by nothing but a count: flags, not scores. A key of a
+    dict-valued score logs its metrics' names in its rows' params (`figures`); a log written
+    before that has one result per key, named by the key."""
     out = set()
     for score in log.results.scores if log.results is not None else []:
         names = {name.rsplit("/", 1)[-1] for name in score.metrics}
         if names == {"count"}:
             out.add(score.name)
+        for m in score.metrics.values():
+            figures = (m.params or {}).get("figures")
+            if isinstance(figures, list) and figures and set(figures) <= {"count"}:
+                out.add(str(m.params["key"]))
     return frozenset(out)
 
 

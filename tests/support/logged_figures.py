@@ -1,0 +1,42 @@
+"""A run's logged figures by score key and figure name, as tests compare them.
+
+A dict-valued score's metrics are `keyed` list metrics (memevals.inspect_tasks.metrics): one
+result per scorer, whose rows log the key, the figures and the naming (`lead`) in their params.
+`figures` reads each row back to (key, figure): `("judge", "mean")`, `("unscored", "count")`,
+`("rouge1", "stderr")`; any other result's rows are (result name, row name).
+"""
+
+from __future__ import annotations
+
+from inspect_ai.log import EvalLog
+
+
+def _figure(row: str, key: str, figures: list[str], lead: bool) -> str:
+    if lead:
+        return row
+    if row == key:
+        return "count" if figures == ["count"] else figures[0]
+    return row[len(key) + 1 :] if row.startswith(f"{key}_") else row
+
+
+def figures(log: EvalLog) -> dict[tuple[str, str], float]:
+    """Every logged figure of `log`, keyed (score key, figure).
+
+    Args:
+        log: a finished run.
+
+    Returns:
+        (key, figure) -> value.
+    """
+    assert log.results is not None, log.error
+    out: dict[tuple[str, str], float] = {}
+    for score in log.results.scores:
+        for row, m in score.metrics.items():
+            params = m.params or {}
+            if m.group == "keyed" and "key" in params:
+                key = str(params["key"])
+                figure = _figure(row, key, list(params["figures"]), bool(params["lead"]))
+                out[(key, figure)] = m.value
+            else:
+                out[(score.name, row)] = m.value
+    return out
