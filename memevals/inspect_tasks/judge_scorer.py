@@ -58,7 +58,7 @@ from memevals.core.criteria_judge import (
     parse_verdict,
     repair_message,
 )
-from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
+from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY
 from memevals.inspect_tasks.inspect_internals import as_prerequisite_error
 from memevals.inspect_tasks.metrics import count, keyed, uncertainty_metrics
 

@@ -1,4 +1,4 @@
-"""Inspect glue of the upstream judges (protocol=official, memevals.core.official_judge).
+"""Inspect glue of the upstream judges (protocol=official, memevals.core.upstream_judge).
 
 A sample built under an official protocol carries its upstream judge request in
 ``metadata["official_judge"]``: upstream's prompt split around the reply, what upstream's model
@@ -26,8 +26,8 @@ from inspect_ai.model import ChatMessage, ChatMessageUser, GenerateConfig
 from inspect_ai.scorer import Metric, Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
-from memevals.core.official_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.core.protocol import OFFICIAL, Protocol
+from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.inspect_tasks.judge_scorer import (
     grader_model,
     judge_runs_args,
