@@ -27,7 +27,7 @@ from memevals.core.options import OPTIONS, Option, declared, render_help
 from memevals.inspect_tasks import registry
 from memevals.inspect_tasks.common import memevals_task, option_docs, task_options
 from memevals.inspect_tasks.option_docs import BEGIN, readme_of, shared_options_block
-from memevals.lm_eval_tasks import common as lm_common
+from memevals.lm_eval_tasks import option_checks as lm_common
 
 
 def renamed(task: str) -> Mapping[str, str]:
@@ -146,7 +146,7 @@ def lm_eval_problems(task: str, options: Iterable[str], keys: set[str]) -> list[
 
 def lm_eval_keys(module: ModuleType) -> set[str]:
     """The `--metadata` keys an lm-eval task's loader accepts, as it hands them to
-    `common.checked_options` or `common.metadata_options` (captured there; the loader stops
+    `option_checks.checked_options` or `option_checks.metadata_options` (captured there; the loader stops
     before reading any data)."""
     short = module.__name__.rsplit(".", 1)[-1]
     utils = __import__(f"memevals.lm_eval_tasks.{short}.utils", fromlist=["utils"])
