@@ -146,8 +146,8 @@ def lm_eval_problems(task: str, options: Iterable[str], keys: set[str]) -> list[
 
 def lm_eval_keys(module: ModuleType) -> set[str]:
     """The `--metadata` keys an lm-eval task's loader accepts, as it hands them to
-    `option_checks.checked_options` or `option_checks.metadata_options` (captured there; the loader stops
-    before reading any data)."""
+    `option_checks.checked_options` or `option_checks.metadata_options` (captured there; the
+    loader stops before reading any data)."""
     short = module.__name__.rsplit(".", 1)[-1]
     utils = __import__(f"memevals.lm_eval_tasks.{short}.utils", fromlist=["utils"])
     loader = next(
