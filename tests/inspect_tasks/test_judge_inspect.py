@@ -19,6 +19,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import generate
+from logged_figures import figures
 from scripted_judge import quoted_candidate
 
 from memevals.benchmarks import judge_criteria
@@ -76,20 +77,6 @@ def run(task: Task, tmp_path: Path, **kwargs: Any) -> EvalLog:
     log = eval(task, display="none", log_dir=str(tmp_path / "logs"), **kwargs)[0]
     assert log.status == "success", log.error
     return log
-
-
-def metrics(log: EvalLog) -> dict[tuple[str, str], float]:
-    assert log.results is not None
-    return {(s.name, k): m.value for s in log.results.scores for k, m in s.metrics.items()}
-
-
-def unscored_count(m: dict[tuple[str, str], float]) -> float:
-    """The "unscored" metric (named `memevals/count` when memevals is loaded as an installed
-    package, `count` when imported from a checkout)."""
-    (value,) = [
-        v for (score, name), v in m.items() if score == "unscored" and name.endswith("count")
-    ]
-    return value
 
 
 def judge_scores(log: EvalLog, name: str = "llm_judge") -> dict[str, Any]:
@@ -166,7 +153,7 @@ def test_label_paths_retry_and_unscored(tmp_path: Path) -> None:
     assert {s.metadata["grader"] for s in scores.values()} == {"mockllm/model"}
     assert not any(s.metadata["grader_fallback"] for s in scores.values())
 
-    m = metrics(log)
+    m = figures(log)
     scored = [1.0, 0.5, 0.0, 1.0, 1.0, 0.0, 0.0]
     mean = sum(scored) / 7
     sd = math.sqrt(sum((x - mean) ** 2 for x in scored) / 6)
@@ -177,10 +164,14 @@ def test_label_paths_retry_and_unscored(tmp_path: Path) -> None:
     assert m[("judge", "single_hop")] == pytest.approx(1.5 / 4)  # c, p, w, r
     assert m[("judge", "temporal")] == 1.0
     assert m[("judge", "abstention")] == 0.0
-    assert unscored_count(m) == 1.0
+    assert m[("unscored", "count")] == 1.0
+    # one result, named by the scorer: it counts the samples with a score dict (all 8); the
+    # judge-unscored one is counted by its `unscored` row
     assert log.results is not None
-    judge_eval = next(s for s in log.results.scores if s.name == "judge")
-    assert (judge_eval.scored_samples, judge_eval.unscored_samples) == (7, 1)
+    [judge_eval] = [s for s in log.results.scores if s.scorer == "llm_judge"]
+    assert judge_eval.name == "llm_judge"
+    assert (judge_eval.scored_samples, judge_eval.unscored_samples) == (8, 0)
+    assert judge_eval.metrics["unscored"].value == 1.0
 
 
 def test_every_criterion_through_the_scorer(tmp_path: Path) -> None:
@@ -341,11 +332,11 @@ def test_locomo_judge_flag_adversarial_choice(data_dir: Path, tmp_path: Path) ->
         assert s.answer == (NOT_MENTIONED if k % 2 == 0 else distractor)  # letter mapped
         assert s.metadata["label"] == ("correct" if k % 2 == 0 else "wrong")
         assert s.metadata["prediction_map"] == "locomo"
-    m = metrics(log)
+    m = figures(log)
     assert m[("locomo_f1_scorer", "mean")] == 0.5
     assert m[("judge", "mean")] == 0.5
     assert m[("judge", "adversarial")] == 0.5
-    assert unscored_count(m) == 0.0
+    assert m[("unscored", "count")] == 0.0
 
 
 def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: Path) -> None:
@@ -406,13 +397,18 @@ def test_rejudge_with_inspect_score_cli_and_agreement(data_dir: Path, tmp_path: 
     assert [lenient[it.id].metadata["label"] for it in items] == [
         "correct", "correct", "wrong", "correct", "correct", "wrong", "correct", "wrong"
     ]  # fmt: skip
-    # the appended judge's results carry its scorer's suffix: every name is unique
-    assert {(s.name, s.scorer) for s in rejudged.results.scores} >= {  # type: ignore[union-attr]
+    # one result per judge, the appended one named by its scorer: every name is unique
+    assert rejudged.results is not None
+    names = [(s.name, s.scorer) for s in rejudged.results.scores]
+    assert len({n for n, _ in names}) == len(names)
+    assert set(names) >= {
         ("locomo_f1_scorer", "locomo_f1_scorer"),
-        ("judge", "llm_judge"),
-        ("judge1", "llm_judge1"),
-        ("unscored1", "llm_judge1"),
+        ("llm_judge", "llm_judge"),
+        ("llm_judge1", "llm_judge1"),
     }
+    appended = next(s for s in rejudged.results.scores if s.name == "llm_judge1").metrics
+    assert appended["mean"].value == pytest.approx(5 / 8)  # lenient: 5 of 8 correct
+    assert appended["unscored"].value == 0
 
     def agreement(*args: str) -> subprocess.CompletedProcess[str]:
         return run_python(

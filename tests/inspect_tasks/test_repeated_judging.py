@@ -19,6 +19,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import EvalLog
 from inspect_ai.model import CachePolicy, ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import generate
+from logged_figures import figures
 from scripted_judge import quoted_candidate
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
@@ -92,9 +93,8 @@ def run(task: Task, tmp_path: Path, grader: Any) -> EvalLog:
 
 
 def metrics(log: EvalLog) -> dict[str, float]:
-    assert log.results is not None
-    [score] = [s for s in log.results.scores if s.name == "judge"]
-    return {k.removeprefix("memevals/"): m.value for k, m in score.metrics.items()}
+    """The judge key's logged figures, by figure name."""
+    return {figure: v for (key, figure), v in figures(log).items() if key == "judge"}
 
 
 def by_id(log: EvalLog) -> dict[str, Any]:
@@ -275,8 +275,8 @@ def test_locomo_task_option_and_rejudging_with_inspect_score(
 
     rescored = read_eval_log(str(tmp_path / "rejudged.eval"))
     assert rescored.results is not None
-    [judge] = [s for s in rescored.results.scores if s.name == "judge"]
-    m = {k.removeprefix("memevals/"): v.value for k, v in judge.metrics.items()}
+    assert [s.name for s in rescored.results.scores].count("llm_judge") == 1
+    m = metrics(rescored)
     assert m["judge_runs"] == 3 and m["judge_compared"] == 4 and m["judge_agreement"] == 1.0
     for sample in rescored.samples or []:
         assert sample.scores is not None
