@@ -60,7 +60,7 @@ from memevals.core.criteria_judge import (
 )
 from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY
 from memevals.inspect_tasks.inspect_internals import as_prerequisite_error
-from memevals.inspect_tasks.metrics import count, keyed, uncertainty_metrics
+from memevals.inspect_tasks.metrics import judge_metrics, uncertainty_metrics
 
 __all__ = [
     "GRADER_ROLE",
@@ -339,9 +339,7 @@ def _judge_input(
 
 
 @scorer(
-    metrics=keyed(
-        {"judge": [*uncertainty_metrics(wilson=True), repeated_judging()], "unscored": [count()]}
-    )
+    metrics=judge_metrics([*uncertainty_metrics(wilson=True), repeated_judging()], ("unscored",))
 )
 def llm_judge(
     prediction: str | None = None,

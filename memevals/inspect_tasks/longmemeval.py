@@ -16,7 +16,7 @@ from memevals.inspect_tasks import agent_memory as agent_mode
 from memevals.inspect_tasks import common, judge_scorer, notes, scorer_parts
 from memevals.inspect_tasks.adapters import aggregate_metric
 from memevals.inspect_tasks.memory_system import memory_system
-from memevals.inspect_tasks.metrics import keyed
+from memevals.inspect_tasks.metrics import judge_metrics, keyed
 from memevals.inspect_tasks.retrieval import prompt_tokens
 
 __all__ = ["longmemeval", "longmemeval_judge", "longmemeval_retrieval", "posthoc_scorers"]
@@ -36,9 +36,7 @@ LME_METRICS: list[Metric] = [
 _O, _M, _ALIASES = LongMemEvalOptions(), MemoryOptions(), {"max_tokens": "answer_tokens"}
 
 
-@scorer(
-    metrics=keyed({"judge": LME_METRICS, "unscored": [common.count()], "unclear": [common.count()]})
-)
+@scorer(metrics=judge_metrics(LME_METRICS))
 def longmemeval_judge(
     max_tokens: int = JUDGE_MAX_TOKENS, retries: int = 1, judge_runs: int = 1
 ) -> Scorer:

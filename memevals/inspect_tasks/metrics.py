@@ -34,6 +34,7 @@ __all__ = [
     "ci_upper",
     "count",
     "full_uncertainty",
+    "judge_metrics",
     "keyed",
     "mark_uncertainty",
     "stderr_clustered",
@@ -432,3 +433,18 @@ def keyed(figures: Mapping[str, Sequence[Metric]], *, lead: bool = True) -> list
         _key_figures(key, inner, lead and i == 0) for i, (key, inner) in enumerate(figures.items())
     ]
 
+
+
+def judge_metrics(
+    figures: Sequence[Metric], counts: Sequence[str] = ("unscored", "unclear")
+) -> list[Metric]:
+    """A judge's metrics (`keyed`): its `judge` figures, then the count of each flag.
+
+    Args:
+        figures: the metrics of the judge's score.
+        counts: the flags the judge logs (0/1 per sample), each counted.
+
+    Returns:
+        The metric list a judge scorer declares.
+    """
+    return keyed({"judge": figures, **{flag: [count()] for flag in counts}})

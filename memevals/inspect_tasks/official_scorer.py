@@ -34,7 +34,7 @@ from memevals.inspect_tasks.judge_scorer import (
     llm_judge,
     other_protocol,
 )
-from memevals.inspect_tasks.metrics import count, keyed, uncertainty_metrics
+from memevals.inspect_tasks.metrics import judge_metrics, uncertainty_metrics
 
 __all__ = [
     "judge_officially",
@@ -117,9 +117,7 @@ def official_judge_metrics() -> list[Metric]:
     Returns:
         Fresh metric instances (`keyed`: one result, rows `mean`, ..., `unscored`, `unclear`).
     """
-    return keyed(
-        {"judge": uncertainty_metrics(wilson=True), "unscored": [count()], "unclear": [count()]}
-    )
+    return judge_metrics(uncertainty_metrics(wilson=True))
 
 
 def official_judge_score(prediction: Prediction | None = None) -> Scorer:

@@ -17,7 +17,7 @@ from inspect_ai.scorer import scorer as register_scorer
 from inspect_ai.solver import TaskState
 
 from memevals.inspect_tasks.judge_scorer import repeated_judging
-from memevals.inspect_tasks.metrics import category_uncertainty, count, keyed, uncertainty_metrics
+from memevals.inspect_tasks.metrics import category_uncertainty, judge_metrics, uncertainty_metrics
 from memevals.inspect_tasks.scorer_parts import judge_as_built
 
 __all__ = [
@@ -222,5 +222,4 @@ def judge_scorer(
         "protocol=official, else memevals' LLM judge (judge_as_built)."
     )
     judged = [*uncertainty_metrics(wilson=True), *metrics, repeated_judging()]
-    counts = {"unscored": [count()], "unclear": [count()]}
-    return register_scorer(metrics=keyed({"judge": judged, **counts}), name=name)(factory)
+    return register_scorer(metrics=judge_metrics(judged), name=name)(factory)
