@@ -4,9 +4,9 @@ In every other context mode someone else builds what the model reads. Here the m
 reads the history session by session and keeps its own memory, then answers from it:
 
 - **Options.** `AgentOptions` from a task's option values (`agent_options`): the mode, the
-  tool-calling rounds per session, the compaction strategy and its window, the MCP server. An
-  agent option without `context=agent`, or one of another mode, is an error naming it;
-  `protocol=official` has no agent mode.
+  tool-calling rounds per session, the compaction strategy and its window, the MCP server, the
+  length of a write-pass reply. An agent option without `context=agent`, or one of another
+  mode, is an error naming it; `protocol=official` has no agent mode.
 - **The write pass's input.** Each session in date order, rendered the way the benchmark renders
   its history for a memory system (its renderer, given the session verbatim), under our prompt
   (`write_prompt`). The question is asked as the benchmark asks it with no history block (its
@@ -98,6 +98,8 @@ class AgentOptions:
     compaction: str = "auto"
     window: int = 16000
     mcp: str | None = None
+    #: the most tokens of a write-pass reply and of a compaction summary
+    write_tokens: int = 2048
 
     @property
     def files(self) -> bool:
@@ -116,7 +118,11 @@ class AgentOptions:
 
     def settings(self) -> dict[str, Any]:
         """What the log records (and the cache keys on)."""
-        out: dict[str, Any] = {"agent_memory": self.memory, "agent_steps": self.steps}
+        out: dict[str, Any] = {
+            "agent_memory": self.memory,
+            "agent_steps": self.steps,
+            "agent_write_tokens": self.write_tokens,
+        }
         if self.compacts:
             out |= {"agent_compaction": self.compaction, "agent_window": self.window}
         if self.memory == "mcp":
@@ -183,6 +189,10 @@ def agent_options(values: Mapping[str, Any]) -> AgentOptions | None:
         compaction=compaction,
         window=_positive("agent_window", given.get("agent_window", AGENT_DEFAULTS["agent_window"])),
         mcp=str(given["agent_mcp"]).strip() if mode == "mcp" else None,
+        write_tokens=_positive(
+            "agent_write_tokens",
+            given.get("agent_write_tokens", AGENT_DEFAULTS["agent_write_tokens"]),
+        ),
     )
 
 

@@ -98,7 +98,13 @@ AGENT_MEMORY_MODES: tuple[str, ...] = ("files", "compaction", "files+compaction"
 AGENT_COMPACTIONS: tuple[str, ...] = ("auto", "summary", "trim", "edit", "native")
 #: The agent knobs' defaults where none is given.
 AGENT_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"agent_memory": "files", "agent_steps": 8, "agent_compaction": "auto", "agent_window": 16000}
+    {
+        "agent_memory": "files",
+        "agent_steps": 8,
+        "agent_compaction": "auto",
+        "agent_window": 16000,
+        "agent_write_tokens": 2048,
+    }
 )
 _AGENT_LM_EVAL = "lm-eval has no tool loop, so it has no context=agent (docs/lm-eval.md)"
 
@@ -287,6 +293,17 @@ OPTIONS: Mapping[str, Option] = _options(
         doc_default=AGENT_DEFAULTS["agent_window"],
     ),
     Option(
+        "agent_write_tokens",
+        "int | None",
+        None,
+        "context=agent only: the most tokens of each write-pass reply and of each compaction "
+        "summary (default {default}; a benchmark's answer limit would cut every note short).",
+        "memory",
+        lm_eval=None,
+        lm_eval_note=_AGENT_LM_EVAL,
+        doc_default=AGENT_DEFAULTS["agent_write_tokens"],
+    ),
+    Option(
         "agent_mcp",
         "str | None",
         None,
@@ -352,7 +369,8 @@ OPTIONS: Mapping[str, Option] = _options(
 
 #: The agent knobs, in the order task signatures list them.
 AGENT_OPTIONS: tuple[str, ...] = (
-    "agent_memory", "agent_steps", "agent_compaction", "agent_window", "agent_mcp"
+    "agent_memory", "agent_steps", "agent_compaction", "agent_window", "agent_write_tokens",
+    "agent_mcp",
 )  # fmt: skip
 
 

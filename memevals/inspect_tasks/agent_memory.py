@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -48,7 +48,6 @@ from memevals.core.memory_system import MemorySystemError
 from memevals.core.options import AGENT_CONTEXT
 from memevals.core.prompt_item import PromptItem
 from memevals.inspect_tasks.agent_solver import (
-    WRITE_MAX_TOKENS,
     answer_pass,
     check_tool_calls,
     dump_messages,
@@ -124,7 +123,6 @@ class AgentPlan:
         """The cache key of `item`'s history under `model`."""
         _, history = self.subject.asked(item)
         generation = model.config.model_dump(exclude_none=True)
-        generation["write_max_tokens"] = WRITE_MAX_TOKENS
         return cache_key(str(model), generation, self.options, history)
 
     async def memory_for(self, item: PromptItem, model: Model) -> StoredMemory:
@@ -153,7 +151,7 @@ class AgentPlan:
             await check_tool_calls(model, self.options)
             self._checked.add(str(model))
         record = WriteRecord(history.history_id, key)
-        config = GenerateConfig(max_tokens=WRITE_MAX_TOKENS)
+        config = GenerateConfig(max_tokens=self.options.write_tokens)
         sessions = session_texts(self.subject, item)
         files, messages = await write_pass(model, sessions, self.options, record, config)
         if self.options.needs_tools and not any(files.values()):
@@ -217,7 +215,10 @@ PLANS: weakref.WeakKeyDictionary[Task, AgentPlan] = weakref.WeakKeyDictionary()
 
 
 def write_estimates(
-    task: Task, note_share: float = NOTE_SHARE, sample_ids: Iterable[str] | None = None
+    task: Task,
+    note_share: float = NOTE_SHARE,
+    sample_ids: Iterable[str] | None = None,
+    counter: Callable[[str], int] | None = None,
 ) -> dict[str, dict[str, int]]:
     """Each history's write-pass input tokens under every `agent_memory`, for a task built
     with `context=agent` (memevals.core.agent_memory.write_estimate), before any call.
@@ -226,6 +227,7 @@ def write_estimates(
         task: the task.
         note_share: the share of a session assumed kept as notes (read back later).
         sample_ids: only the histories these samples ask about (default: every history).
+        counter: the token counter (default: the task's own, its `token_counter`).
 
     Returns:
         history id -> agent_memory -> tokens (empty for a task of another context mode).
@@ -242,7 +244,7 @@ def write_estimates(
         item = PromptItem(id=sample_id, system="", user="", target="")
         sessions = session_texts(subject, item)
         out[query.history_id] = write_estimate(
-            sessions, subject.counter, plan.options.window, note_share
+            sessions, counter or subject.counter, plan.options.window, note_share
         )
     return out
 
@@ -268,7 +270,7 @@ def agent_task(
     task.solver = agent_answer(plan)
     PLANS[task] = plan
     task.scorer = [*(task.scorer or []), agent_write()]
-    settings = {**agent.settings(), "memory_cache": cache, "write_max_tokens": WRITE_MAX_TOKENS}
+    settings = {**agent.settings(), "memory_cache": cache}
     task.metadata = {**_without_host(task.metadata or {}), "agent": settings}
     return task
 

@@ -12,9 +12,9 @@ from memevals.benchmarks.locomo.memory import CONTEXT_MODES, RETRIEVAL_UNITS
 from memevals.benchmarks.locomo.prompts import answer_f1, prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import evidence_recall_rule
 from memevals.core.memory_options import MemoryOptions as _M
-from memevals.core.official_judge import OFFICIAL_JUDGE_KEY
 from memevals.core.options import options_from
 from memevals.core.protocol import DEFAULT, MEMEVALS, OFFICIAL
+from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY
 from memevals.inspect_tasks import agent_memory as agent_mode
 from memevals.inspect_tasks import common, retrieval
 from memevals.inspect_tasks import official_scorer as upstream
@@ -71,6 +71,7 @@ def locomo(
     agent_steps: int | None = None,
     agent_compaction: str | None = None,
     agent_window: int | None = None,
+    agent_write_tokens: int | None = None,
     agent_mcp: str | None = None,
     protocol: str = DEFAULT.name,
     uncertainty: str = _O.uncertainty,

@@ -78,6 +78,7 @@ def locomo_plus(
     agent_steps: int | None = None,
     agent_compaction: str | None = None,
     agent_window: int | None = None,
+    agent_write_tokens: int | None = None,
     agent_mcp: str | None = None,
     protocol: str = _O.protocol.name,
     uncertainty: str = _O.uncertainty,

@@ -361,7 +361,8 @@ def estimate(
     if limit is not None:
         samples = samples[:limit]
     notes = _notes(task)
-    writes = write_estimates(task, sample_ids=[str(s.id) for s in samples])
+    # the write pass counted with the counter asked for, as the prompts are
+    writes = write_estimates(task, sample_ids=[str(s.id) for s in samples], counter=counter)
     if writes:
         notes.append(
             "context=agent: the notes the write pass reads back are assumed to be "

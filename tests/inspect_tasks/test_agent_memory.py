@@ -16,7 +16,8 @@ from typing import Any
 import beam_grader  # noqa: F401  (registers beamgrader/rule for the in-process CLI runs)
 import pytest
 import scripted_judge  # noqa: F401  (registers scripted/strict)
-from cli_support import SUPPORT, run_python
+from agent_runs import CONV, TWO, agent_eval, agent_log, agent_record, model_events
+from cli_support import run_python
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from loopback_anthropic import LoopbackAnthropic
@@ -26,6 +27,7 @@ from scripted_agent import ANSWER, COMPACTED, SESSION
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo.prompts import answer_f1
 from memevals.core.agent_memory import READING_INTRO
+from memevals.core.options import AGENT_DEFAULTS
 from memevals.core.tokens import get_token_counter
 from memevals.inspect_tasks.agent_memory import write_estimates
 from memevals.inspect_tasks.locomo import locomo
@@ -36,41 +38,10 @@ MEMORY_SERVER = (
     Path(__file__).resolve().parents[2]
     / "node_modules/@modelcontextprotocol/server-memory/dist/index.js"
 )
-CONV = "conv-26"
-TWO = f"{CONV}-q0,{CONV}-q1"
-
-
-def _eval(
-    tmp_path: Path,
-    *args: str,
-    task: str = "memevals/locomo",
-    log_dir: str = "logs",
-    env: dict[str, str] | None = None,
-) -> Any:
-    cmd = [sys.executable, str(SUPPORT / "scripted_agent.py"), "eval", task, "--display", "none"]
-    cmd += ["--log-dir", str(tmp_path / log_dir), "-T", "context=agent", *args]
-    env = {"MEMEVALS_CACHE_DIR": str(tmp_path / "cache"), **(env or {})}
-    return run_python(cmd, cwd=tmp_path, env=env)
-
-
-def _log(tmp_path: Path, *args: str, **kw: Any) -> EvalLog:
-    done = _eval(tmp_path, *args, **kw)
-    assert done.returncode == 0, done.stderr[-3000:]
-    (path,) = (tmp_path / kw.get("log_dir", "logs")).glob("*.eval")
-    # long texts (the sessions) are logged as attachments: read them back in place
-    log = read_eval_log(str(path), resolve_attachments=True)
-    assert log.status == "success", log.error
-    assert log.samples
-    return log
-
-
-def _record(sample: EvalSample) -> dict[str, Any]:
-    md: dict[str, Any] = sample.metadata["agent_memory"]
-    return md
 
 
 def _model_inputs(sample: EvalSample) -> list[list[Any]]:
-    return [e.input for e in sample.events if isinstance(e, ModelEvent)]
+    return [e.input for e in model_events(sample)]
 
 
 def _session_prompts(log: EvalLog) -> dict[int, str]:
@@ -110,14 +81,14 @@ def _created(log: EvalLog) -> dict[str, str]:
 def test_files_mode_stores_what_the_model_wrote_and_a_rerun_writes_nothing(
     tmp_path: Path, data_dir: Path
 ) -> None:
-    log_first = _log(
+    log_first = agent_log(
         tmp_path, "--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO
     )
     conv = next(c for c in load_locomo(data_dir) if c.sample_id == CONV)
     n = len(conv.sessions)
     created = _created(log_first)
     assert set(created) == {f"/memories/session_{i}.md" for i in range(1, n + 1)}
-    records = [_record(s) for s in log_first.samples or []]
+    records = [agent_record(s) for s in log_first.samples or []]
     stored = json.loads((Path(records[0]["store"]) / "memories.json").read_text("utf-8"))
     assert stored == created  # exactly the files the model wrote
     for session in conv.sessions:
@@ -129,6 +100,12 @@ def test_files_mode_stores_what_the_model_wrote_and_a_rerun_writes_nothing(
     assert write["memory_files"] == n
     assert write["memory_bytes"] == sum(len(t.encode("utf-8")) for t in created.values())
     assert not write["cached"]
+    # each session's calls are bounded by agent_write_tokens, its default unless given
+    default = AGENT_DEFAULTS["agent_write_tokens"]
+    assert {r["agent_write_tokens"] for r in records} == {default}
+    calls = [e for s in log_first.samples or [] for e in model_events(s)]
+    sessions = [e for e in calls if any(SESSION.match(m.text) for m in e.input)]
+    assert len(sessions) == 2 * n and {e.config.max_tokens for e in sessions} == {default}
     assert _metric(log_first, "write_passes") == 1
     assert _metric(log_first, "write_model_calls") == 2 * n
     # the estimate before a run counts exactly the session prompts the model was sent
@@ -142,14 +119,14 @@ def test_files_mode_stores_what_the_model_wrote_and_a_rerun_writes_nothing(
     for sample in log_first.samples or []:
         _answered_without_history(sample, created)
     # a rerun reads the stored write pass: no session is sent to the model again
-    rerun = _log(
+    rerun = agent_log(
         tmp_path,
         *("--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO),
         log_dir="rerun",
     )
     assert _session_prompts(rerun) == {}
-    assert all(_record(s)["write"]["cached"] for s in rerun.samples or [])
-    assert {_record(s)["write"]["key"] for s in rerun.samples or []} == {write["key"]}
+    assert all(agent_record(s)["write"]["cached"] for s in rerun.samples or [])
+    assert {agent_record(s)["write"]["key"] for s in rerun.samples or []} == {write["key"]}
     assert _metric(rerun, "write_passes") == 0
 
 
@@ -160,7 +137,7 @@ def _answered_without_history(sample: EvalSample, created: dict[str, str]) -> No
     assert len(users) == 1 and str(sample.metadata["question"]) in users[0]
     assert ' said, "' not in users[0]
     assert not any(text[-200:] in users[0] for text in created.values())
-    assert _record(sample)["answer_tool_calls"] == {"view": 1}
+    assert agent_record(sample)["answer_tool_calls"] == {"view": 1}
     listing = next(m.text for m in sample.messages if m.role == "tool")
     assert "/memories/session_1.md" in listing
     assert sample.output.completion == ANSWER
@@ -211,7 +188,7 @@ def _trim_count(sizes: list[int], intro: int, window: int) -> int:
 def test_compaction_happens_as_often_as_the_window_says(
     tmp_path: Path, strategy: str, window: int
 ) -> None:
-    log = _log(
+    log = agent_log(
         tmp_path,
         *("--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO),
         *("-T", "agent_memory=compaction", "-T", f"agent_compaction={strategy}"),
@@ -220,7 +197,7 @@ def test_compaction_happens_as_often_as_the_window_says(
     prompts = _session_prompts(log)
     sizes = [len(prompts[i].split()) for i in sorted(prompts)]
     intro = len(READING_INTRO.split())
-    write = _record((log.samples or [])[0])["write"]
+    write = agent_record((log.samples or [])[0])["write"]
     if strategy == "summary":
         # Inspect joins the summary to the intro before it (two user messages in a row)
         summaries = {
@@ -246,28 +223,28 @@ def test_compaction_happens_as_often_as_the_window_says(
 
 
 def test_files_and_compaction_together(tmp_path: Path) -> None:
-    log = _log(
+    log = agent_log(
         tmp_path,
         *("--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO),
         *("-T", "agent_memory=files+compaction", "-T", "agent_compaction=summary"),
         *("-T", "agent_window=6000"),
     )
     for sample in log.samples or []:
-        write = _record(sample)["write"]
+        write = agent_record(sample)["write"]
         assert write["compactions"] > 0 and write["memory_files"] > 0
         assert write["message_tokens"] > 0
-        assert _record(sample)["answer_tool_calls"] == {"view": 1}
+        assert agent_record(sample)["answer_tool_calls"] == {"view": 1}
         assert sample.output.completion == ANSWER
 
 
 def test_spent_rounds_are_counted_not_errors(tmp_path: Path, data_dir: Path) -> None:
-    log = _log(
+    log = agent_log(
         tmp_path,
         *("--model", "scripted_agent/busy", "-T", "protocol=memevals", "--sample-id", TWO),
         *("-T", "agent_steps=2"),
     )
     n = len(next(c for c in load_locomo(data_dir) if c.sample_id == CONV).sessions)
-    write = _record((log.samples or [])[0])["write"]
+    write = agent_record((log.samples or [])[0])["write"]
     assert write["steps_exhausted"] == n and write["model_calls"] == 3 * n
     assert write["tool_calls"] == {"create": n, "view": 2 * n}
 
@@ -280,21 +257,21 @@ def test_mcp_memory_server_holds_what_the_model_wrote(tmp_path: Path, data_dir: 
     """The real reference server over stdio: the entities the scripted model created are in
     its snapshot, and each answer reads them back from a copy."""
     server = f"MEMORY_FILE_PATH={{store}}/memory.jsonl node {MEMORY_SERVER}"
-    log = _log(
+    log = agent_log(
         tmp_path,
         *("--model", "scripted_agent/tools", "-T", "protocol=memevals", "--sample-id", TWO),
         *("-T", "agent_memory=mcp", "-T", f"agent_mcp={server}"),
     )
     conv = next(c for c in load_locomo(data_dir) if c.sample_id == CONV)
     wrote = {f"session_{s.index}": [f"held on {s.date_time}"] for s in conv.sessions}
-    record = _record((log.samples or [])[0])
+    record = agent_record((log.samples or [])[0])
     snapshot = (Path(record["store"]) / "memories.json").read_text("utf-8")
     (graph,) = json.loads(snapshot).values()
     rows = [json.loads(line) for line in graph.splitlines() if line.strip()]
     assert {r["name"]: r["observations"] for r in rows if r["type"] == "entity"} == wrote
     assert record["write"]["tool_calls"] == {"create_entities": len(wrote)}
     for sample in log.samples or []:
-        assert _record(sample)["answer_tool_calls"] == {"read_graph": 1}
+        assert agent_record(sample)["answer_tool_calls"] == {"read_graph": 1}
         read = next(m.text for m in sample.messages if m.role == "tool")
         assert all(f"session_{s.index}" in read and s.date_time in read for s in conv.sessions)
         users = [m.text for m in sample.messages if m.role == "user"]
@@ -307,7 +284,7 @@ def test_claude_is_sent_its_native_memory_tool_in_both_passes(tmp_path: Path) ->
     answer-pass request carries the memory tool as Anthropic's `memory_20250818`."""
     with LoopbackAnthropic() as server:
         env = {"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "test"}
-        log = _log(
+        log = agent_log(
             tmp_path,
             *("--model", "anthropic/claude-sonnet-4-5", "-T", "protocol=memevals"),
             *("--sample-id", f"{CONV}-q0"),
@@ -321,7 +298,7 @@ def test_claude_is_sent_its_native_memory_tool_in_both_passes(tmp_path: Path) ->
 
     writes = [b for b in server.requests if SESSION.match(first_user(b))]
     answers = [b for b in server.requests if str(sample.metadata["question"]) in first_user(b)]
-    assert len(writes) == 2 * _record(sample)["write"]["sessions"] and len(answers) == 2
+    assert len(writes) == 2 * agent_record(sample)["write"]["sessions"] and len(answers) == 2
     for body in writes + answers:
         assert [(t.get("type"), t.get("name")) for t in body["tools"]] == [
             ("memory_20250818", "memory")
@@ -334,7 +311,7 @@ def test_native_compaction_calls_the_responses_compact_endpoint(tmp_path: Path) 
     loopback server: each compaction the write pass logs is one call of the compact endpoint."""
     with LoopbackResponses() as server:
         env = {"OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "test"}
-        log = _log(
+        log = agent_log(
             tmp_path,
             *("--model", "openai/gpt-5-mini", "-M", "responses_api=true"),
             *("-T", "protocol=memevals", "--sample-id", f"{CONV}-q0"),
@@ -345,7 +322,7 @@ def test_native_compaction_calls_the_responses_compact_endpoint(tmp_path: Path) 
     (sample,) = log.samples or []
     compacts = server.paths.count("/v1/responses/compact")
     assert compacts >= 1
-    assert _record(sample)["write"]["compactions"] == compacts
+    assert agent_record(sample)["write"]["compactions"] == compacts
     assert sample.output.completion == ANSWER
 
 
@@ -365,14 +342,14 @@ def test_every_benchmark_runs_judged(
     tmp_path: Path, task: str, args: list[str], scorer: str
 ) -> None:
     grader = "beamgrader/rule" if "beam" in task else "scripted/strict"
-    log = _log(
+    log = agent_log(
         tmp_path,
         *("--model", "scripted_agent/tools", "--model-role", f"grader={grader}"),
         *("-T", "protocol=memevals", *(args if "--limit" in args else ["--limit", "2", *args])),
         task=task,
     )
     for sample in log.samples or []:
-        write = _record(sample)["write"]
+        write = agent_record(sample)["write"]
         assert write["memory_files"] == write["sessions"] > 0
         assert sample.output.completion == ANSWER
         assert sample.scores is not None and scorer in sample.scores
@@ -395,7 +372,7 @@ def test_every_benchmark_runs_judged(
     ],
 )
 def test_bad_options_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
-    done = _eval(tmp_path, "--model", "scripted_agent/tools", *args)
+    done = agent_eval(tmp_path, "--model", "scripted_agent/tools", *args)
     assert done.returncode != 0
     assert message in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
@@ -416,7 +393,7 @@ def test_bad_options_are_one_line(tmp_path: Path, args: list[str], message: str)
 def test_a_write_pass_that_cannot_keep_memory_is_an_error(
     tmp_path: Path, model: str, message: str
 ) -> None:
-    done = _eval(
+    done = agent_eval(
         tmp_path,
         *("--model", f"scripted_agent/{model}", "-T", "protocol=memevals", "--sample-id", TWO),
     )

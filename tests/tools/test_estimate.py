@@ -129,6 +129,7 @@ def test_cli_prints_the_agent_write_pass_once_per_history(
     """`context=agent` (issue 37): the write pass's input tokens under every agent_memory, once
     per history the samples ask about (the first three LoCoMo questions: conv-26 only), equal
     to the agent module's own per-history figures; other modes print no such block."""
+    from memevals.core.tokens import get_token_counter
     from memevals.inspect_tasks.agent_memory import write_estimates
     from memevals.results.cost import build_task
 
@@ -144,7 +145,10 @@ def test_cli_prints_the_agent_write_pass_once_per_history(
     task = build_task("locomo", {"context": "agent", "protocol": "memevals"})
     ids = [str(s.id) for s in list(task.dataset)[:3]]
     assert {i.split("-q")[0] for i in ids} == {"conv-26"}
-    assert write_estimates(task, sample_ids=ids, note_share=0.1) == {"conv-26": shown}
+    approx = get_token_counter("approx")  # the counter asked for, not the task's own
+    assert write_estimates(task, sample_ids=ids, note_share=0.1, counter=approx) == {
+        "conv-26": shown
+    }
     assert shown["files"] == shown["mcp"] and shown["files+compaction"] > shown["compaction"]
     assert "notes the write pass reads back are assumed to be 10%" in out
 
