@@ -22,6 +22,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import generate
 from log_values import metrics, scores_by_id
+from logged_figures import figures
 from reliability_figures import count
 from scripted_judge import quoted_candidate
 
@@ -51,12 +52,6 @@ READABLE = {
     "wrong": '<think>compare</think>{"label": "wrong", "reason": "differs"}',
 }
 SCORE = {"correct": 1.0, "partial": 0.5, "wrong": 0.0}
-
-
-def unscored_metric(m: dict[str, Any]) -> float:
-    """The "unscored" count (`memevals/count` when memevals is installed, else `count`)."""
-    (value,) = [v for k, v in m.items() if k.startswith("unscored/") and k.endswith("count")]
-    return float(value)
 
 
 def _plan() -> dict[str, tuple[list[str], str | None]]:
@@ -139,19 +134,18 @@ def test_unreadable_verdicts_get_one_retry_then_stay_unscored(tmp_path: Path) ->
 
     # the figures that reach the log on disk
     on_disk = read_eval_log(log.location)
-    m = metrics(on_disk)
-    assert unscored_metric(m) == unscored == 2 * len(UNREADABLE)
-    assert m["judge/mean"] == pytest.approx(sum(scored) / len(scored), abs=1e-12)
+    m = figures(on_disk)
+    assert m[("unscored", "count")] == unscored == 2 * len(UNREADABLE)
+    assert m[("judge", "mean")] == pytest.approx(sum(scored) / len(scored), abs=1e-12)
     folded = sum(scored) / (len(scored) + unscored)  # what counting unscored as 0 would give
-    assert m["judge/mean"] != pytest.approx(folded, abs=1e-6)
+    assert m[("judge", "mean")] != pytest.approx(folded, abs=1e-6)
     for category in ("single_hop", "temporal"):
         values = [
             SCORE[label]  # type: ignore[index]
             for i, (_, label) in enumerate(PLAN.values())
             if label is not None and ("single_hop" if i % 2 else "temporal") == category
         ]
-        (grouped,) = [v for k, v in m.items() if k.startswith("judge/") and k.endswith(category)]
-        assert grouped == pytest.approx(sum(values) / len(values), abs=1e-12)
+        assert m[("judge", category)] == pytest.approx(sum(values) / len(values), abs=1e-12)
 
 
 def test_a_flaky_grader_connection_changes_nothing(tmp_path: Path) -> None:
@@ -182,7 +176,7 @@ def test_a_flaky_grader_connection_changes_nothing(tmp_path: Path) -> None:
     assert injected >= 5
     assert flaky.status == healthy.status == "success"
     m = metrics(flaky)
-    assert unscored_metric(m) == 0.0
+    assert figures(flaky)[("unscored", "count")] == 0.0
     assert scores_by_id(flaky) == scores_by_id(healthy)
     assert m == metrics(healthy)
     judged = [s.scores["llm_judge"].metadata["label"] for s in flaky.samples or []]  # type: ignore[index]
