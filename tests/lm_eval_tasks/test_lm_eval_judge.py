@@ -22,6 +22,7 @@ pytest.importorskip("lm_eval")
 from cli_support import run_python
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
 from lm_eval_support import run_inspect, samples_of, write_lm_eval_samples
+from logged_figures import figures
 from scripted_judge import quoted_candidate, scripted_verdict
 
 from memevals.benchmarks.locomo.memory import no_context
@@ -75,15 +76,18 @@ def same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 
 
-def metrics_of(log: Any, scorer: str) -> dict[str, float]:
-    """Metric values by name; Inspect prefixes our metric names with `memevals/` when it sees
-    the package as installed (editable installs included), so the prefix is dropped."""
-    [score] = [s for s in log.results.scores if s.name == scorer]
-    return {k.removeprefix("memevals/"): v.value for k, v in score.metrics.items()}
+def metrics_of(log: Any, key: str) -> dict[str, float]:
+    """The logged figures of a dict score's key (`judge`, `unscored`), or of a result with
+    plain rows (`locomo_f1_scorer`), by figure name (tests/support/logged_figures.py)."""
+    return {figure: v for (k, figure), v in figures(log).items() if k == key}
+
+
+def result_names(log: Any) -> list[str]:
+    return [s.name for s in log.results.scores]
 
 
 def assert_same_metrics(a: dict[str, float], b: dict[str, float]) -> None:
-    assert a.keys() == b.keys()
+    assert a and a.keys() == b.keys()
     for k in a:
         assert same(float(a[k]), float(b[k])) or a[k] == pytest.approx(b[k], abs=1e-12), k
 
@@ -129,8 +133,11 @@ def test_locomo_verdicts_and_table_equal_the_inspect_task(data_dir: Path, tmp_pa
     assert 0 < sum(math.isnan(v) for v in values) < len(values)  # some unscored, not all
     assert {0.0, 1.0} <= {v for v in values if not math.isnan(v)}
 
-    for scorer in ("judge", "unscored", "locomo_f1_scorer"):
-        assert_same_metrics(metrics_of(run.log, scorer), metrics_of(log, scorer))
+    # the judge is one result, named by its scorer, in both logs
+    assert {"llm_judge", "locomo_f1_scorer"} <= set(result_names(log))
+    assert {"llm_judge", "locomo_f1_scorer"} <= set(result_names(run.log))
+    for key in ("judge", "unscored", "locomo_f1_scorer"):
+        assert_same_metrics(metrics_of(run.log, key), metrics_of(log, key))
 
     # the files written for the user
     rows = [json.loads(x) for x in (tmp_path / "judge_locomo.jsonl").read_text().splitlines()]
@@ -384,11 +391,15 @@ def test_event_summary_rouge_and_facts_equal_the_inspect_task(
         for key in ("fact_precision", "fact_recall", "fact_f1", "unscored"):
             assert same(float(posthoc[sid][key]), float(value[key])), (sid, key)
     assert lm_rows[items[0].id]["rouge1"] == 1.0
-    names = [sc.name for sc in log.results.scores]
-    assert names == [sc.name for sc in run.log.results.scores]
-    assert {"rouge1", "fact_f1", "unscored"} <= set(names)
-    for name in names:
-        assert_same_metrics(metrics_of(run.log, name), metrics_of(log, name))
+    # one result of the scorer, whose rows are every key's figures
+    names = result_names(log)
+    assert names == result_names(run.log)
+    assert "event_summary_scorer" in names and "rouge1" not in names
+    keys = {k for k, _ in figures(log)}
+    assert keys == {k for k, _ in figures(run.log)}
+    assert {"rouge1", "fact_f1", "unscored"} <= keys
+    for key in keys:
+        assert_same_metrics(metrics_of(run.log, key), metrics_of(log, key))
     unscored = [v["unscored"] for v in posthoc.values()]
     assert 0 < sum(unscored) < len(unscored)  # Melanie's summaries: unreadable grader replies
 
