@@ -45,7 +45,15 @@ from typing import Any
 
 from memevals.core.paired_statistics import PairedResult, holm_adjust, paired_comparison
 from memevals.results.axes import ordered_categories
-from memevals.results.runs import Run, RunSample, memory_settings, record_of, system_label
+from memevals.results.runs import (
+    Run,
+    RunSample,
+    agent_mode,
+    agent_settings,
+    memory_settings,
+    record_of,
+    system_label,
+)
 
 OVERALL = "overall"
 
@@ -186,10 +194,13 @@ def find_mismatches(a: Run, b: Run, scores: Sequence[str]) -> list[Mismatch]:
 
 
 def _context_name(run: Run, other: Run, keys: Sequence[str]) -> str:
-    """A run's name by its context settings: the mode when the modes differ, else the
-    settings that differ."""
+    """A run's name by its context settings: the mode when the modes differ (an agent run's
+    with its agent mode, `context=agent(files)`), else the settings that differ."""
     system = _system(run)
     mode = str(run.setting("context") or "full")
+    agent, other_agent = agent_settings(run), agent_settings(other)
+    if agent and ("context" in keys or agent_mode(agent) != agent_mode(other_agent)):
+        return f"context={mode}({agent_mode(agent)})"
     if "context" in keys or "memory" in keys:
         return f"context=memory({system})" if system else f"context={mode}"
     settings = _context(run, other)

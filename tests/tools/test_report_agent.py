@@ -30,6 +30,8 @@ from shared_runs import SharedRuns
 
 from memevals.core.agent_memory import AGENT_KEY
 from memevals.core.memory_harness import RESULT_CHARS
+from memevals.results.paired import factors_of, find_mismatches
+from memevals.results.reading.labels import with_settings
 from memevals.results.reading.model import Run
 from memevals.results.runs import context_label, record_of
 
@@ -217,17 +219,21 @@ def test_the_question_view_shows_the_stored_files(
 
 
 def _run(metadata: dict[str, Any]) -> Run:
-    return Run(
-        label="",
+    """A run of the agent mode as the reader makes it from a log (no samples)."""
+    run = Run(
+        label="m (x.eval)",
         path="x.eval",
         framework="inspect",
         benchmark="locomo",
         samples={},
         settings={},
+        used_context={"context": "agent"},
+        model="m",
         record=record_of("locomo", "locomo"),
         used={"context": "agent"},
         task_metadata={"agent": metadata},
     )
+    return with_settings(run)
 
 
 @pytest.mark.parametrize(
@@ -247,3 +253,28 @@ def _run(metadata: dict[str, Any]) -> Run:
 )
 def test_an_agent_run_is_named_by_its_mode(settings: dict[str, Any], label: str) -> None:
     assert context_label(_run(settings)) == label
+
+
+def test_two_agent_modes_are_one_factor_named_by_their_modes() -> None:
+    files = _run({"agent_memory": "files", "agent_steps": 8})
+    summary = _run(
+        {
+            "agent_memory": "compaction",
+            "agent_steps": 8,
+            "agent_compaction": "summary",
+            "agent_window": 6000,
+        }
+    )
+    assert files.label == "m + agent files (x.eval)"
+    differences = find_mismatches(files, summary, [])
+    assert {m.factor for m in differences} == {"context"}
+    assert "agent_memory: A='files', B='compaction'" in [m.detail for m in differences]
+    [factor] = factors_of(files, summary, differences)
+    assert (factor.a, factor.b) == (
+        "context=agent(files)",
+        "context=agent(compaction, summary, window=6000)",
+    )
+    # the same mode with other rounds: named by the setting that differs
+    more = _run({"agent_memory": "files", "agent_steps": 12})
+    [factor] = factors_of(files, more, find_mismatches(files, more, []))
+    assert (factor.a, factor.b) == ("agent_steps=8", "agent_steps=12")
