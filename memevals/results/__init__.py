@@ -1,9 +1,9 @@
 """The analysis library of results: what a notebook imports to read runs and compute on them.
 
 Pure functions over runs (Inspect logs and lm-eval sample files): reading them, a row of
-figures per run, paired comparisons, categories in their benchmark's order, memory and cost
-figures, and every number as text (`formatting`). Nothing here prints, writes HTML or parses a
-command line: the renderers (`memevals.render`) and the commands (`memevals.tools`) do.
+figures per run, paired comparisons, categories in their benchmark's order, memory, agent and
+cost figures, and every number as text (`formatting`). Nothing here prints, writes HTML or
+parses a command line: the renderers (`memevals.render`) and the commands (`memevals.tools`) do.
 
     from memevals.results import load_runs, load_rows, compare_runs
     rows = load_rows(["logs/"])
@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memevals.results.agent import agent_figures
     from memevals.results.axes import ordered_categories
     from memevals.results.columns import table_records
     from memevals.results.cost import CacheRule, Estimate, estimate
@@ -50,6 +51,7 @@ __all__ = [
     "RunError",
     "RunSample",
     "above_ceiling",
+    "agent_figures",
     "check_same_benchmark",
     "compare_runs",
     "comparison_records",
@@ -83,6 +85,7 @@ _HOME = {
     "RunError": "memevals.results.runs",
     "RunSample": "memevals.results.runs",
     "above_ceiling": "memevals.results.rows",
+    "agent_figures": "memevals.results.agent",
     "check_same_benchmark": "memevals.results.paired",
     "compare_runs": "memevals.results.paired",
     "comparison_records": "memevals.results.paired",
