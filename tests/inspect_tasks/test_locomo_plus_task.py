@@ -17,6 +17,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
+from logged_figures import figures
 from scripted_judge import judge_labels, quoted_candidate
 
 from memevals.benchmarks.locomo.data import load_locomo
@@ -197,6 +198,7 @@ def test_all_2387_samples_with_scripted_answerer_and_grader(full_task: Any, tmp_
     assert log.status == "success", log.error
     assert log.results is not None and log.results.completed_samples == 2387
     got = _metrics(log)
+    judged = figures(log)
 
     # independent expectation from the scripted rules
     judge: dict[str, list[float]] = defaultdict(list)
@@ -220,12 +222,12 @@ def test_all_2387_samples_with_scripted_answerer_and_grader(full_task: Any, tmp_
         return sum(xs) / len(xs)
 
     assert unscored == 10
-    assert got[("unscored", "", "count")] == 10
-    assert math.isclose(got[("judge", "", "mean")], mean(judge["all"]), abs_tol=1e-12)
+    assert judged[("unscored", "count")] == 10
+    assert math.isclose(judged[("judge", "mean")], mean(judge["all"]), abs_tol=1e-12)
     for group in SIX:
-        assert math.isclose(got[("judge", "grouped", group)], mean(judge[group]), abs_tol=1e-12)
+        assert math.isclose(judged[("judge", group)], mean(judge[group]), abs_tol=1e-12)
     for relation in RELATIONS:
-        value = got[("judge", "relation_type", relation)]
+        value = judged[("judge", relation)]
         assert math.isclose(value, mean(judge[relation]), abs_tol=1e-12), relation
     assert len(judge["cognitive"]) == 391 and len(judge["all"]) == 2377
     assert len(f1["all"]) == 1986
@@ -291,7 +293,9 @@ def test_cli_bare_name_runs_every_category(
     assert log.status == "success" and log.eval.task.endswith("locomo_plus")
     assert log.results is not None and log.results.completed_samples == len(ids) == 81
     got = _metrics(log)
-    assert got[("unscored", "", "count")] == 81  # "Default output from mockllm" is no verdict
+    judged = figures(log)
+    assert judged[("unscored", "count")] == 81  # "Default output from mockllm" is no verdict
+    assert not [k for k in judged if k[0] == "judge"]  # no figure over no scored sample
     # F1 of mockllm's fixed reply against each asked LoCoMo gold, computed here from the adapter
     asked = [golds[i] for i in ids if i in golds]
     expected_f1 = sum(locomo_f1(default, qa.answer, qa.category) for qa in asked) / len(asked)
@@ -300,7 +304,11 @@ def test_cli_bare_name_runs_every_category(
     assert {k[2] for k in got if k[:2] == ("locomo_plus_f1", "grouped")} == set(SIX[:5])
     scores = {s.name: s for s in log.results.scores}
     assert scores["locomo_plus_f1"].scored_samples == len(asked) == 71
-    assert scores["judge"].unscored_samples == 81
+    # the judge is one result named by its scorer, counting every sample with a score dict
+    assert (
+        scores["locomo_plus_judge"].scored_samples,
+        scores["locomo_plus_judge"].unscored_samples,
+    ) == (81, 0)
 
 
 @pytest.mark.slow
@@ -366,8 +374,10 @@ def test_real_smollm2_answers_and_judges_cognitive_samples(
     )[0]
     assert log.status == "success", log.error
     assert log.samples is not None and sorted(str(s.id) for s in log.samples) == ids
-    judge = {s.name: s for s in log.results.scores}["judge"]  # type: ignore[union-attr]
-    assert (judge.scored_samples or 0) + (judge.unscored_samples or 0) == len(ids)
+    judge = {s.name: s for s in log.results.scores}["locomo_plus_judge"]  # type: ignore[union-attr]
+    assert (judge.scored_samples, judge.unscored_samples) == (len(ids), 0)
+    unscored = sum(s.scores["locomo_plus_judge"].value["unscored"] for s in log.samples)  # type: ignore[index]
+    assert figures(log)[("unscored", "count")] == unscored
     for sample in log.samples:
         assert sample.output.completion.strip()  # the model really answered
         assert sample.metadata["prompt_tokens"] < 200  # cue + trigger + instruction
