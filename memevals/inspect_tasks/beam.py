@@ -68,6 +68,7 @@ def beam(
     agent_steps: int | None = None,
     agent_compaction: str | None = None,
     agent_window: int | None = None,
+    agent_write_tokens: int | None = None,
     agent_mcp: str | None = None,
 ) -> Task:
     """BEAM's probing questions, each answer judged against its rubric by the grader role.

@@ -82,14 +82,14 @@ def longmemeval(
     agent_steps: int | None = None,
     agent_compaction: str | None = None,
     agent_window: int | None = None,
+    agent_write_tokens: int | None = None,
     agent_mcp: str | None = None,
     protocol: str = _O.protocol.name,
     uncertainty: str = _O.uncertainty,
 ) -> Task:
     """LongMemEval's 500 questions (oracle, S or M histories), judged per question type by the
     grader role; its own options (variant, categories, chain_of_note, ...): README#parameters."""
-    given = dict(locals())
-    agent = agent_mode.options_of(given)
+    agent = agent_mode.options_of(given := dict(locals()))
     if agent is not None and chain_of_note:
         raise ValueError("chain_of_note does not apply with context=agent")
     host = agent_mode.host_values(given)

@@ -300,7 +300,7 @@ def test_lm_eval_and_the_posthoc_judge_find_the_toy(toy_runs: ToyRuns) -> None:
     values = {(m["scorer"], m["metric"]): m["value"] for m in summary["metrics"]}
     assert values[("toy_exact", "mean")] == pytest.approx(1 / 10)
     # the scripted grader credits a reply equal to the reference: the same one question
-    assert values[("judge", "mean")] == pytest.approx(1 / 10)
+    assert values[("llm_judge", "mean")] == pytest.approx(1 / 10)
     rows = [json.loads(x) for x in (judged / "judge_toy.jsonl").read_text().splitlines()]
     assert {r["id"] for r in rows if r["label"] == "correct"} == {"c1-q1"}
     assert {r["criterion"] for r in rows} == {"toy_exact"}  # the toy's own criterion

@@ -192,8 +192,7 @@ def test_a_fresh_inspect_runs_a_bare_name_and_rescores_with_a_memevals_scorer(
     assert scored.returncode == 0, scored.stderr[-3000:]
     after = read_eval_log(str(rescored))
     assert after.results is not None
-    judged = {s.name: s for s in after.results.scores if s.scorer == "llm_judge"}
+    [judged] = [s for s in after.results.scores if s.scorer == "llm_judge"]
     # mockllm's replies are no verdicts: both samples unscored, counted by the real judge's
-    # own metric (a stand-in has none)
-    assert judged["unscored"].metrics["count"].value == 2
-    assert judged["judge"].unscored_samples == 2
+    # own metric (a stand-in has none), and no figure is left for the judge
+    assert {k: m.value for k, m in judged.metrics.items()} == {"unscored": 2}
