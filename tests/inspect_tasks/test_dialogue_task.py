@@ -16,7 +16,8 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessage, ContentImage, ContentText, ModelOutput, get_model
-from inspect_results import merged_scores, metric_values
+from inspect_results import merged_scores
+from logged_figures import figures
 
 import memevals.inspect_tasks.images as images_glue
 from memevals.benchmarks.locomo import memory as memory
@@ -278,13 +279,26 @@ def test_scripted_replies_are_scored_exactly(data_dir: Path, tmp_path: Path) -> 
             assert v["bleu1"] == pytest.approx(1.0) and v["rougeL"] == 1.0
             assert v["bertscore_f1"] == pytest.approx(1.0, abs=1e-5)
         stats.append(bleu_stats(pred, ref, 2))
-    metrics = metric_values(log)
-    assert metrics[("bleu2", "corpus_bleu_metric")] == pytest.approx(corpus_bleu(stats, 2))
-    assert metrics[("bleu1", "corpus_bleu_metric")] == pytest.approx(corpus_bleu(stats, 1))
-    means = {k: sum(merged_scores(s)[k] for s in log.samples) / 6 for k in ("bleu1", "rougeL")}
-    assert metrics[("bleu1", "mean")] == pytest.approx(means["bleu1"])
-    assert metrics[("rougeL", "mean")] == pytest.approx(means["rougeL"])
-    assert ("bertscore_f1", "mean") in metrics
+    # one result per scorer; every overlap row prefixed by its key (peer figures), intervals
+    # only under -T uncertainty=full
+    assert log.results is not None
+    results = {s.name: list(s.metrics) for s in log.results.scores}
+    assert results == {
+        "dialogue_overlap": [
+            *(f"bleu{n}{row}" for n in (1, 2) for row in ("", "_stderr", "_corpus")),
+            "rougeL",
+            "rougeL_stderr",
+        ],
+        "dialogue_bertscore": ["mean", "stderr", "ci_lower", "ci_upper"],
+    }
+    assert all(s.scored_samples == 6 for s in log.results.scores)
+    metrics = figures(log)
+    assert metrics[("bleu2", "corpus")] == pytest.approx(corpus_bleu(stats, 2))
+    assert metrics[("bleu1", "corpus")] == pytest.approx(corpus_bleu(stats, 1))
+    keys = ("bleu1", "rougeL", "bertscore_f1")
+    means = {k: sum(merged_scores(s)[k] for s in log.samples) / 6 for k in keys}
+    for key in keys:
+        assert metrics[(key, "mean")] == pytest.approx(means[key])
     assert log.eval.metadata is not None
     assert log.eval.metadata["memory"]["context"] == "session"
 
@@ -348,7 +362,10 @@ def test_images_are_sent_or_fall_back_to_captions(
     texts = "".join(p.text for c in seen for p in c if isinstance(p, ContentText))
     for caption in captions:
         assert f"and shared this image: {caption}." in texts
-    metrics = metric_values(log)
+    assert log.results is not None
+    [images] = [s for s in log.results.scores if s.name == "dialogue_images"]
+    assert list(images.metrics) == ["images_sent", "image_fallbacks"]
+    metrics = figures(log)
     assert metrics[("image_fallbacks", "count")] == len(captions)
     assert metrics[("images_sent", "count")] == sent
     assert any("could not be fetched" in r.message for r in caplog.records)
@@ -402,10 +419,10 @@ def test_real_cli_dialogue(inspect_cli: Any, tmp_path: Path) -> None:
         bert = sample.scores["dialogue_bertscore"].metadata  # type: ignore[index]
         assert bert is not None and (bert["model"], bert["num_layers"]) == (MINILM, MINILM_LAYER)
     assert log.eval.metadata is not None and log.eval.metadata["bertscore_layers"] == 6
-    metrics = metric_values(log)
+    metrics = figures(log)
     for key in ("bleu1", "bleu2", "rougeL", "bertscore_f1"):
         assert 0.0 <= metrics[(key, "mean")] <= 1.0
-    assert ("bleu2", "corpus_bleu_metric") in metrics
+    assert 0.0 <= metrics[("bleu2", "corpus")] <= 1.0
     assert log.eval.metadata is not None
     assert log.eval.metadata["memory"]["retrieval_unit"] == "observation"
 
@@ -440,4 +457,5 @@ def test_real_smollm2_continues_the_conversation(
         v = merged_scores(sample)
         for key in ("bleu1", "bleu2", "rougeL", "bertscore_f1"):
             assert 0.0 <= v[key] <= 1.0
-    assert ("bertscore_f1", "mean") in metric_values(log)
+    bert = [merged_scores(s)["bertscore_f1"] for s in log.samples]
+    assert figures(log)[("bertscore_f1", "mean")] == pytest.approx(sum(bert) / 2)

@@ -13,10 +13,11 @@ import pytest
 
 pytest.importorskip("lm_eval")
 
-from inspect_results import merged_scores, metric_values
+from inspect_results import merged_scores
 from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 from lm_eval_support import TableLM, inspect_prompt, run_inspect, run_lm_eval_cli, samples_of
+from logged_figures import figures
 
 from memevals.benchmarks.locomo_dialogue.scoring import (
     BleuStats,
@@ -226,12 +227,12 @@ def test_scores_match_across_frameworks(
     bleu1 = [s["bleu1"] for s in lm_samples.values()]
     assert len(set(bleu1)) >= 4 and 0.0 in bleu1 and max(bleu1) == pytest.approx(1.0)
 
-    metrics = metric_values(log)
+    metrics = figures(log)
     for key in keys:
         assert row[f"{key},none"] == pytest.approx(metrics[(key, "mean")], abs=1e-12), key
     for order in (1, 2):
         corpus = row[f"corpus_bleu{order},none"]
-        assert corpus == metrics[(f"bleu{order}", "corpus_bleu_metric")]
+        assert corpus == metrics[(f"bleu{order}", "corpus")]
         assert corpus == corpus_bleu(stats, order)
         assert 0.0 < corpus < 1.0
 
