@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from event_summary_grader import scripted_grader
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
+from logged_figures import figures
 
 from memevals.benchmarks.locomo.data import load_locomo
 from memevals.benchmarks.locomo_event_summary.prompts import (
@@ -31,16 +32,6 @@ def _score(sample: Any) -> Any:
     """The event summary score (named with or without the `memevals/` prefix)."""
     [score] = [v for k, v in sample.scores.items() if k.endswith("event_summary_scorer")]
     return score
-
-
-def _metrics(log: EvalLog) -> dict[tuple[str, str], float]:
-    """(score key, metric) -> value; `memevals/count` (installed name) is shortened to count."""
-    assert log.results is not None
-    return {
-        (s.name, name.removeprefix("memevals/")): float(m.value)
-        for s in log.results.scores
-        for name, m in s.metrics.items()
-    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -152,12 +143,27 @@ def test_scripted_run_gives_exact_fact_scores_and_unscored_samples(
     assert m.value["unscored"] == 1 and m.value["rouge1"] > 0
     assert m.metadata is not None and len(m.metadata["grader_replies"]) == 2
     assert m.explanation is not None and m.explanation.startswith("UNSCORED")
-    metrics = _metrics(log)
+    metrics = figures(log)
     assert metrics[("fact_precision", "mean")] == p  # the unscored sample is left out
     assert metrics[("fact_recall", "mean")] == r
+    assert metrics[("fact_f1", "mean")] == c.value["fact_f1"]
     assert metrics[("unscored", "count")] == 1.0
-    # one conversation: its clustered stderr is undefined, so it is left out (no NaN row)
-    assert ("rouge1", "mean") in metrics and ("rougeL", "stderr") not in metrics
+    for key in ("rouge1", "rouge2", "rougeL"):
+        assert metrics[(key, "mean")] == pytest.approx((c.value[key] + m.value[key]) / 2)
+    # one result, named by its scorer, every key prefixed (peer figures); one conversation:
+    # its clustered stderr is undefined, so it is left out (no NaN row); no intervals by default
+    assert log.results is not None
+    [result] = log.results.scores
+    assert result.name == "event_summary_scorer" and result.scored_samples == 2
+    assert list(result.metrics) == [
+        "rouge1",
+        "rouge2",
+        "rougeL",
+        "fact_precision",
+        "fact_recall",
+        "fact_f1",
+        "unscored",
+    ]
 
 
 def test_incremental_summarises_session_by_session(data_dir: Path, tmp_path: Path) -> None:
@@ -228,12 +234,16 @@ def test_real_cli_reports_rouge_and_counts_unscored(inspect_cli: Any, tmp_path: 
     [path] = (tmp_path / "logs").glob("*.eval")
     log = read_eval_log(str(path))
     assert log.status == "success" and log.eval.task == "locomo_event_summary"
-    metrics = _metrics(log)
+    metrics = figures(log)
     assert metrics[("unscored", "count")] == 2.0
     assert metrics[("rouge1", "mean")] > 0.0
     # every sample unscored: the fact figures are undefined, left out (no row, never 0 or NaN)
     assert not [key for key in metrics if key[0] in ("fact_precision", "fact_recall", "fact_f1")]
     assert not [key for key, value in metrics.items() if math.isnan(value)]
+    assert log.results is not None
+    [result] = log.results.scores
+    assert result.name == "event_summary_scorer" and result.scored_samples == 2
+    assert list(result.metrics) == ["rouge1", "rouge2", "rougeL", "unscored"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -264,5 +274,5 @@ def test_real_smollm2_incremental_summary(
     assert value["unscored"] == 0
     for key in ("rouge1", "rouge2", "rougeL", "fact_precision", "fact_recall", "fact_f1"):
         assert 0.0 <= value[key] <= 1.0
-    metrics = _metrics(log)
+    metrics = figures(log)
     assert ("fact_f1", "mean") in metrics and ("rougeL", "mean") in metrics
