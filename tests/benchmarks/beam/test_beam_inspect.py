@@ -16,6 +16,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ModelOutput, get_model
+from logged_figures import figures
 
 from memevals.benchmarks.beam.data import conversations
 from memevals.benchmarks.beam.memory import beam_memory, rag_context
@@ -27,16 +28,6 @@ from memevals.inspect_tasks.beam import beam
 
 GRADER = TESTS / "support" / "beam_grader.py"
 ABILITIES = ("event_ordering", "knowledge_update")
-
-
-def metrics(log: EvalLog, *names: str) -> dict[str, float]:
-    """The metrics of the named scores (a dict-valued scorer logs one score per key)."""
-    assert log.results is not None
-    out: dict[str, float] = {}
-    for score in log.results.scores:
-        if score.name.rsplit("/", 1)[-1] in names:
-            out |= {m.name.rsplit("/", 1)[-1]: float(m.value) for m in score.metrics.values()}
-    return out
 
 
 def judged(log: EvalLog) -> list[tuple[Any, dict[str, Any]]]:
@@ -108,11 +99,16 @@ def test_beam_through_the_real_cli(tmp_path: Path) -> None:
             assert score.metadata["equivalence_calls"] == len(md["rubric"])
             assert score.value["beam"] == score.metadata["event_order"]["tau_norm"]
         rows.append(BeamRow(md["conversation"], md["category"], score.value["beam"]))
-    got = metrics(log, "beam", "unscored")
+    got = figures(log)
     summary = summarize(rows)
-    assert got["overall"] == summary.overall
-    assert {a: got[a] for a in summary.per_ability} == summary.per_ability
-    assert got["count"] == 0.0  # unscored
+    assert got[("beam", "overall")] == summary.overall
+    assert {a: got[("beam", a)] for a in summary.per_ability} == summary.per_ability
+    assert got[("unscored", "count")] == 0.0
+    # one result named by the scorer: beam's figures under their own names, then the count
+    assert log.results is not None
+    [judge] = [s for s in log.results.scores if s.name == "beam_judge"]
+    assert judge.scored_samples == 4
+    assert list(judge.metrics) == ["overall", "stderr", *summary.per_ability, "unscored"]
 
 
 def _reply_for(messages: list[ChatMessage], half: bool) -> ModelOutput:
@@ -187,8 +183,9 @@ def test_memory_bm25_on_500k_ingests_each_conversation_once(tmp_path: Path) -> N
         log_dir=str(tmp_path),
     )
     assert log.status == "success", log.error
-    figures = metrics(log, "memory_system")
-    assert figures["ingestions"] == 3.0 and figures["cache_hits"] == 0.0
+    got = figures(log)
+    assert got[("memory_system", "ingestions")] == 3.0
+    assert got[("memory_system", "cache_hits")] == 0.0
     texts = official_texts()
     rag = beam_memory(MemoryOptions(context="rag", top_k=3), protocol=OFFICIAL)
     convs = {c.id: c for c in conversations("500K")[:3]}
@@ -200,7 +197,7 @@ def test_memory_bm25_on_500k_ingests_each_conversation_once(tmp_path: Path) -> N
         sent = next(m for m in sample.messages if m.role == "user").text
         assert sent == texts.rag_prompt(rag_context(chunks), md["question"])
         assert not [m for m in sample.messages if m.role == "system"]
-    assert not math.isnan(metrics(log, "beam")["overall"])
+    assert not math.isnan(got[("beam", "overall")])
 
 
 def test_unknown_option_and_size_are_clear_errors() -> None:
