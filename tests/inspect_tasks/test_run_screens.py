@@ -168,22 +168,7 @@ def test_all_unscored_judge_shows_the_count_and_no_figure(logs: dict[str, EvalLo
     }
 
 
-#: Runs whose names an 80-column screen still cuts to one stub: LongMemEval's question types
-#: (`single_session_user`, `single_session_assistant`: `single_sessio…`) name its judge's and
-#: its prompt size's per-type rows; they are the benchmark's own names, which its module
-#: (memevals/inspect_tasks/longmemeval.py) would have to shorten.
-CUT_AT_80 = {"longmemeval"}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="LongMemEval's type names"))
-        if n in CUT_AT_80
-        else n
-        for n in RUNS
-    ],
-)
+@pytest.mark.parametrize("name", list(RUNS))
 def test_80_columns(logs: dict[str, EvalLog], name: str) -> None:
     """At 80 columns (`--display plain` in a default terminal) Inspect cuts long names; no two
     of memevals' names are cut to the same stub, and no row is NaN."""
