@@ -19,11 +19,13 @@ def _figure(row: str, key: str, figures: list[str], lead: bool) -> str:
     return row[len(key) + 1 :] if row.startswith(f"{key}_") else row
 
 
-def figures(log: EvalLog) -> dict[tuple[str, str], float]:
+def figures(log: EvalLog, scorer: str | None = None) -> dict[tuple[str, str], float]:
     """Every logged figure of `log`, keyed (score key, figure).
 
     Args:
         log: a finished run.
+        scorer: only that scorer's results (a run with an appended re-judge holds two results
+            with a `judge` key: `llm_judge` and `llm_judge1`).
 
     Returns:
         (key, figure) -> value.
@@ -31,6 +33,8 @@ def figures(log: EvalLog) -> dict[tuple[str, str], float]:
     assert log.results is not None, log.error
     out: dict[tuple[str, str], float] = {}
     for score in log.results.scores:
+        if scorer is not None and score.scorer != scorer:
+            continue
         for row, m in score.metrics.items():
             params = m.params or {}
             if m.group == "keyed" and "key" in params:
