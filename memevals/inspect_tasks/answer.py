@@ -10,7 +10,7 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target
 from inspect_ai.solver import TaskState
 
-from memevals.inspect_tasks.retrieval import sample_prompt_tokens
+from memevals.inspect_tasks.context_scorers import sample_prompt_tokens
 
 __all__ = ["AnswerRule", "answer_scorer"]
 

@@ -14,12 +14,12 @@ from memevals.benchmarks.beam.rubric_judge import check_posthoc, judge_question
 from memevals.benchmarks.beam.samples import MEMEVALS_JUDGE_MAX_TOKENS, BeamOptions
 from memevals.core.options import options_from
 from memevals.core.protocol import DEFAULT
-from memevals.inspect_tasks import agent_memory as agent_mode
+from memevals.inspect_tasks import agent_task as agent_mode
 from memevals.inspect_tasks import common
 from memevals.inspect_tasks.adapters import aggregate_metric, grader_score
-from memevals.inspect_tasks.memory_system import memory_system
+from memevals.inspect_tasks.context_scorers import prompt_tokens
+from memevals.inspect_tasks.memory_under_test import memory_system
 from memevals.inspect_tasks.metrics import keyed
-from memevals.inspect_tasks.retrieval import prompt_tokens
 
 __all__ = ["beam", "beam_judge", "posthoc_scorers"]
 

@@ -67,7 +67,7 @@ def task_from_build(build: Build, scorers: Sequence[Scorer], *, name: str) -> Ta
     Returns:
         The Task.
     """
-    from memevals.inspect_tasks.memory_system import solver_chain
+    from memevals.inspect_tasks.memory_under_test import solver_chain
 
     generation = build.generation
     return Task(

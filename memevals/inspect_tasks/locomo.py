@@ -15,8 +15,8 @@ from memevals.core.memory_options import MemoryOptions as _M
 from memevals.core.options import options_from
 from memevals.core.protocol import DEFAULT, MEMEVALS, OFFICIAL
 from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY
-from memevals.inspect_tasks import agent_memory as agent_mode
-from memevals.inspect_tasks import common, retrieval
+from memevals.inspect_tasks import agent_task as agent_mode
+from memevals.inspect_tasks import common, context_scorers
 from memevals.inspect_tasks import official_scorer as upstream
 from memevals.inspect_tasks.answer import answer_scorer
 
@@ -40,10 +40,10 @@ def locomo_official_judge() -> Scorer:
     return upstream.official_judge_score(prediction_for_scoring)
 
 
-@scorer(metrics=retrieval.retrieval_metrics())
+@scorer(metrics=context_scorers.retrieval_metrics())
 def evidence_recall() -> Scorer:
     """Official LoCoMo R@k: the mean per category is the official per-category recall."""
-    return retrieval.recall_scorer(evidence_recall_rule)
+    return context_scorers.recall_scorer(evidence_recall_rule)
 
 
 @common.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
@@ -92,8 +92,8 @@ def locomo(
     official, runs = locomo_official_judge, options.judge_runs
     judges = [upstream.protocol_judge(options.protocol, runs, official)] if options.judge else []
     build, subject = agent_mode.split(samples.build(options), agent)
-    recall = retrieval.retrieval_scorers_for(build, evidence_recall())
-    scorers = [locomo_f1_scorer(), *recall, *judges, retrieval.prompt_tokens()]
+    recall = context_scorers.retrieval_scorers_for(build, evidence_recall())
+    scorers = [locomo_f1_scorer(), *recall, *judges, context_scorers.prompt_tokens()]
     built = common.task_from_build(build, scorers, name="locomo")
     return agent_mode.agent_task(built, subject, agent, options.memory.memory_cache is not False)
 

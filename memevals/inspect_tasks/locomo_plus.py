@@ -12,12 +12,18 @@ from memevals.benchmarks.locomo.memory import CONTEXT_MODES, RETRIEVAL_UNITS
 from memevals.benchmarks.locomo_plus import data, official_judge, prompts, samples, scoring
 from memevals.core.memory_options import MemoryOptions as _M
 from memevals.core.options import options_from
-from memevals.inspect_tasks import agent_memory as agent_mode
-from memevals.inspect_tasks import common, retrieval
+from memevals.inspect_tasks import agent_task as agent_mode
+from memevals.inspect_tasks import common
 from memevals.inspect_tasks import sample_kinds as kinds
+from memevals.inspect_tasks.context_scorers import (
+    retrieval_metrics,
+    selected_k,
+    turn_precision,
+    turn_recall,
+)
 from memevals.inspect_tasks.judge_scorer import judge_runs_args
 from memevals.inspect_tasks.locomo import evidence_recall, locomo_f1_scorer
-from memevals.inspect_tasks.memory_system import memory_system
+from memevals.inspect_tasks.memory_under_test import memory_system
 
 __all__ = ["cue_recall", "locomo_plus", "locomo_plus_f1", "locomo_plus_judge", "posthoc_scorers"]
 _O, COGNITIVE, QUESTION = samples.LocomoPlusOptions, prompts.COGNITIVE, prompts.is_question
@@ -35,8 +41,8 @@ def locomo_plus_f1() -> Scorer:
 
 
 #: LoCoMo's retrieval scorers, LoCoMo questions only (cognitive samples have no evidence ids).
-_LOCOMO = [evidence_recall, retrieval.turn_precision, retrieval.turn_recall, retrieval.selected_k]
-RETRIEVAL = kinds.subset_scorers("locomo_plus", _LOCOMO, QUESTION, retrieval.retrieval_metrics)
+_LOCOMO = [evidence_recall, turn_precision, turn_recall, selected_k]
+RETRIEVAL = kinds.subset_scorers("locomo_plus", _LOCOMO, QUESTION, retrieval_metrics)
 
 
 @scorer(metrics=[mean(), common.stderr_clustered(), _by_relation()[0]])

@@ -12,12 +12,12 @@ from memevals.benchmarks.longmemeval.memory import CONTEXT_MODES, RETRIEVAL_UNIT
 from memevals.benchmarks.longmemeval.samples import JUDGE_MAX_TOKENS, LongMemEvalOptions
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import options_from
-from memevals.inspect_tasks import agent_memory as agent_mode
+from memevals.inspect_tasks import agent_task as agent_mode
 from memevals.inspect_tasks import common, judge_scorer, notes, scorer_parts
 from memevals.inspect_tasks.adapters import aggregate_metric
-from memevals.inspect_tasks.memory_system import memory_system
+from memevals.inspect_tasks.context_scorers import prompt_tokens
+from memevals.inspect_tasks.memory_under_test import memory_system
 from memevals.inspect_tasks.metrics import judge_metrics, keyed
-from memevals.inspect_tasks.retrieval import prompt_tokens
 
 __all__ = ["longmemeval", "longmemeval_judge", "longmemeval_retrieval", "posthoc_scorers"]
 

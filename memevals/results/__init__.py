@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from memevals.results.columns import table_records
     from memevals.results.cost import CacheRule, Estimate, estimate
     from memevals.results.formatting import dollars, too_few_text
-    from memevals.results.memory import memory_figures
+    from memevals.results.memory_figures import memory_figures
     from memevals.results.paired import (
         FACTORS,
         BenchmarkMismatch,
@@ -96,7 +96,7 @@ _HOME = {
     "flipped_rows": "memevals.results.paired",
     "load_rows": "memevals.results.rows",
     "load_runs": "memevals.results.runs",
-    "memory_figures": "memevals.results.memory",
+    "memory_figures": "memevals.results.memory_figures",
     "ordered_categories": "memevals.results.axes",
     "row_from_run": "memevals.results.rows",
     "table_records": "memevals.results.columns",

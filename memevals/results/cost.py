@@ -56,7 +56,7 @@ from inspect_ai.util import registry_info
 from memevals.benchmarks import record_for_task, records
 from memevals.core.agent_memory import NOTE_SHARE
 from memevals.core.tokens import TokenCounter, get_token_counter
-from memevals.inspect_tasks.agent_memory import write_estimates
+from memevals.inspect_tasks.agent_task import write_estimates
 from memevals.inspect_tasks.common import check_task_options, task_options
 
 #: Tokens added per message and per request (OpenAI's chat-format accounting).

@@ -58,7 +58,7 @@ from memevals.core import statistics
 from memevals.core.agreement import agreement_figures, repeated_agreement
 from memevals.core.benchmark import Benchmark
 from memevals.results.agent import agent_figures
-from memevals.results.memory import memory_figures
+from memevals.results.memory_figures import memory_figures
 from memevals.results.runs import (
     NO_CATEGORY,
     Run,

@@ -25,7 +25,7 @@ from memevals.render.markdown import MAX_WIDTH, markdown_tables
 from memevals.results import rows as _rows
 from memevals.results.columns import table_records
 from memevals.results.formatting import UNDEFINED, too_few_note, too_few_text
-from memevals.results.memory import memory_figures
+from memevals.results.memory_figures import memory_figures
 from memevals.results.rows import NO_JUDGE, KindScores, Row, above_ceiling, disambiguate
 from memevals.results.runs import Run, read_inspect_log
 

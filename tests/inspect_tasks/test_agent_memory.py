@@ -29,7 +29,7 @@ from memevals.benchmarks.locomo.prompts import answer_f1
 from memevals.core.agent_memory import READING_INTRO
 from memevals.core.options import AGENT_DEFAULTS
 from memevals.core.tokens import get_token_counter
-from memevals.inspect_tasks.agent_memory import write_estimates
+from memevals.inspect_tasks.agent_task import write_estimates
 from memevals.inspect_tasks.locomo import locomo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

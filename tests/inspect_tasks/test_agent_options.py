@@ -16,7 +16,7 @@ from scripted_agent import ANSWER, COMPACTED, SESSION, SUMMARY_REQUEST
 
 from memevals.benchmarks.locomo.official import ANSWER_TOKENS
 from memevals.core.tokens import get_token_counter
-from memevals.inspect_tasks.agent_memory import write_estimates
+from memevals.inspect_tasks.agent_task import write_estimates
 from memevals.results.cost import build_task
 from memevals.tools.estimate import main as estimate_main
 

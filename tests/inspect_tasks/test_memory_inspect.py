@@ -103,7 +103,7 @@ def test_prompt_tokens_scorer_counts_plain_samples(tmp_path: Path) -> None:
     from inspect_ai.model import ChatMessageSystem, ChatMessageUser
     from inspect_ai.solver import generate
 
-    from memevals.inspect_tasks.retrieval import prompt_tokens
+    from memevals.inspect_tasks.context_scorers import prompt_tokens
 
     cat = {"category": "demo"}  # every memevals sample has one (per-category metric)
     samples = [

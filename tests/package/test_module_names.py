@@ -21,11 +21,7 @@ TESTS = REPO / "tests"
 #: Shared modules (relative to the checkout) whose name still clashes; each must exist.
 PENDING = frozenset(
     {
-        "memevals/inspect_tasks/agent_memory.py",
         "memevals/inspect_tasks/common.py",
-        "memevals/inspect_tasks/memory_system.py",
-        "memevals/inspect_tasks/retrieval.py",
-        "memevals/results/memory.py",
     }
 )
 

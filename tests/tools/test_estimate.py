@@ -130,7 +130,7 @@ def test_cli_prints_the_agent_write_pass_once_per_history(
     per history the samples ask about (the first three LoCoMo questions: conv-26 only), equal
     to the agent module's own per-history figures; other modes print no such block."""
     from memevals.core.tokens import get_token_counter
-    from memevals.inspect_tasks.agent_memory import write_estimates
+    from memevals.inspect_tasks.agent_task import write_estimates
     from memevals.results.cost import build_task
 
     args = ["-T", "context=agent", "-T", "protocol=memevals", "--limit", "3"]

@@ -1,11 +1,11 @@
 """`-T context=agent` on Inspect (docs/agent_memory.md): the model under test keeps its own memory
 of each history and answers from it. A thin module calls, in order:
 
-    agent = agent_memory.options_of(locals())            # None unless context=agent
-    options = options_from(_O, agent_memory.host_values(locals()), where=...)
-    build, subject = agent_memory.split(samples.build(options), agent)
+    agent = agent_mode.options_of(locals())            # None unless context=agent
+    options = options_from(_O, agent_mode.host_values(locals()), where=...)
+    build, subject = agent_mode.split(samples.build(options), agent)
     ... its scorers of `build`, its task from `build` ...
-    return agent_memory.agent_task(task, subject, agent, cache=...)
+    return agent_mode.agent_task(task, subject, agent, cache=...)
 
 The task's solver becomes `agent_answer`: the sample's history is written once (the write pass,
 memevals.inspect_tasks.agent_solver; one writer per history while its other questions wait,
