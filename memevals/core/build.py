@@ -4,7 +4,7 @@ Both frameworks call one assembly per benchmark and read the same typed result: 
 items (the samples or documents), the run's log metadata (Inspect's `Task(metadata=)`), the
 reader's generation settings, and the memory system under test when a run names one. The
 Inspect glue turns a Build into a Task without knowing the benchmark
-(memevals.inspect_tasks.common.task_from_build); the lm-eval glue turns its items into
+(memevals.inspect_tasks.dataset.task_from_build); the lm-eval glue turns its items into
 documents. This module names no benchmark and imports no framework.
 """
 

@@ -3,7 +3,7 @@
 A knob such as `context`, `top_k`, `memory` or `judge_runs` means the same thing in every task
 that takes it, so its name, type, default, help and allowed values live here and nowhere else:
 the Inspect tasks' docstring entries and the parameter tables of the benchmark READMEs are
-rendered from these declarations (memevals.inspect_tasks.common, memevals.inspect_tasks.
+rendered from these declarations (memevals.inspect_tasks.tasks, memevals.inspect_tasks.
 option_docs), and tests/inspect_tasks/test_option_drift.py checks every task signature and
 every lm-eval `--metadata` key against them. What differs between benchmarks is filled in from
 the benchmark (its defaults, e.g. `top_k` 5, and its values, e.g. its context modes): help texts

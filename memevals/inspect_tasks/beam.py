@@ -15,7 +15,7 @@ from memevals.benchmarks.beam.samples import MEMEVALS_JUDGE_MAX_TOKENS, BeamOpti
 from memevals.core.options import options_from
 from memevals.core.protocol import DEFAULT
 from memevals.inspect_tasks import agent_task as agent_mode
-from memevals.inspect_tasks import common
+from memevals.inspect_tasks import dataset, metrics, tasks
 from memevals.inspect_tasks.adapters import aggregate_metric, grader_score
 from memevals.inspect_tasks.context_scorers import prompt_tokens
 from memevals.inspect_tasks.memory_under_test import memory_system
@@ -27,13 +27,13 @@ __all__ = ["beam", "beam_judge", "posthoc_scorers"]
 #: EVENT_ORDERING, event ordering's other figures, is a metric a scorer of one's own may add.
 BEAM_METRICS: list[Metric] = [
     aggregate_metric("overall", scoring.overall_figure),
-    common.stderr_clustered(),
+    metrics.stderr_clustered(),
     aggregate_metric("by_ability", scoring.ability_figures),
 ]
 EVENT_ORDERING = aggregate_metric("event_ordering", scoring.event_ordering_figures)
 
 
-@scorer(metrics=keyed({"beam": BEAM_METRICS, "unscored": [common.count()]}))
+@scorer(metrics=keyed({"beam": BEAM_METRICS, "unscored": [metrics.count()]}))
 def beam_judge(
     max_tokens: int | None = None, retries: int = 1, data_dir: str | None = None
 ) -> Scorer:
@@ -43,7 +43,7 @@ def beam_judge(
     return grader_score(judge)
 
 
-@common.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
+@tasks.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
 def beam(
     size: str = BeamOptions.size,
     categories: str | None = None,
@@ -87,7 +87,7 @@ def beam(
     build, subject = agent_mode.split(samples.build(options), agent)
     scorers = [beam_judge(**samples.judge_args(options)), prompt_tokens()]
     scorers += [memory_system()] if build.subject is not None else []
-    built = common.task_from_build(build, scorers, name="beam")
+    built = dataset.task_from_build(build, scorers, name="beam")
     return agent_mode.agent_task(built, subject, agent, memory_cache is not False)
 
 
@@ -108,4 +108,4 @@ def posthoc_scorers(
     return [beam_judge(max_tokens=max_tokens)]
 
 
-__all_tasks__ = common.declared_tasks(beam)
+__all_tasks__ = tasks.declared_tasks(beam)

@@ -36,8 +36,8 @@ from inspect_ai.solver import TaskState
 from memevals.core.build import Build
 from memevals.core.retrieval_metrics import turn_precision_recall
 from memevals.core.tokens import get_token_counter
-from memevals.inspect_tasks.common import stderr_clustered, total
 from memevals.inspect_tasks.memory_under_test import memory_system
+from memevals.inspect_tasks.metrics import stderr_clustered, total
 
 __all__ = [
     "RecallRule",

@@ -20,8 +20,9 @@ from memevals.benchmarks.judge_check import samples
 from memevals.benchmarks.judge_check.scoring import REPLIES_KEY, figures, verdict_score
 from memevals.core.criteria_judge import parse_verdict, repair_message
 from memevals.core.options import options_from
-from memevals.inspect_tasks.common import declared_tasks, memevals_task, task_from_build
+from memevals.inspect_tasks.dataset import task_from_build
 from memevals.inspect_tasks.task_parts import from_fields, with_solver
+from memevals.inspect_tasks.tasks import declared_tasks, memevals_task
 
 __all__ = ["grade_candidate", "judge_check", "judge_check_metrics", "judge_check_scorer"]
 

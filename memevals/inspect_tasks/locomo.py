@@ -16,7 +16,7 @@ from memevals.core.options import options_from
 from memevals.core.protocol import DEFAULT, MEMEVALS, OFFICIAL
 from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY
 from memevals.inspect_tasks import agent_task as agent_mode
-from memevals.inspect_tasks import common, context_scorers
+from memevals.inspect_tasks import context_scorers, dataset, metrics, tasks
 from memevals.inspect_tasks import official_scorer as upstream
 from memevals.inspect_tasks.answer import answer_scorer
 
@@ -26,7 +26,7 @@ __all__ = [
 _O = samples.LocomoOptions
 
 
-@scorer(metrics=common.uncertainty_metrics())
+@scorer(metrics=metrics.uncertainty_metrics())
 def locomo_f1_scorer() -> Scorer:
     """Official LoCoMo QA F1 per sample (a letter reply scored as the option it chose), with
     conversation-clustered uncertainty, more with `-T uncertainty=full` (README)."""
@@ -46,7 +46,7 @@ def evidence_recall() -> Scorer:
     return context_scorers.recall_scorer(evidence_recall_rule)
 
 
-@common.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
+@tasks.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
 def locomo(
     categories: str | None = _O.categories,
     context: str = _M.context,
@@ -94,11 +94,11 @@ def locomo(
     build, subject = agent_mode.split(samples.build(options), agent)
     recall = context_scorers.retrieval_scorers_for(build, evidence_recall())
     scorers = [locomo_f1_scorer(), *recall, *judges, context_scorers.prompt_tokens()]
-    built = common.task_from_build(build, scorers, name="locomo")
+    built = dataset.task_from_build(build, scorers, name="locomo")
     return agent_mode.agent_task(built, subject, agent, options.memory.memory_cache is not False)
 
 
-__all_tasks__ = common.declared_tasks(locomo)
+__all_tasks__ = tasks.declared_tasks(locomo)
 
 
 def posthoc_scorers(

@@ -12,7 +12,7 @@ from inspect_ai.scorer import Metric, Scorer, metric, scorer
 from memevals.benchmarks.locomo_dialogue import memory, prompts, samples, scoring
 from memevals.core.memory_options import MemoryOptions as _M
 from memevals.core.options import options_from
-from memevals.inspect_tasks import common
+from memevals.inspect_tasks import dataset, metrics, tasks
 from memevals.inspect_tasks.images import attach_images, image_counts, photo_sample, with_photos
 from memevals.inspect_tasks.metrics import keyed
 from memevals.inspect_tasks.task_parts import from_fields, metadata_rows
@@ -21,7 +21,7 @@ __all__ = ["dialogue_bertscore", "dialogue_images", "dialogue_overlap", "locomo_
 
 _O = samples.DialogueOptions
 # conversation-clustered; three peer figures: intervals under -T uncertainty=full
-_UNCERTAINTY: list[Metric] = common.uncertainty_metrics(by_category=False, intervals="full")
+_UNCERTAINTY: list[Metric] = metrics.uncertainty_metrics(by_category=False, intervals="full")
 
 
 @metric(name="corpus")
@@ -39,7 +39,7 @@ def dialogue_overlap() -> Scorer:
     return from_fields(scoring.overlap_score)
 
 
-@scorer(metrics=keyed({"bertscore_f1": common.uncertainty_metrics(by_category=False)}))
+@scorer(metrics=keyed({"bertscore_f1": metrics.uncertainty_metrics(by_category=False)}))
 def dialogue_bertscore(model: str | None = None, num_layers: int | None = None) -> Scorer:
     """BERTScore F1 of the cleaned reply (precision, recall in the metadata); model loaded once."""
     bert = scoring.get_bertscorer(model, num_layers)
@@ -48,7 +48,7 @@ def dialogue_bertscore(model: str | None = None, num_layers: int | None = None) 
 
 @scorer(
     metrics=keyed(
-        {"images_sent": [common.count()], "image_fallbacks": [common.count()]}, lead=False
+        {"images_sent": [metrics.count()], "image_fallbacks": [metrics.count()]}, lead=False
     )
 )
 def dialogue_images() -> Scorer:
@@ -56,7 +56,7 @@ def dialogue_images() -> Scorer:
     return image_counts()
 
 
-@common.memevals_task(option_values=memory.DIALOGUE_OPTION_VALUES)
+@tasks.memevals_task(option_values=memory.DIALOGUE_OPTION_VALUES)
 def locomo_dialogue(
     context: str = _M.context,
     turns_per_conversation: int = _O.turns_per_conversation,
@@ -96,11 +96,11 @@ def locomo_dialogue(
     bert = [dialogue_bertscore(bertscore_model, bertscore_layers)] if o.bertscore else []
     build = samples.build(o)
     if not o.images:  # the history is the item's system text (photos as captions), as in lm-eval
-        return common.task_from_build(build, [dialogue_overlap(), *bert], name="locomo_dialogue")
+        return dataset.task_from_build(build, [dialogue_overlap(), *bert], name="locomo_dialogue")
     scorers = [dialogue_overlap(), *bert, dialogue_images()]
-    built = common.task_from_build(build, scorers, name="locomo_dialogue")
+    built = dataset.task_from_build(build, scorers, name="locomo_dialogue")
     photos = [photo_sample(item, *prompts.photo_layout(item)) for item in build.items]
     return with_photos(built, photos, attach_images(o.image_timeout, id_key="dia_id"))
 
 
-__all_tasks__ = common.declared_tasks(locomo_dialogue)
+__all_tasks__ = tasks.declared_tasks(locomo_dialogue)

@@ -14,7 +14,7 @@ from inspect_ai.solver import TaskState
 from memevals.benchmarks.locomo.data import load_conversations
 from memevals.benchmarks.locomo_event_summary import prompts, samples, scoring
 from memevals.core.options import options_from
-from memevals.inspect_tasks import common
+from memevals.inspect_tasks import dataset, metrics, tasks
 from memevals.inspect_tasks.adapters import ask_model
 from memevals.inspect_tasks.judge_scorer import grader_model
 from memevals.inspect_tasks.metrics import keyed
@@ -25,11 +25,11 @@ __all__ = ["event_summary_scorer", "locomo_event_summary", "posthoc_scorers"]
 _O = samples.EventSummaryOptions
 # six peer figures: each its mean and clustered stderr on the screen, intervals under full
 _METRICS = {
-    k: common.uncertainty_metrics(by_category=False, intervals="full") for k in scoring.SCORE_KEYS
+    k: metrics.uncertainty_metrics(by_category=False, intervals="full") for k in scoring.SCORE_KEYS
 }
 
 
-@scorer(metrics=keyed({**_METRICS, "unscored": [common.count()]}, lead=False))
+@scorer(metrics=keyed({**_METRICS, "unscored": [metrics.count()]}, lead=False))
 def event_summary_scorer(
     reference_facts: str = _O.reference_facts,
     lines_per_call: int = _O.lines_per_call,
@@ -54,7 +54,7 @@ def event_summary_scorer(
     return score
 
 
-@common.memevals_task
+@tasks.memevals_task
 def locomo_event_summary(
     incremental: bool = _O.incremental,
     sessions: int | None = None,
@@ -83,14 +83,14 @@ def locomo_event_summary(
     """
     options = options_from(_O, locals(), where="locomo_event_summary")
     score = event_summary_scorer(reference_facts, lines_per_call, facts_per_call, grader_max_tokens)
-    built = common.task_from_build(samples.build(options), [score], name="locomo_event_summary")
+    built = dataset.task_from_build(samples.build(options), [score], name="locomo_event_summary")
     if not options.incremental:
         return built
     chats = {c.sample_id: c for c in load_conversations(data_dir, conversations)}
     return with_solver(built, stepwise(prompts.incremental_steps(chats), "incremental_summaries"))
 
 
-__all_tasks__ = common.declared_tasks(locomo_event_summary)
+__all_tasks__ = tasks.declared_tasks(locomo_event_summary)
 
 
 def posthoc_scorers(

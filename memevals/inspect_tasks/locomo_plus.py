@@ -13,7 +13,7 @@ from memevals.benchmarks.locomo_plus import data, official_judge, prompts, sampl
 from memevals.core.memory_options import MemoryOptions as _M
 from memevals.core.options import options_from
 from memevals.inspect_tasks import agent_task as agent_mode
-from memevals.inspect_tasks import common
+from memevals.inspect_tasks import dataset, metrics, tasks
 from memevals.inspect_tasks import sample_kinds as kinds
 from memevals.inspect_tasks.context_scorers import (
     retrieval_metrics,
@@ -34,7 +34,7 @@ def _by_relation() -> list[Any]:
     return kinds.values_by("relation_type", data.RELATION_TYPES)
 
 
-@scorer(metrics=common.uncertainty_metrics())
+@scorer(metrics=metrics.uncertainty_metrics())
 def locomo_plus_f1() -> Scorer:
     """Official LoCoMo F1 of the LoCoMo questions; cognitive samples get none."""
     return kinds.only(locomo_f1_scorer(), QUESTION)
@@ -45,7 +45,7 @@ _LOCOMO = [evidence_recall, turn_precision, turn_recall, selected_k]
 RETRIEVAL = kinds.subset_scorers("locomo_plus", _LOCOMO, QUESTION, retrieval_metrics)
 
 
-@scorer(metrics=[mean(), common.stderr_clustered(), _by_relation()[0]])
+@scorer(metrics=[mean(), metrics.stderr_clustered(), _by_relation()[0]])
 def cue_recall() -> Scorer:
     """Cognitive samples: the share of the cue turns among the retrieved (cited) turn ids."""
     return kinds.value_score("cue_recall", prompts.is_cognitive, "retrieved_ids")
@@ -56,7 +56,7 @@ locomo_plus_judge = kinds.judge_scorer(
 )
 
 
-@common.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
+@tasks.memevals_task(option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS))
 def locomo_plus(
     categories: str | None = _O.categories,
     disclose_task: bool = _O.disclose_task,
@@ -101,11 +101,11 @@ def locomo_plus(
     questions, cognitive = wanted != [COGNITIVE], COGNITIVE in wanted
     recall = [*RETRIEVAL] * questions + [cue_recall] * cognitive + [memory_system]
     scorers = [judge, *[locomo_plus_f1()] * questions, *(s() for s in recall if build.subject)]
-    built = common.task_from_build(build, scorers, name="locomo_plus")
+    built = dataset.task_from_build(build, scorers, name="locomo_plus")
     return agent_mode.agent_task(built, subject, agent, options.memory.memory_cache is not False)
 
 
-__all_tasks__ = common.declared_tasks(locomo_plus)
+__all_tasks__ = tasks.declared_tasks(locomo_plus)
 
 
 def posthoc_scorers(md: list[dict[str, Any]], max_tokens: int | None, runs: int) -> list[Scorer]:

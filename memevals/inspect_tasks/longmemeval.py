@@ -13,7 +13,7 @@ from memevals.benchmarks.longmemeval.samples import JUDGE_MAX_TOKENS, LongMemEva
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import options_from
 from memevals.inspect_tasks import agent_task as agent_mode
-from memevals.inspect_tasks import common, judge_scorer, notes, scorer_parts
+from memevals.inspect_tasks import dataset, judge_scorer, metrics, notes, scorer_parts, tasks
 from memevals.inspect_tasks.adapters import aggregate_metric
 from memevals.inspect_tasks.context_scorers import prompt_tokens
 from memevals.inspect_tasks.memory_under_test import memory_system
@@ -25,11 +25,11 @@ _FIGURES = [aggregate_metric(f.__name__, f) for f in scoring.JUDGE_FIGURES]
 #: The official figures; each question is its own cluster (haystack): stderr is the naive one.
 LME_METRICS: list[Metric] = [
     _FIGURES[0],
-    *common.uncertainty_metrics(wilson=True, by_category=False)[1:],
+    *metrics.uncertainty_metrics(wilson=True, by_category=False)[1:],
     *_FIGURES[1:3],
     scorer_parts.flagged_interval("abstention", "abstention_wilson"),
     _FIGURES[3],
-    common.category_uncertainty(wilson=True),
+    metrics.category_uncertainty(wilson=True),
     judge_scorer.repeated_judging(),
 ]
 #: Inspect's answer limit is lm-eval's `answer_tokens` (lm-eval's own limit is the YAML's).
@@ -44,13 +44,13 @@ def longmemeval_judge(
     return scorer_parts.judge_as_built(max_tokens, JUDGE_MAX_TOKENS, judge_runs, retries)
 
 
-@scorer(metrics=keyed({"*": [mean(), common.stderr_clustered()]}))
+@scorer(metrics=keyed({"*": [mean(), metrics.stderr_clustered()]}))
 def longmemeval_retrieval() -> Scorer:
     """Official recall and nDCG of the rag context or a memory system's items (README)."""
     return scorer_parts.logged_score(retrieval.retrieval_score)
 
 
-@common.memevals_task(
+@tasks.memevals_task(
     option_defaults={"max_context_tokens": "context_window - max_tokens - 1000"},
     option_values=agent_mode.option_values(CONTEXT_MODES, RETRIEVAL_UNITS),
 )
@@ -100,13 +100,13 @@ def longmemeval(
     scorers += [] if chain_of_note else [prompt_tokens()]
     scorers += [longmemeval_retrieval()] if build.subject or context == "rag" else []
     scorers += [memory_system()] if build.subject else []
-    task = common.task_from_build(build, scorers, name="longmemeval")
+    task = dataset.task_from_build(build, scorers, name="longmemeval")
     if agent is not None:
         return agent_mode.agent_task(task, subject, agent, memory_cache is not False)
     return notes.with_notes(task, lme.note_plans, note_max_tokens) if chain_of_note else task
 
 
-__all_tasks__ = common.declared_tasks(longmemeval)
+__all_tasks__ = tasks.declared_tasks(longmemeval)
 
 
 def posthoc_scorers(metadata: list[Any], max_tokens: int | None, judge_runs: int) -> list[Scorer]:

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from memevals.core.options import format_default
-from memevals.inspect_tasks.common import option_docs
+from memevals.inspect_tasks.tasks import option_docs
 
 __all__ = ["BEGIN", "END", "main", "readme_of", "replace_block", "shared_options_block"]
 

@@ -23,8 +23,8 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 
 from memevals.core.protocol import MEMEVALS, OFFICIAL
-from memevals.inspect_tasks.common import ci_clustered, full_uncertainty
 from memevals.inspect_tasks.judge_scorer import judge_runs_args, llm_judge
+from memevals.inspect_tasks.metrics import ci_clustered, full_uncertainty
 from memevals.inspect_tasks.official_scorer import judge_officially, official_request
 
 __all__ = ["LoggedScore", "flagged_interval", "judge_as_built", "logged_score"]

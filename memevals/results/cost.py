@@ -57,7 +57,7 @@ from memevals.benchmarks import record_for_task, records
 from memevals.core.agent_memory import NOTE_SHARE
 from memevals.core.tokens import TokenCounter, get_token_counter
 from memevals.inspect_tasks.agent_task import write_estimates
-from memevals.inspect_tasks.common import check_task_options, task_options
+from memevals.inspect_tasks.tasks import check_task_options, task_options
 
 #: Tokens added per message and per request (OpenAI's chat-format accounting).
 MESSAGE_OVERHEAD = 3

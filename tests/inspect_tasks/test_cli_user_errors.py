@@ -20,7 +20,7 @@ from inspect_ai import Task
 
 from memevals.benchmarks.longmemeval.data import data_file
 from memevals.core.files import DataError, sha256_of
-from memevals.inspect_tasks.common import TaskOptionError, fixed_param_task, memevals_task
+from memevals.inspect_tasks.tasks import TaskOptionError, fixed_param_task, memevals_task
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DATA_DIR = Path(os.environ["MEMEVALS_DATA_DIR"])  # set by tests/conftest.py

@@ -21,7 +21,7 @@ from inspect_ai import Task
 
 from memevals.benchmarks import records
 from memevals.core.benchmark import Benchmark, read_eval_yaml
-from memevals.inspect_tasks.common import task_options, with_record_version
+from memevals.inspect_tasks.tasks import task_options, with_record_version
 from memevals.lm_eval_tasks import include_path
 
 RECORDS = records()

@@ -25,8 +25,8 @@ from inspect_ai import Task
 from memevals.core.memory_options import MemoryOptions
 from memevals.core.options import OPTIONS, Option, declared, render_help
 from memevals.inspect_tasks import registry
-from memevals.inspect_tasks.common import memevals_task, option_docs, task_options
 from memevals.inspect_tasks.option_docs import BEGIN, readme_of, shared_options_block
+from memevals.inspect_tasks.tasks import memevals_task, option_docs, task_options
 from memevals.lm_eval_tasks import option_checks as lm_common
 
 

@@ -20,7 +20,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.util import registry_info
 
 from memevals.inspect_tasks import registry
-from memevals.inspect_tasks.common import (
+from memevals.inspect_tasks.tasks import (
     TaskOptionError,
     fixed_param_task,
     memevals_task,

@@ -18,7 +18,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score, ci, ci_wilson, stderr
 
-from memevals.inspect_tasks.common import (
+from memevals.inspect_tasks.metrics import (
     UNCERTAINTY_KEY,
     category_uncertainty,
     ci_lower,

@@ -4,8 +4,7 @@ re-export only in the public API (memevals.scorers); every shared test helper in
 
 A benchmark folder is `memevals/benchmarks/<b>/` or `memevals/lm_eval_tasks/<b>/`: its parts
 (`data`, `samples`, `memory`, `prompts`, `scoring`, `record`, `official`, lm-eval's `utils`)
-repeat from folder to folder by design. PENDING names the modules still to be renamed: an entry
-may only go (its module renamed), never be added.
+repeat from folder to folder by design.
 """
 
 from __future__ import annotations
@@ -17,13 +16,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "memevals"
 TESTS = REPO / "tests"
-
-#: Shared modules (relative to the checkout) whose name still clashes; each must exist.
-PENDING = frozenset(
-    {
-        "memevals/inspect_tasks/common.py",
-    }
-)
 
 #: Where a star import may stand: the public plain-function API re-exports its parts.
 PUBLIC_API = "memevals/scorers"
@@ -71,10 +63,7 @@ def name_problems(modules: list[Path]) -> list[str]:
 
 
 def test_no_shared_module_name_is_used_twice() -> None:
-    modules = _modules()
-    assert name_problems([m for m in modules if _rel(m) not in PENDING]) == []
-    flagged = {p.split(":", 1)[0] for p in name_problems(modules)}
-    assert sorted(PENDING - flagged) == [], "renamed: take the entry out of PENDING"
+    assert name_problems(_modules()) == []
 
 
 def test_a_star_re_export_only_in_the_public_api() -> None:
