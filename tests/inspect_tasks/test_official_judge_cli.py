@@ -11,16 +11,13 @@ the pinned copies in tests/support/upstream_locomo.py.
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 from typing import Any
 
+import upstream_locomo as up
 from cli_support import run_inspect_cli
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import read_eval_log, resolve_sample_attachments
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "locomo"))
-import upstream_locomo as up
 
 LIMIT = 3
 
