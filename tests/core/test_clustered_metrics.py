@@ -162,6 +162,7 @@ def test_inspect_metrics_equal_core_values(data_dir: Path, tmp_path: Path) -> No
     import scripted_judge  # noqa: F401  (registers the scripted/ grader)
     from inspect_ai.model import get_model
     from lm_eval_support import run_inspect
+    from logged_figures import figures
 
     from memevals.inspect_tasks.locomo import locomo
 
@@ -201,7 +202,9 @@ def test_inspect_metrics_equal_core_values(data_dir: Path, tmp_path: Path) -> No
     assert (m["ci_lower"], m["ci_upper"]) == pytest.approx(clipped)
     assert (m["temporal_ci_lower"], m["temporal_ci_upper"]) == pytest.approx(clipped)
 
-    j = by_scorer["judge"]
+    # the judge is one result named by its scorer; its `judge` key's figures by figure name
+    assert "judge" not in by_scorer and "llm_judge" in by_scorer
+    j = {figure: v for (key, figure), v in figures(log).items() if key == "judge"}
     wilson = statistics.wilson_interval(judged, clusters)
     assert j["stderr"] == pytest.approx(statistics.clustered_stderr(judged, clusters), abs=1e-12)
     assert (j["ci_lower"], j["ci_upper"]) == pytest.approx(

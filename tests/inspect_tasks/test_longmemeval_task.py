@@ -15,6 +15,7 @@ from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessage, ChatMessageSystem, GenerateConfig, ModelOutput, get_model
 from inspect_ai.tool import ToolChoice, ToolInfo
+from logged_figures import figures
 from longmemeval_grader import EXPECTED, mock_grader
 
 from memevals.inspect_tasks.longmemeval import (
@@ -49,12 +50,8 @@ def run(
 
 
 def metrics(log: EvalLog) -> dict[str, float]:
-    assert log.results is not None
-    out: dict[str, float] = {}
-    for score in log.results.scores:
-        for name, m in score.metrics.items():
-            out[f"{score.name}:{name.split('/')[-1]}"] = m.value
-    return out
+    """Every logged figure as `<score key>:<figure>` (`judge:mean`, `unscored:count`)."""
+    return {f"{key}:{figure}": v for (key, figure), v in figures(log).items()}
 
 
 #: The uncertainty metrics beside the official aggregates (asserted on their own below).
@@ -85,6 +82,10 @@ def test_every_variant_gives_the_hand_computed_aggregates(variant: str, tmp_path
     got = judge_metrics(log)
     assert got == pytest.approx(EXPECTED)
     assert metrics(log)["unscored:count"] == 0
+    # the judge is one result named by its scorer, counting every sample
+    [judge] = [s for s in log.results.scores if s.scorer == "longmemeval_judge"]
+    assert judge.name == "longmemeval_judge" and judge.scored_samples == 16
+    assert judge.metrics["overall_accuracy"].value == EXPECTED["overall_accuracy"]
 
 
 def test_uncertainty_one_cluster_per_question_and_wilson_intervals(tmp_path: Path) -> None:

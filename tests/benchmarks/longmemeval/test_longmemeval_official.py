@@ -23,6 +23,7 @@ from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import generate
+from logged_figures import figures
 
 from memevals.benchmarks.longmemeval import official
 from memevals.benchmarks.longmemeval.data import iter_longmemeval
@@ -39,7 +40,7 @@ from memevals.core.memory_system import MemoryItem
 from memevals.core.tokens import get_token_counter
 from memevals.core.upstream import UpstreamError
 from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY, OfficialJudge, yes_in_reply
-from memevals.inspect_tasks.common import to_dataset
+from memevals.inspect_tasks.dataset import to_dataset
 from memevals.inspect_tasks.official_scorer import official_judge
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -361,14 +362,17 @@ def test_scripted_grader_gets_upstreams_prompt_and_its_label_counts(tmp_path: Pa
         reply = grader_replies[str(sample.id)]
         assert score.value["judge"] == (1.0 if up.label(reply) else 0.0)
         assert score.value["unclear"] == (0 if yes_in_reply(reply).clear else 1)
-    by_name = {s.name: s for s in log.results.scores}
-    judged = {k.split("/")[-1]: m.value for k, m in by_name["judge"].metrics.items()}
+    # the judge is one result named by its scorer
+    assert log.results is not None
+    assert [s.name for s in log.results.scores if s.scorer == "official_judge"] == [
+        "official_judge"
+    ]
+    m = figures(log)
     labels = [up.label(grader_replies[q]) for q in answers]
-    assert judged["mean"] == pytest.approx(sum(labels) / len(labels))
+    assert m[("judge", "mean")] == pytest.approx(sum(labels) / len(labels))
     # the unclear replies are counted beside the accuracy
     unclear = sum(not yes_in_reply(grader_replies[q]).clear for q in answers)
-    counted = {k.split("/")[-1]: m.value for k, m in by_name["unclear"].metrics.items()}
-    assert unclear > 0 and counted["count"] == unclear
+    assert unclear > 0 and m[("unclear", "count")] == unclear
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from cli_support import run_python
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ChatMessageSystem, get_model
+from logged_figures import figures
 from longmemeval_grader import EXPECTED, mock_grader
 
 from memevals.benchmarks.longmemeval.data import Instance, iter_longmemeval
@@ -232,7 +233,7 @@ def test_inspect_truncated_run_sends_the_cut_history(tmp_path: Path) -> None:
     assert truncated > 0  # the fixture's M histories are longer than 700 tokens
     assert log.results is not None
     names = {s.name for s in log.results.scores}
-    assert {"judge", "prompt_tokens"} <= names
+    assert {"longmemeval_judge", "prompt_tokens"} <= names
 
 
 def test_chain_of_note_with_truncation_is_refused() -> None:
@@ -276,11 +277,12 @@ def test_real_cli_truncated_m(tmp_path: Path) -> None:
         400,
     )
     assert log.results is not None
-    judge = next(s for s in log.results.scores if s.name == "judge")
-    got = {k.split("/")[-1]: m.value for k, m in judge.metrics.items() if k != "stderr"}
+    # the judge is one result named by its scorer
+    assert [s.name for s in log.results.scores].count("longmemeval_judge") == 1
+    got = {figure: v for (key, figure), v in figures(log).items() if key == "judge"}
     # the official aggregates, beside the clustered standard errors and Wilson intervals
     assert {k: got[k] for k in EXPECTED} == pytest.approx(EXPECTED)
-    assert {"stderr", "ci_lower", "ci_upper"} <= {k.split("/")[-1] for k in judge.metrics}
+    assert {"stderr", "ci_lower", "ci_upper"} <= set(got)
 
 
 # ------------------------------------------------------------------------------ through lm-eval
