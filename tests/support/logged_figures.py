@@ -3,7 +3,8 @@
 A dict-valued score's metrics are `keyed` list metrics (memevals.inspect_tasks.metrics): one
 result per scorer, whose rows log the key, the figures and the naming (`lead`) in their params.
 `figures` reads each row back to (key, figure): `("judge", "mean")`, `("unscored", "count")`,
-`("rouge1", "stderr")`; any other result's rows are (result name, row name).
+`("rouge1", "stderr")`, a `*` scorer's `("recall_all@5", "mean")`; any other result's rows are
+(result name, row name).
 """
 
 from __future__ import annotations
@@ -17,6 +18,13 @@ def _figure(row: str, key: str, figures: list[str], lead: bool) -> str:
     if row == key:
         return "count" if figures == ["count"] else figures[0]
     return row[len(key) + 1 :] if row.startswith(f"{key}_") else row
+
+
+def _starred(row: str, figures: list[str]) -> tuple[str, str]:
+    for name in figures[1:]:
+        if row.endswith(f"_{name}"):
+            return row[: -len(name) - 1], name
+    return row, figures[0]
 
 
 def figures(log: EvalLog, scorer: str | None = None) -> dict[tuple[str, str], float]:
@@ -38,8 +46,11 @@ def figures(log: EvalLog, scorer: str | None = None) -> dict[tuple[str, str], fl
         for row, m in score.metrics.items():
             params = m.params or {}
             if m.group == "keyed" and "key" in params:
-                key = str(params["key"])
-                figure = _figure(row, key, list(params["figures"]), bool(params["lead"]))
+                key, names = str(params["key"]), list(params["figures"])
+                if key == "*":  # every key of the scores, each prefixed: split by figure name
+                    key, figure = _starred(row, names)
+                else:
+                    figure = _figure(row, key, names, bool(params["lead"]))
                 out[(key, figure)] = m.value
             else:
                 out[(score.name, row)] = m.value
