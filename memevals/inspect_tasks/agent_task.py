@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 from inspect_ai import Task
 from inspect_ai.model import GenerateConfig, Model, get_model
-from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from memevals.core.agent_memory import (
@@ -54,6 +54,7 @@ from memevals.inspect_tasks.agent_solver import (
     load_messages,
     write_pass,
 )
+from memevals.inspect_tasks.metrics import named_metric
 
 __all__ = [
     "AgentPlan",
@@ -316,12 +317,7 @@ def _total(field: str, *, fresh: bool = True) -> Metric:
 
 
 def _metric(name: str, field: str, doc: str, fresh: bool = True) -> Any:
-    def factory() -> Metric:
-        return _total(field, fresh=fresh)
-
-    factory.__name__ = name
-    factory.__doc__ = doc
-    return metric(name=name)(factory)
+    return named_metric(name, doc, _total(field, fresh=fresh))
 
 
 write_passes = _metric("write_passes", "write_passes", "Write passes run now (not cached).")

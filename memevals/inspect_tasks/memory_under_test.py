@@ -47,6 +47,7 @@ from memevals.core.memory_harness import (
 )
 from memevals.core.memory_system import MemorySystemError, ModelReply
 from memevals.core.prompt_item import PromptItem
+from memevals.inspect_tasks.metrics import named_metric
 
 __all__ = [
     "MEMORY_ROLE",
@@ -229,15 +230,11 @@ def mean_context_tokens() -> Metric:
 
 
 def _ingest_metric(field: str) -> Callable[[], Metric]:
-    def factory() -> Metric:
-        def compute(scores: list[SampleScore]) -> float:
-            return float(ingest_totals(_recorded(scores, INGEST_KEY))[field])
+    def compute(scores: list[SampleScore]) -> float:
+        return float(ingest_totals(_recorded(scores, INGEST_KEY))[field])
 
-        return compute
-
-    factory.__name__ = field
-    factory.__doc__ = f"Ingestion total {field!r} over the distinct histories of the run."
-    return metric(name=field)(factory)
+    doc = f"Ingestion total {field!r} over the distinct histories of the run."
+    return named_metric(field, doc, compute)
 
 
 ingestions = _ingest_metric("ingestions")

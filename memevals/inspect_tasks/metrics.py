@@ -37,6 +37,7 @@ __all__ = [
     "judge_metrics",
     "keyed",
     "mark_uncertainty",
+    "named_metric",
     "stderr_clustered",
     "stderr_naive",
     "total",
@@ -448,3 +449,24 @@ def judge_metrics(
         The metric list a judge scorer declares.
     """
     return keyed({"judge": figures, **{flag: [count()] for flag in counts}})
+
+
+def named_metric(name: str, doc: str, compute: Metric) -> Callable[[], Metric]:
+    """A metric factory registered as `name` whose metric is `compute` (a figure a scorer's
+    records total, such as a memory system's ingestions or the agent's write passes).
+
+    Args:
+        name: the registered name, as the log's row shows it.
+        doc: the factory's docstring.
+        compute: the figure over the scores.
+
+    Returns:
+        The registered factory.
+    """
+
+    def factory() -> Metric:
+        return compute
+
+    factory.__name__ = name
+    factory.__doc__ = doc
+    return metric(name=name)(factory)
