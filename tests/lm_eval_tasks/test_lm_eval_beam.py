@@ -24,7 +24,7 @@ from memevals.benchmarks.beam.record import RECORD
 from memevals.benchmarks.beam.samples import MEMEVALS_MAX_TOKENS
 from memevals.inspect_tasks.beam import beam
 from memevals.lm_eval_tasks.generate import ROOT, record_files
-from memevals.tools.judge import judge_samples
+from memevals.results.posthoc_judging import judge_samples
 
 TASKS = ("knowledge_update", "event_ordering", "summarization")
 

@@ -27,7 +27,8 @@ from scripted_judge import quoted_candidate, scripted_verdict
 
 from memevals.benchmarks.locomo.memory import no_context
 from memevals.core.prompt_item import PromptItem
-from memevals.tools.judge import SamplesError, judge_samples
+from memevals.results.lm_eval_samples import SamplesError
+from memevals.results.posthoc_judging import judge_samples
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"

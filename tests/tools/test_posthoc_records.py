@@ -11,7 +11,8 @@ import pytest
 from inspect_ai.util import registry_info
 
 from memevals.benchmarks import records
-from memevals.tools.judge import LmEvalSample, SamplesError, posthoc_scorers, record_of
+from memevals.results.lm_eval_samples import LmEvalSample, SamplesError, record_of
+from memevals.results.posthoc_judging import posthoc_scorers
 
 
 def sample(file_task: str, **metadata: Any) -> LmEvalSample:
@@ -65,7 +66,7 @@ def test_the_scorers_come_from_the_thin_module() -> None:
 
 
 def test_a_benchmark_without_a_judge_is_named(tmp_path: Path) -> None:
-    from memevals.tools.judge import judge_samples
+    from memevals.results.posthoc_judging import judge_samples
 
     doc = {"id": "q1", "system": "", "user": "Q?", "target": "A", "metadata": json.dumps({
         "benchmark": "judge_check", "category": "temporal"})}  # fmt: skip

@@ -19,7 +19,7 @@ from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, get_model
 from lm_eval_support import write_lm_eval_samples
 
 from memevals.core.upstream_judge import yes_in_reply
-from memevals.tools.judge import judge_samples
+from memevals.results.posthoc_judging import judge_samples
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 OPTIONS: dict[str, Any] = {"data_dir": str(FIXTURES), "verify_checksum": False}
