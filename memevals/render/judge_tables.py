@@ -4,10 +4,9 @@ two judges' agreement by category as a table or JSON (memevals-judge-agreement).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict
 
-from memevals.results.judge_labels import AgreementRow
+from memevals.results.judge_labels import AgreementReport
 from memevals.results.posthoc_judging import JudgeRun
 
 __all__ = ["agreement_json", "agreement_table", "judge_table"]
@@ -36,21 +35,17 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def agreement_table(
-    judge_a: str, judge_b: str, rows: Sequence[AgreementRow], unpaired: dict[str, int]
-) -> str:
+def agreement_table(report: AgreementReport) -> str:
     """The two judges and one aligned row per category, then any unpaired counts.
 
     Args:
-        judge_a: judge A, described (log, score, grader).
-        judge_b: judge B, described.
-        rows: the agreement rows.
-        unpaired: {"only_a": n, "only_b": n}.
+        report: the two judges compared.
 
     Returns:
         The lines, joined.
     """
-    lines = [f"judge A: {judge_a}", f"judge B: {judge_b}"]
+    rows, unpaired = report.rows, report.unpaired
+    lines = [f"judge A: {report.judge_a}", f"judge B: {report.judge_b}"]
     width = max(len("category"), *(len(r.category) for r in rows))
     lines.append(
         f"{'category':<{width}}  {'n':>5}  {'agree':>6}  {'kappa':>6}  "
@@ -68,24 +63,13 @@ def agreement_table(
     return "\n".join(lines)
 
 
-def agreement_json(
-    judge_a: str, judge_b: str, rows: Sequence[AgreementRow], unpaired: dict[str, int]
-) -> str:
-    """The same as JSON: the judges, the rows and the unpaired counts.
+def agreement_json(report: AgreementReport) -> str:
+    """The same as JSON: judge_a, judge_b, rows (one object a category) and unpaired.
 
     Args:
-        judge_a: judge A, described (log, score, grader).
-        judge_b: judge B, described.
-        rows: the agreement rows.
-        unpaired: {"only_a": n, "only_b": n}.
+        report: the two judges compared.
 
     Returns:
         The JSON text (indented).
     """
-    data = {
-        "judge_a": judge_a,
-        "judge_b": judge_b,
-        "rows": [asdict(r) for r in rows],
-        "unpaired": unpaired,
-    }
-    return json.dumps(data, indent=2)
+    return json.dumps(asdict(report), indent=2)

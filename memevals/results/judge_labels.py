@@ -16,6 +16,7 @@ from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from memevals.core.agreement import Agreement, agreement_by_group
 
 __all__ = [
+    "AgreementReport",
     "AgreementRow",
     "JudgeLabel",
     "agreement_rows",
@@ -115,6 +116,17 @@ class AgreementRow:
     mean_a: float | None
     mean_b: float | None
     unscored: int
+
+
+@dataclass(frozen=True)
+class AgreementReport:
+    """Two judges compared: each described (log, score, grader), their rows by category, and
+    the samples only one of them judged ({"only_a": n, "only_b": n})."""
+
+    judge_a: str
+    judge_b: str
+    rows: list[AgreementRow]
+    unpaired: dict[str, int]
 
 
 def agreement_rows(a: Labels, b: Labels) -> tuple[list[AgreementRow], dict[str, int]]:

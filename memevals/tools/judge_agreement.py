@@ -20,6 +20,7 @@ from collections.abc import Sequence
 
 from memevals.render.judge_tables import agreement_json, agreement_table
 from memevals.results.judge_labels import (
+    AgreementReport,
     agreement_rows,
     collect_labels,
     compared_scores,
@@ -53,10 +54,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
-    judge_a = f"{args.log_a} [{score_a}] grader {graders_of(labels_a)}"
-    judge_b = f"{args.log_b or args.log_a} [{score_b}] grader {graders_of(labels_b)}"
-    render = agreement_json if args.json else agreement_table
-    print(render(judge_a, judge_b, rows, unpaired))
+    report = AgreementReport(
+        judge_a=f"{args.log_a} [{score_a}] grader {graders_of(labels_a)}",
+        judge_b=f"{args.log_b or args.log_a} [{score_b}] grader {graders_of(labels_b)}",
+        rows=rows,
+        unpaired=unpaired,
+    )
+    print(agreement_json(report) if args.json else agreement_table(report))
     return 0
 
 
