@@ -35,7 +35,9 @@ TASK_MODULES = (
     "locomo_plus",
     "longmemeval",
     "official_scorer",
-    "retrieval",
+    "context_scorers",
+    "agent_task",
+    "memory_under_test",
 )
 
 FOREIGN = '''

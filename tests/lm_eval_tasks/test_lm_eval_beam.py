@@ -118,11 +118,12 @@ def run_inspect(lm_prompts: dict[str, str], ids: list[str], log_dir: Path) -> Ev
 
 def beam_metrics(log: EvalLog) -> dict[str, float]:
     assert log.results is not None
+    # the judge's one result (issue 38): overall, stderr, the abilities, then unscored
     return {
-        m.name.rsplit("/", 1)[-1]: round(float(m.value), 12)
+        row: round(float(m.value), 12)
         for s in log.results.scores
-        if s.name.rsplit("/", 1)[-1] in ("beam", "unscored")
-        for m in s.metrics.values()
+        if s.name == "beam_judge"
+        for row, m in s.metrics.items()
     }
 
 
