@@ -178,12 +178,31 @@ def _item(state: TaskState) -> PromptItem:
     )
 
 
-def _logged_files(files: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The stored files as a sample logs them: each cut to RESULT_CHARS, with its length."""
-    return [
+#: How a sample logs a compaction's stored context, beside the `/memories` files.
+CONTEXT_ENTRY = "messages.json"
+
+
+def _logged_memory(stored: StoredMemory) -> list[dict[str, Any]]:
+    """The stored memory as a sample logs it (and the report's question view shows it): each
+    `/memories` file, then a compaction's stored context (`messages.json`: one `role: text`
+    paragraph per message, with the message count), each cut to RESULT_CHARS, with its
+    length."""
+    rows: list[dict[str, Any]] = [
         {"path": path, "text": text[:RESULT_CHARS], "chars": len(text)}
-        for path, text in sorted(files.items())
+        for path, text in sorted(stored.files.items())
     ]
+    if stored.messages:
+        messages = load_messages(stored.messages)
+        text = "\n\n".join(f"{m.role}: {m.text}" for m in messages)
+        rows.append(
+            {
+                "path": CONTEXT_ENTRY,
+                "text": text[:RESULT_CHARS],
+                "chars": len(text),
+                "messages": len(messages),
+            }
+        )
+    return rows
 
 
 @solver
@@ -204,7 +223,7 @@ def agent_answer(plan: AgentPlan) -> Solver:
             "write": stored.record.as_dict(),
             "answer_tool_calls": calls,
             "store": str(stored.path),
-            "memory": _logged_files(stored.files),
+            "memory": _logged_memory(stored),
         }
         return state
 

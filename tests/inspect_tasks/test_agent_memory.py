@@ -214,6 +214,11 @@ def test_compaction_happens_as_often_as_the_window_says(
     assert expected >= 2
     assert write["compactions"] == expected
     assert write["tool_calls"] == {} and write["memory_files"] == 0
+    # the stored context is logged for the report's question view: the compacted messages
+    stored = json.loads((Path(agent_record(log.samples[0])["store"]) / "messages.json").read_text())
+    [logged] = agent_record((log.samples or [])[0])["memory"]
+    assert logged["path"] == "messages.json" and logged["messages"] == len(stored) > 0
+    assert logged["text"].startswith("user: ") and logged["chars"] >= len(logged["text"])
     for sample in log.samples or []:
         # the question is asked at the end of the stored, compacted context
         first, last = sample.messages[0], [m for m in sample.messages if m.role == "user"][-1]
