@@ -85,6 +85,7 @@ from memevals.memory_systems.third_party import (
     StorePool,
     ThirdPartySystem,
     check_int,
+    read_store_meta,
 )
 
 __all__ = [
@@ -528,15 +529,7 @@ class GraphitiSystem(ThirdPartySystem):
 
     def open(self, store: Path, history: History) -> GraphitiIndex:
         _pool.drain()
-        meta_path = store / STORE_FILE
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise MemorySystemError(f"graphiti: {meta_path} is unreadable ({exc})") from exc
-        if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
-            raise MemorySystemError(
-                f"graphiti: {meta_path} is not a store of format {STORE_FORMAT}"
-            )
+        meta = read_store_meta(self.name, store / STORE_FILE, STORE_FORMAT)
         key = str(store.resolve())
 
         def make() -> _OpenStore:

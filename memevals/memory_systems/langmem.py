@@ -56,6 +56,7 @@ from memevals.memory_systems.third_party import (
     DEFAULT_LLM_MODEL,
     ThirdPartySystem,
     check_int,
+    read_store_meta,
 )
 
 __all__ = [
@@ -517,12 +518,7 @@ class LangMemSystem(ThirdPartySystem):
 
     def open(self, store: Path, history: History) -> LangMemIndex:
         path = store / STORE_FILE
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise MemorySystemError(f"langmem: {path} is unreadable ({exc})") from exc
-        if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
-            raise MemorySystemError(f"langmem: {path} is not a store of format {STORE_FORMAT}")
+        meta = read_store_meta(self.name, path, STORE_FORMAT)
         api = _api()
         memory = self._store()
         citations: dict[str, dict[str, Any]] = {}

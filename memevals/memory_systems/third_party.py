@@ -6,6 +6,8 @@
   errors; the `args` that key a store (the endpoint, the model and the embedder decide what is
   stored, a token limit cuts replies, so it is keyed only when given); the preflight of the
   endpoint for what the system sends it.
+- `read_store_meta`: the JSON file a store keeps beside the system's own database, refused
+  whole when unreadable or of another layout.
 - `StorePool`: the stores a process holds open, shared by the indexes over one store (embedded
   qdrant and Kuzu lock their files, so a store opened twice in one process must share one
   client), counted by their users and closed by the last; an index the garbage collector takes
@@ -16,10 +18,12 @@
 from __future__ import annotations
 
 import collections
+import json
 import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from memevals.core.memory_system import MemorySystemError
@@ -36,6 +40,7 @@ __all__ = [
     "StorePool",
     "ThirdPartySystem",
     "check_int",
+    "read_store_meta",
 ]
 
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
@@ -71,6 +76,28 @@ def check_int(system: str, name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"memory={system}: {name} must be an integer >= {minimum}, not {value!r}")
     return value
+
+
+def read_store_meta(system: str, path: Path, store_format: int) -> dict[str, Any]:
+    """The store's JSON file, checked to be of `store_format` (MemorySystemError otherwise).
+
+    A store of another layout is refused, never half-read.
+
+    Args:
+        system: the memory system's name, which starts the message.
+        path: the file.
+        store_format: the layout this version writes (the file's `format`).
+
+    Returns:
+        The file's mapping.
+    """
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MemorySystemError(f"{system}: {path} is unreadable ({exc})") from exc
+    if not isinstance(meta, dict) or meta.get("format") != store_format:
+        raise MemorySystemError(f"{system}: {path} is not a store of format {store_format}")
+    return meta
 
 
 def _check_number(system: str, name: str, value: Any) -> float:

@@ -364,6 +364,21 @@ def test_nothing_stored_is_an_error(tmp_path: Path) -> None:
     assert list(run.root.iterdir()) == []  # no store left behind
 
 
+def test_a_store_of_another_layout_is_refused(tmp_path: Path) -> None:
+    system = _system("http://127.0.0.1:9/v1")
+    meta = tmp_path / graphiti_module.STORE_FILE
+    with pytest.raises(MemorySystemError) as caught:
+        system.open(tmp_path, HISTORY)
+    assert str(caught.value).startswith(f"graphiti: {meta} is unreadable (")
+    meta.write_text(json.dumps({"format": 0, "group_id": "g", "episodes": []}))
+    with pytest.raises(MemorySystemError) as caught:
+        system.open(tmp_path, HISTORY)
+    assert str(caught.value) == f"graphiti: {meta} is not a store of format 1"
+    meta.write_text("[1]")
+    with pytest.raises(MemorySystemError, match="is not a store of format 1"):
+        system.open(tmp_path, HISTORY)
+
+
 def test_http_500_raises_with_the_endpoints_message(tmp_path: Path) -> None:
     with LoopbackOpenAI(lambda body: HttpFailure(500, "model crashed")) as srv:
         run = MemoryRun(_system(srv.url), data_sha256="test", cache_root=tmp_path)
