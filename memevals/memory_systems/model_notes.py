@@ -409,14 +409,19 @@ class NoteRetrieval:
 class NoteSystem:
     """A system whose memory model writes notes per session, ranked by a retriever.
 
-    A subclass gives `name`, `version` (`prompt_version` of its prompts), `session_notes` (one
-    session's call and parse) and `no_notes` (why a history gave nothing). A session without
+    A subclass gives `name`, `version` (`prompt_version` of its prompts), `system_prompt` and
+    `user_prompt` (with a `{session}` field; `with_ids` whether the session shows turn ids),
+    `session_notes` (one session's call, through `ask_session`, and its notes) and `no_notes`
+    (why a history gave nothing). A session without
     turns costs no call; a history that yields no note at all is an error, since an empty store
     would be scored as a memory that forgot everything when the model most likely failed.
     """
 
     name: str
     version: str
+    system_prompt: str
+    user_prompt: str
+    with_ids = True
     uses_model = True  # the memory model writes the notes: it is part of the cache key
 
     def __init__(self, retriever: str = "bm25", embedding_model: str | None = None) -> None:
@@ -425,6 +430,42 @@ class NoteSystem:
     @property
     def args(self) -> Mapping[str, Any]:
         return self._retrieval.args()
+
+    def session_prompt(self, session: Session) -> str:
+        """The user prompt that shows the memory model `session`."""
+        return self.user_prompt.format(session=render_session(session, with_ids=self.with_ids))
+
+    def ask_session(
+        self,
+        model: TextModel,
+        history: History,
+        session: Session,
+        asked: Asked,
+        parse: Callable[[str], T],
+    ) -> T:
+        """The memory model's parsed reply about one session (`ask`: one repair, then an error
+        naming the history and the session).
+
+        Args:
+            model: the memory model.
+            history: the history the session belongs to.
+            session: the session shown.
+            asked: the ingestion's call counts.
+            parse: reads a reply (BadReply when unusable).
+
+        Returns:
+            What `parse` read.
+        """
+        return ask(
+            model,
+            self.system_prompt,
+            self.session_prompt(session),
+            parse,
+            name=self.name,
+            history=history,
+            session=session,
+            asked=asked,
+        )
 
     def session_notes(
         self, model: TextModel, history: History, session: Session, asked: Asked

@@ -14,15 +14,7 @@ from __future__ import annotations
 from functools import partial
 
 from memevals.core.memory_system import History, Session, TextModel
-from memevals.memory_systems.model_notes import (
-    Asked,
-    Note,
-    NoteSystem,
-    ask,
-    parse_facts,
-    prompt_version,
-    render_session,
-)
+from memevals.memory_systems.model_notes import Asked, Note, NoteSystem, parse_facts, prompt_version
 
 __all__ = [
     "GENERATION",
@@ -30,7 +22,6 @@ __all__ = [
     "USER_PROMPT",
     "ObservationsSystem",
     "observations_system",
-    "session_prompt",
 ]
 
 SYSTEM_PROMPT = """\
@@ -63,10 +54,6 @@ Write the facts worth remembering from this session, as the JSON array described
 GENERATION = "2"  # 2: embedding stores keep the notes' vectors
 
 
-def session_prompt(session: Session) -> str:
-    return USER_PROMPT.format(session=render_session(session, with_ids=True))
-
-
 class ObservationsSystem(NoteSystem):
     """Facts extracted by the memory model per session (one call, two when the first reply is
     unusable), ranked by a retriever. A session may yield no fact: small talk holds nothing
@@ -74,19 +61,14 @@ class ObservationsSystem(NoteSystem):
 
     name = "observations"
     version = prompt_version(GENERATION, SYSTEM_PROMPT, USER_PROMPT)
+    system_prompt = SYSTEM_PROMPT
+    user_prompt = USER_PROMPT
 
     def session_notes(
         self, model: TextModel, history: History, session: Session, asked: Asked
     ) -> list[Note]:
-        facts = ask(
-            model,
-            SYSTEM_PROMPT,
-            session_prompt(session),
-            partial(parse_facts, session=session),
-            name=self.name,
-            history=history,
-            session=session,
-            asked=asked,
+        facts = self.ask_session(
+            model, history, session, asked, partial(parse_facts, session=session)
         )
         return [Note(fact, ids, session.date, session.session_id) for fact, ids in facts]
 

@@ -14,10 +14,8 @@ from memevals.memory_systems.model_notes import (
     Asked,
     Note,
     NoteSystem,
-    ask,
     parse_summary,
     prompt_version,
-    render_session,
 )
 
 __all__ = [
@@ -25,7 +23,6 @@ __all__ = [
     "SYSTEM_PROMPT",
     "USER_PROMPT",
     "SummariesSystem",
-    "session_prompt",
     "summaries_system",
 ]
 
@@ -51,31 +48,21 @@ Write the summary of this session."""
 GENERATION = "2"  # 2: embedding stores keep the notes' vectors
 
 
-def session_prompt(session: Session) -> str:
-    # Summaries cite their session, not turns, so the turn ids would only be noise here.
-    return USER_PROMPT.format(session=render_session(session, with_ids=False))
-
-
 class SummariesSystem(NoteSystem):
     """One model-written summary per session with turns (one call, two when the first reply
     is empty), ranked by a retriever."""
 
     name = "summaries"
     version = prompt_version(GENERATION, SYSTEM_PROMPT, USER_PROMPT)
+    system_prompt = SYSTEM_PROMPT
+    user_prompt = USER_PROMPT
+    # Summaries cite their session, not turns, so the turn ids would only be noise here.
+    with_ids = False
 
     def session_notes(
         self, model: TextModel, history: History, session: Session, asked: Asked
     ) -> list[Note]:
-        summary = ask(
-            model,
-            SYSTEM_PROMPT,
-            session_prompt(session),
-            parse_summary,
-            name=self.name,
-            history=history,
-            session=session,
-            asked=asked,
-        )
+        summary = self.ask_session(model, history, session, asked, parse_summary)
         return [Note(summary, (session.session_id,), session.date, session.session_id)]
 
     def no_notes(self, history: History) -> str:
