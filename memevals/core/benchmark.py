@@ -23,8 +23,10 @@ from memevals.core.criteria_judge import CriterionSpec
 from memevals.core.files import PinnedFile
 
 __all__ = [
+    "CRITERION_CALLS_NOTE",
     "LM_EVAL_AGGREGATIONS",
     "SCORE_KINDS",
+    "SHARED_SCORES",
     "AnalysisAxis",
     "Benchmark",
     "JudgeSpec",
@@ -35,6 +37,7 @@ __all__ = [
     "ScoreSpec",
     "TaskSpec",
     "clustered",
+    "criterion_judge",
     "declare",
     "means_then_clustered",
     "read_eval_yaml",
@@ -83,6 +86,14 @@ class ScoreSpec:
             )
 
 
+#: The scores a context task logs after its own: the prompt's size and the memory system's
+#: figures (the shared scorers every such task appends).
+SHARED_SCORES: tuple[ScoreSpec, ...] = (
+    ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
+    ScoreSpec("memory_system", "memory", "memory"),
+)
+
+
 @dataclass(frozen=True)
 class AnalysisAxis:
     """A sample-metadata field that reports break scores down by (memevals-report's "where
@@ -117,6 +128,43 @@ class JudgeSpec:
     #: option a letter reply chose); samples name it by the benchmark's name in
     #: `metadata["judge"]["prediction_map"]`. None: the reply as it is
     prediction: Callable[[str, Mapping[str, Any]], str] | None = None
+
+
+#: How a criterion judge's calls are counted (memevals' judge, either protocol).
+CRITERION_CALLS_NOTE = (
+    "one per sample; protocol=memevals asks once more after an unreadable verdict, and "
+    "-T judge_runs=N judges each sample N times"
+)
+
+
+def _named_criterion(metadata: Mapping[str, Any]) -> str:
+    return str(metadata["judge"]["criterion"])
+
+
+def _one_call(metadata: Mapping[str, Any]) -> int:
+    return 1
+
+
+def criterion_judge(
+    inputs: tuple[str, ...],
+    criteria: tuple[CriterionSpec, ...],
+    prediction: Callable[[str, Mapping[str, Any]], str] | None = None,
+) -> JudgeSpec:
+    """The judge of a benchmark whose samples name their criterion (`metadata["judge"]
+    ["criterion"]`): one grader call per sample, counted as CRITERION_CALLS_NOTE says.
+
+    Args:
+        inputs: the sample-metadata keys the judge reads.
+        criteria: the criteria its samples may name.
+        prediction: the text the judge grades (JudgeSpec.prediction); None: the reply.
+
+    Returns:
+        Its JudgeSpec.
+    """
+    # JudgeSpec's fields in their order: inputs, criterion, criteria, calls, calls_note, prediction
+    return JudgeSpec(
+        inputs, _named_criterion, criteria, _one_call, CRITERION_CALLS_NOTE, prediction
+    )
 
 
 @dataclass(frozen=True)
@@ -294,7 +342,9 @@ class LmEvalSpec:
 class Benchmark:
     """A benchmark's declared record."""
 
-    #: the `benchmark` its tasks write into Task(metadata=)
+    #: the `benchmark` its tasks write into Task(metadata=). Tasks built on another benchmark's
+    #: data may write that one's name instead, so a log is matched to its record by its task
+    #: name (`memevals.benchmarks.record_for_task`), never by that field
     name: str
     title: str
     #: eval.yaml's `version`; every task's Task(version=)

@@ -6,6 +6,7 @@ from memevals.benchmarks.beam.data import ABILITIES, pinned_files
 from memevals.benchmarks.beam.memory import DEFAULT_CONTEXT_WINDOW, RAG_DEFAULTS
 from memevals.benchmarks.beam.samples import MEMEVALS_MAX_TOKENS, TEMPERATURE, BeamOptions
 from memevals.core.benchmark import (
+    SHARED_SCORES,
     AnalysisAxis,
     JudgeSpec,
     LmEvalGroup,
@@ -43,8 +44,7 @@ RECORD = declare(
     analysis_axes=(AnalysisAxis("size", "conversation size"),),
     scores=(
         ScoreSpec("beam_judge", "judge", "rubric"),
-        ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
-        ScoreSpec("memory_system", "memory", "memory"),
+        *SHARED_SCORES,
     ),
     # every question is judged item by item against its own rubric (no shared criterion)
     judge=JudgeSpec(

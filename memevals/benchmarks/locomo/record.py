@@ -8,14 +8,15 @@ from memevals.benchmarks.locomo.official import ANSWER_TOKENS
 from memevals.benchmarks.locomo.prompts import prediction_for_scoring
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.core.benchmark import (
+    SHARED_SCORES,
     AnalysisAxis,
-    JudgeSpec,
     LmEvalGroup,
     LmEvalMetric,
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
     clustered,
+    criterion_judge,
     declare,
 )
 
@@ -39,6 +40,26 @@ EVIDENCE_AXES: tuple[AnalysisAxis, ...] = (
     ),
 )
 
+
+def evidence_metrics(retrieves: str) -> tuple[LmEvalMetric, ...]:
+    """The evidence metrics of a LoCoMo question as an lm-eval base lists them (LoCoMo-Plus
+    reports its LoCoMo questions' the same way).
+
+    Args:
+        retrieves: when they are reported (the context modes that retrieve).
+
+    Returns:
+        evidence_recall and its clustered error, then the turn-level precision, recall and k.
+    """
+    return (
+        LmEvalMetric("evidence_recall", comment=f"Reported only when {retrieves}."),
+        clustered("evidence_recall"),
+        LmEvalMetric("turn_precision"),
+        LmEvalMetric("turn_recall"),
+        LmEvalMetric("selected_k", higher_is_better=False),
+    )
+
+
 RECORD = declare(
     __file__,
     name="locomo",
@@ -56,18 +77,11 @@ RECORD = declare(
         # protocol=official: LoCoMo-Plus's upstream judge
         ScoreSpec("locomo_official_judge", "judge", "judge"),
         ScoreSpec("evidence_recall", "retrieval", "evidence_recall"),
-        ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
-        ScoreSpec("memory_system", "memory", "memory"),
+        *SHARED_SCORES,
     ),
-    judge=JudgeSpec(
-        inputs=("judge", "answer", "category_id"),
-        criterion=lambda md: str(md["judge"]["criterion"]),
-        criteria=LOCOMO_CRITERIA,
-        calls=lambda md: 1,
-        calls_note="one per sample; protocol=memevals asks once more after an unreadable "
-        "verdict, and -T judge_runs=N judges each sample N times",
-        # a letter reply to a two-option question is judged as the option it chose
-        prediction=prediction_for_scoring,
+    # a letter reply to a two-option question is judged as the option it chose
+    judge=criterion_judge(
+        ("judge", "answer", "category_id"), LOCOMO_CRITERIA, prediction=prediction_for_scoring
     ),
     data=(LOCOMO_FILE,),
     lm_eval_group="locomo",
@@ -80,14 +94,7 @@ RECORD = declare(
             clustered("f1"),
             LmEvalMetric("abstention", higher_is_better=False),
             LmEvalMetric("prompt_tokens", higher_is_better=False),
-            LmEvalMetric(
-                "evidence_recall",
-                comment="Reported only when the context mode retrieves (rag, oracle).",
-            ),
-            clustered("evidence_recall"),
-            LmEvalMetric("turn_precision"),
-            LmEvalMetric("turn_recall"),
-            LmEvalMetric("selected_k", higher_is_better=False),
+            *evidence_metrics("the context mode retrieves (rag, oracle)"),
         ),
         # the paper's answer length, greedy
         max_gen_toks=ANSWER_TOKENS,

@@ -2,8 +2,7 @@
 (memevals.core.benchmark).
 
 Its tasks and samples write `benchmark: "locomo"` (with `task: "dialogue"`) into their
-metadata, as they did before records existed; a log is matched to this record by its task name
-(`memevals.benchmarks.record_for_task("locomo_dialogue")`), never by that field.
+metadata, as they did before records existed (`Benchmark.name` says how a log finds its record).
 """
 
 from __future__ import annotations

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from memevals.benchmarks.locomo.data import LOCOMO_FILE, PAPER_ORDER
 from memevals.benchmarks.locomo.memory import DEFAULT_MAX_CONTEXT_TOKENS, RAG_DEFAULTS
-from memevals.benchmarks.locomo.record import EVIDENCE_AXES
+from memevals.benchmarks.locomo.record import EVIDENCE_AXES, evidence_metrics
 from memevals.benchmarks.locomo.scoring import LOCOMO_CRITERIA
 from memevals.benchmarks.locomo_plus.data import LOCOMO_PLUS_FILE
 from memevals.benchmarks.locomo_plus.prompts import COGNITIVE
 from memevals.benchmarks.locomo_plus.samples import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 from memevals.benchmarks.locomo_plus.scoring import LOCOMO_PLUS_CRITERIA
 from memevals.core.benchmark import (
+    SHARED_SCORES,
     AnalysisAxis,
-    JudgeSpec,
     LmEvalGroup,
     LmEvalMetric,
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
     clustered,
+    criterion_judge,
     declare,
 )
 
@@ -66,17 +67,9 @@ RECORD = declare(
         ScoreSpec("locomo_plus_f1", "answer", "f1"),
         ScoreSpec("locomo_plus_evidence_recall", "retrieval", "evidence_recall"),
         ScoreSpec("cue_recall", "retrieval", "cue_recall"),
-        ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
-        ScoreSpec("memory_system", "memory", "memory"),
+        *SHARED_SCORES,
     ),
-    judge=JudgeSpec(
-        inputs=("judge", "category"),
-        criterion=lambda md: str(md["judge"]["criterion"]),
-        criteria=(*LOCOMO_CRITERIA, *LOCOMO_PLUS_CRITERIA),
-        calls=lambda md: 1,
-        calls_note="one per sample; protocol=memevals asks once more after an unreadable "
-        "verdict, and -T judge_runs=N judges each sample N times",
-    ),
+    judge=criterion_judge(("judge", "category"), (*LOCOMO_CRITERIA, *LOCOMO_PLUS_CRITERIA)),
     data=(LOCOMO_FILE, LOCOMO_PLUS_FILE),
     lm_eval_group="locomo_plus",
     inspect_module="memevals.inspect_tasks.locomo_plus",
@@ -92,11 +85,7 @@ RECORD = declare(
             ),
             clustered("f1"),
             LmEvalMetric("abstention", higher_is_better=False),
-            LmEvalMetric("evidence_recall", comment=f"Reported only when {_RETRIEVES}."),
-            clustered("evidence_recall"),
-            LmEvalMetric("turn_precision"),
-            LmEvalMetric("turn_recall"),
-            LmEvalMetric("selected_k", higher_is_better=False),
+            *evidence_metrics(_RETRIEVES),
             LmEvalMetric(
                 "cue_recall",
                 comment=f"Cognitive samples, when {_RETRIEVES}: share of\nthe cue turns retrieved.",

@@ -7,13 +7,14 @@ from memevals.benchmarks.longmemeval.memory import RAG_DEFAULTS
 from memevals.benchmarks.longmemeval.official import ANSWER_TOKENS
 from memevals.benchmarks.longmemeval.scoring import LONGMEMEVAL_CRITERIA
 from memevals.core.benchmark import (
+    SHARED_SCORES,
     AnalysisAxis,
-    JudgeSpec,
     LmEvalGroup,
     LmEvalMetric,
     LmEvalSpec,
     LmEvalTask,
     ScoreSpec,
+    criterion_judge,
     declare,
 )
 
@@ -116,17 +117,9 @@ RECORD = declare(
     scores=(
         ScoreSpec("longmemeval_judge", "judge", "judge"),
         ScoreSpec("longmemeval_retrieval", "retrieval", "retrieval"),
-        ScoreSpec("prompt_tokens", "tokens", "prompt_tokens"),
-        ScoreSpec("memory_system", "memory", "memory"),
+        *SHARED_SCORES,
     ),
-    judge=JudgeSpec(
-        inputs=("judge", "category", "abstention"),
-        criterion=lambda md: str(md["judge"]["criterion"]),
-        criteria=LONGMEMEVAL_CRITERIA,
-        calls=lambda md: 1,
-        calls_note="one per sample; protocol=memevals asks once more after an unreadable "
-        "verdict, and -T judge_runs=N judges each sample N times",
-    ),
+    judge=criterion_judge(("judge", "category", "abstention"), LONGMEMEVAL_CRITERIA),
     lm_eval_group=None,
     inspect_module="memevals.inspect_tasks.longmemeval",
     lm_eval=_LM_EVAL,
