@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from memevals.benchmarks.locomo import official
@@ -180,32 +180,36 @@ def build_items(
 ) -> list[PromptItem]:
     """One PromptItem per question (protocol=memevals), ordered by conversation then question
     index."""
+    items: list[PromptItem] = []
+    for conv, qa, sid, choice in _asked(conversations, categories, adversarial):
+        options = choice_options(sid, qa.adversarial_answer, seed) if choice else None
+        ctx = context(conv, qa)
+        items.append(
+            PromptItem(
+                id=sid,
+                system=ctx.text,
+                user=question_text(qa, adversarial=adversarial, options=options),
+                target=gold_text(qa),
+                metadata=_question_metadata(
+                    conv, qa, options, ctx.retrieved_ids, context_mode, MEMEVALS
+                ),
+            )
+        )
+    return items
+
+
+def _asked(
+    conversations: Iterable[Conversation], categories: Iterable[str] | None, adversarial: str
+) -> Iterator[tuple[Conversation, QA, str, bool]]:
+    """Each question of the wanted categories, by conversation then question index, with its
+    sample id and whether it is asked as a two-option choice (both protocols ask the same)."""
     check_adversarial(adversarial)
     wanted = set(parse_categories(categories))
-    items: list[PromptItem] = []
     for conv in conversations:
         for qa in conv.qa:
-            if CATEGORY_NAMES[qa.category] not in wanted:
-                continue
-            sid = sample_id(conv, qa)
-            options = (
-                choice_options(sid, qa.adversarial_answer, seed)
-                if qa.category == CATEGORY_IDS["adversarial"] and adversarial == "choice"
-                else None
-            )
-            ctx = context(conv, qa)
-            items.append(
-                PromptItem(
-                    id=sid,
-                    system=ctx.text,
-                    user=question_text(qa, adversarial=adversarial, options=options),
-                    target=gold_text(qa),
-                    metadata=_question_metadata(
-                        conv, qa, options, ctx.retrieved_ids, context_mode, MEMEVALS
-                    ),
-                )
-            )
-    return items
+            if CATEGORY_NAMES[qa.category] in wanted:
+                choice = qa.category == CATEGORY_IDS["adversarial"] and adversarial == "choice"
+                yield conv, qa, sample_id(conv, qa), choice
 
 
 def official_judge(conv: Conversation, qa: QA, texts: OfficialTexts) -> OfficialJudge:
@@ -226,38 +230,29 @@ def build_official_items(
     """One PromptItem per question under protocol=official: upstream's context (`system`) and
     instruction (`user`), which `as_text()` joins with a blank line as upstream joins its
     `query`. Ordered by conversation then question index."""
-    check_adversarial(adversarial)
-    wanted = set(parse_categories(categories))
     windows: dict[tuple[str, int], ConversationWindow] = {}
     items: list[PromptItem] = []
     empty: list[str] = []  # the conversation of each question whose window holds no turn
-    for conv in conversations:
-        for qa in conv.qa:
-            if CATEGORY_NAMES[qa.category] not in wanted:
-                continue
-            sid = sample_id(conv, qa)
-            options = (
-                official.two_options(qa, official.option_order(sid, seed), texts)
-                if qa.category == CATEGORY_IDS["adversarial"] and adversarial == "choice"
-                else None
+    for conv, qa, sid, choice in _asked(conversations, categories, adversarial):
+        refusal_first = official.option_order(sid, seed)
+        options = official.two_options(qa, refusal_first, texts) if choice else None
+        asked = official.question_text(qa, options, texts)
+        ctx = official.official_context(memory, conv, qa, asked, windows, texts)
+        if ctx.empty:
+            empty.append(conv.sample_id)
+        metadata = _question_metadata(
+            conv, qa, options, ctx.retrieved_ids, memory.context, OFFICIAL
+        )
+        metadata[OFFICIAL_JUDGE_KEY] = official_judge(conv, qa, texts).as_metadata()
+        items.append(
+            PromptItem(
+                id=sid,
+                system=ctx.text,
+                user=official.question_block(qa, options, texts),
+                target=gold_text(qa),
+                metadata=metadata,
             )
-            asked = official.question_text(qa, options, texts)
-            ctx = official.official_context(memory, conv, qa, asked, windows, texts)
-            if ctx.empty:
-                empty.append(conv.sample_id)
-            metadata = _question_metadata(
-                conv, qa, options, ctx.retrieved_ids, memory.context, OFFICIAL
-            )
-            metadata[OFFICIAL_JUDGE_KEY] = official_judge(conv, qa, texts).as_metadata()
-            items.append(
-                PromptItem(
-                    id=sid,
-                    system=ctx.text,
-                    user=official.question_block(qa, options, texts),
-                    target=gold_text(qa),
-                    metadata=metadata,
-                )
-            )
+        )
     if empty:
         logger.warning(official.empty_window_warning(memory, empty, len(items)))
     return items
