@@ -85,6 +85,7 @@ from memevals.memory_systems.third_party import (
     StorePool,
     ThirdPartySystem,
     check_int,
+    package_version,
     read_store_meta,
 )
 
@@ -340,7 +341,7 @@ class GraphitiSystem(ThirdPartySystem):
         api = graphiti_api()
         # a new graphiti or Kuzu may store another graph: a new version, so new stores
         engine = f"kuzu-{api.kuzu.__version__}" if backend == "kuzu" else str(backend)
-        self.version = f"graphiti-core-{_graphiti_version()}-{engine}-{VERSION_SUFFIX}"
+        self.version = f"graphiti-core-{package_version('graphiti-core')}-{engine}-{VERSION_SUFFIX}"
         self._set_endpoint(locals())
         self.backend = _check_backend(backend, uri)
         self.uri = uri
@@ -542,15 +543,6 @@ class GraphitiSystem(ThirdPartySystem):
             return _OpenStore(key, graphiti, driver, asyncio.new_event_loop(), meta)
 
         return GraphitiIndex(_pool.take(key, make), self.reranker, self.min_similarity)
-
-
-def _graphiti_version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("graphiti-core")
-    except metadata.PackageNotFoundError:  # pragma: no cover - imported above
-        return "unknown"
 
 
 def graphiti_system(**args: Any) -> GraphitiSystem:

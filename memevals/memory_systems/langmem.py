@@ -56,6 +56,7 @@ from memevals.memory_systems.third_party import (
     DEFAULT_LLM_MODEL,
     ThirdPartySystem,
     check_int,
+    package_version,
     read_store_meta,
 )
 
@@ -128,15 +129,6 @@ def _untraced() -> Iterator[None]:
     LangSmith first read it."""
     with _api().tracing_context(enabled=False):
         yield
-
-
-def _version(package: str) -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:  # pragma: no cover - imported above
-        return "unknown"
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,9 +352,8 @@ class LangMemSystem(ThirdPartySystem):
     ) -> None:
         _api()
         _tracing_off()
-        self.version = (
-            f"langmem-{_version('langmem')}-langgraph-{_version('langgraph')}-{VERSION_SUFFIX}"
-        )
+        langmem, langgraph = package_version("langmem"), package_version("langgraph")
+        self.version = f"langmem-{langmem}-langgraph-{langgraph}-{VERSION_SUFFIX}"
         self._set_endpoint(locals())
         self.turns_per_call = (
             None

@@ -6,6 +6,7 @@
   errors; the `args` that key a store (the endpoint, the model and the embedder decide what is
   stored, a token limit cuts replies, so it is keyed only when given); the preflight of the
   endpoint for what the system sends it.
+- `package_version`: an installed package's version, for the `version` that keys stores.
 - `read_store_meta`: the JSON file a store keeps beside the system's own database, refused
   whole when unreadable or of another layout.
 - `StorePool`: the stores a process holds open, shared by the indexes over one store (embedded
@@ -23,6 +24,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -40,6 +42,7 @@ __all__ = [
     "StorePool",
     "ThirdPartySystem",
     "check_int",
+    "package_version",
     "read_store_meta",
 ]
 
@@ -76,6 +79,21 @@ def check_int(system: str, name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"memory={system}: {name} must be an integer >= {minimum}, not {value!r}")
     return value
+
+
+def package_version(package: str) -> str:
+    """The installed version of a distribution ("unknown" when its metadata is missing).
+
+    Args:
+        package: the distribution's name, e.g. "graphiti-core".
+
+    Returns:
+        Its version string.
+    """
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:  # pragma: no cover - the system imported it
+        return "unknown"
 
 
 def read_store_meta(system: str, path: Path, store_format: int) -> dict[str, Any]:

@@ -433,7 +433,9 @@ def test_args_version_and_cache_key(monkeypatch: pytest.MonkeyPatch) -> None:
         )
         assert MemoryRun(other, data_sha256="test").key(HISTORY) != run.key(HISTORY), changed
     # a new graphiti or Kuzu is a new version, so a new store
-    monkeypatch.setattr(graphiti_module, "_graphiti_version", lambda: "0.32.0")
+    monkeypatch.setattr(
+        graphiti_module, "package_version", lambda package: {"graphiti-core": "0.32.0"}[package]
+    )
     assert _system("http://127.0.0.1:9/v1").version == "graphiti-core-0.32.0-kuzu-0.11.3-1"
 
 
