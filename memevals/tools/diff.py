@@ -22,36 +22,18 @@ from memevals.render.json_files import write_json
 from memevals.render.paired_markdown import described, markdown
 from memevals.results.paired import (
     EXPLICIT_FACTORS,
-    FACTORS,
     BenchmarkMismatch,
     Comparison,
-    Factor,
-    Mismatch,
-    ScoreTable,
     check_same_benchmark,
     compare_runs,
-    comparison_records,
-    factors_of,
     find_mismatches,
-    flipped_rows,
 )
-from memevals.results.runs import (
-    Run,
-    RunError,
-    RunSample,
-    load_runs,
-    read_inspect_run,
-    read_lm_eval_run,
-)
+from memevals.results.runs import Run, RunError, RunSample, load_runs
 
-# The library's names, re-exported for what imports them from here (memevals-report's modules,
-# tests, perf scripts written before memevals.results).
+# The library's names that tests and perf scripts written before memevals.results import from
+# here; anything new imports them from memevals.results.
 __all__ = [
-    "EXPLICIT_FACTORS", "FACTORS", "FLIP_COLUMNS", "BenchmarkMismatch", "Comparison", "Factor",
-    "Mismatch", "Run", "RunSample", "ScoreTable", "check_same_benchmark", "compare_runs",
-    "comparison_records", "factors_of", "find_mismatches", "flipped_rows", "load_runs", "main",
-    "markdown", "plot_differences", "read_inspect_run", "read_lm_eval_run", "write_csv",
-    "write_flips", "write_json",
+    "FLIP_COLUMNS", "Run", "RunSample", "compare_runs", "find_mismatches", "load_runs", "main",
 ]  # fmt: skip
 
 PROG = "memevals-diff"
