@@ -295,8 +295,8 @@ def render(entries: Sequence[dict[str, Any]]) -> str:
     Returns:
         The module text.
     """
-    scanned = pprint.pformat(tuple(scanned_modules()), width=99)
-    body = pprint.pformat(tuple(entries), width=99, sort_dicts=False)
+    scanned = pprint.pformat(tuple(scanned_modules()), width=72, compact=True)
+    body = pprint.pformat(tuple(entries), width=99, sort_dicts=False, compact=True)
     return (
         _HEADER
         + "#: The modules scanned (a module not among them is new: the entry point imports it).\n"
