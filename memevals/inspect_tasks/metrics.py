@@ -124,8 +124,8 @@ total = metric(name="total")(_sum_of_values)
 #   a proportion (a judge's accuracy) gets the clustered Wilson interval, within [0, 1] by
 #   construction.
 #
-# A one-number figure is a metric of that name returning its value or {} (so a scorer with a
-# metrics dict, which prefixes a mapping's keys with the metric's name, shows the same name).
+# A one-number figure is a metric of that name returning its value, or {} when undefined (no
+# row): under `keyed` (below) the row keeps the metric's name, `<key>_<name>` for a peer key.
 
 #: Sample-metadata key marking a run whose metrics include the full uncertainty figures.
 UNCERTAINTY_KEY = "uncertainty"
