@@ -1,13 +1,11 @@
-"""Reading an Inspect log's scores the way the dialogue tests compare them across frameworks
-(imported by name)."""
+"""Reading an Inspect sample's scores the way the dialogue tests compare them across frameworks
+(imported by name); logged figures: tests/support/logged_figures.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai.log import EvalLog
-
-__all__ = ["merged_scores", "metric_values"]
+__all__ = ["merged_scores"]
 
 
 def merged_scores(sample: Any) -> dict[str, Any]:
@@ -17,11 +15,3 @@ def merged_scores(sample: Any) -> dict[str, Any]:
         out |= score.value
     return out
 
-
-def metric_values(log: EvalLog) -> dict[tuple[str, str], float]:
-    assert log.results is not None
-    return {
-        (s.name, name.split("/")[-1]): float(m.value)
-        for s in log.results.scores
-        for name, m in s.metrics.items()
-    }
