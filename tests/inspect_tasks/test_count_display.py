@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.scorer import SampleScore, Score, grouped, mean
+from logged_figures import is_count
 
 from memevals.inspect_tasks.metrics import count, keyed, stderr_clustered
 
@@ -49,8 +50,7 @@ def test_counts_are_integral_and_drawn_in_inspects_format(
     by_kind: dict[str, list[str]] = {"count": [], "total": [], "other": []}
     for score in log.results.scores:
         for key, m in score.metrics.items():
-            counted = (m.params or {}).get("figures") == ["count"]  # a keyed count's row
-            kind = "count" if counted else m.name.rsplit("/", 1)[-1]
+            kind = "count" if is_count(m) else m.name.rsplit("/", 1)[-1]
             assert "/" not in key, (score.name, key)  # memevals' short names
             assert math.isfinite(m.value), (score.name, key)
             if kind in ("count", "total"):

@@ -23,6 +23,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalScore
 from inspect_ai.model import ModelOutput, get_model
+from logged_figures import is_count
 from rich.console import Console
 
 from memevals.inspect_tasks.beam import beam
@@ -139,8 +140,7 @@ def test_first_screen(logs: dict[str, EvalLog], name: str) -> None:
     # a count is integral; Inspect draws it, as every figure, with three decimals
     for score in scores:
         for key, m in score.metrics.items():
-            counted = (m.params or {}).get("figures") == ["count"]  # a keyed count's row
-            if counted or m.name.rsplit("/", 1)[-1] in ("count", "total"):
+            if is_count(m) or m.name.rsplit("/", 1)[-1] == "total":
                 assert float(m.value).is_integer(), (score.name, key, m.value)
                 drawn = rf"\b{re.escape(key)} +{int(m.value)}\.000(?!\d)"
                 assert any(re.search(drawn, line) for line in text), (key, text)

@@ -9,7 +9,12 @@ result per scorer, whose rows log the key, the figures and the naming (`lead`) i
 
 from __future__ import annotations
 
-from inspect_ai.log import EvalLog
+from inspect_ai.log import EvalLog, EvalMetric
+
+
+def is_count(m: EvalMetric) -> bool:
+    """Whether a logged row is a count: a `count` metric's, or a keyed key counted only."""
+    return m.name.rsplit("/", 1)[-1] == "count" or (m.params or {}).get("figures") == ["count"]
 
 
 def _figure(row: str, key: str, figures: list[str], lead: bool) -> str:
