@@ -37,11 +37,15 @@ def json_lines(
 ) -> Iterator[tuple[str, int, dict[str, Any]]]:
     """(`file:line`, line number, record) for each non-blank line of a JSON-lines file (lm-eval's
     samples files). A line that is not one JSON object raises `error` naming file and line."""
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            where = f"{path}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(f"{where}: not UTF-8 text, so not a JSON-lines file ({exc.reason})") from None
             if not line.strip():
                 continue
-            where = f"{path}:{number}"
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:

@@ -73,6 +73,12 @@ def samples_files(paths: Iterable[str | Path]) -> list[Path]:
                     f"{path}: no samples_*.jsonl files (run lm_eval with --log_samples)"
                 )
             out.extend(found)
+        elif path.suffix == ".eval" and path.is_file():  # an Inspect log: inspect score reads it
+            raise SamplesError(
+                f"{path}: an Inspect log, not lm-eval samples; re-judge it with "
+                f"inspect score {path} --scorer memevals/llm_judge "
+                "(or memevals/official_judge for a protocol=official run)"
+            )
         elif path.is_file():
             out.append(path)
         else:

@@ -5,7 +5,8 @@
   message naming the scorer to use, before any sample is judged; no scored log is written;
 - `memevals-judge` with a grader that fails every call, or one that cannot be built: one line
   (`error: ...`) naming the benchmark or the grader, exit status 1, no traceback;
-- `memevals-judge-agreement` on a file that is no Inspect log: one line naming the file.
+- `memevals-judge-agreement` on a file that is no Inspect log, and `memevals-judge` on an Inspect
+  log or a file that is not text: one line naming the file (and, for a log, the command to use).
 """
 
 from __future__ import annotations
@@ -126,3 +127,26 @@ def test_judge_agreement_names_a_file_that_is_no_log(
     assert agreement_main([str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {bad}: not an Inspect log (") and err.count("\n") == 1
+
+
+def test_memevals_judge_names_an_inspect_log_and_a_binary_file(
+    tmp_path: Path, logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memevals.tools.judge import main as judge_main
+
+    log = logs["memevals"]
+    assert judge_main([str(log), "--grader", "mockllm/model"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: {log}: an Inspect log, not lm-eval samples; re-judge it with inspect score "
+        f"{log} --scorer memevals/llm_judge (or memevals/official_judge for a protocol=official "
+        "run)\n"
+    )
+    binary = tmp_path / "samples_locomo_2026.jsonl"
+    binary.write_bytes(b'\n\xed\xa0\x80 not text\n')
+    assert judge_main([str(binary), "--grader", "mockllm/model"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: {binary}:2: not UTF-8 text, so not a JSON-lines file (invalid continuation "
+        "byte)\n"
+    )
