@@ -43,7 +43,9 @@ def json_lines(
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise error(f"{where}: not UTF-8 text, so not a JSON-lines file ({exc.reason})") from None
+                raise error(
+                    f"{where}: not UTF-8 text, so not a JSON-lines file ({exc.reason})"
+                ) from None
             if not line.strip():
                 continue
             try:

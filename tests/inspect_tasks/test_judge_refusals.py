@@ -143,10 +143,9 @@ def test_memevals_judge_names_an_inspect_log_and_a_binary_file(
         "run)\n"
     )
     binary = tmp_path / "samples_locomo_2026.jsonl"
-    binary.write_bytes(b'\n\xed\xa0\x80 not text\n')
+    binary.write_bytes(b"\n\xed\xa0\x80 not text\n")
     assert judge_main([str(binary), "--grader", "mockllm/model"]) == 2
     err = capsys.readouterr().err
     assert err == (
-        f"error: {binary}:2: not UTF-8 text, so not a JSON-lines file (invalid continuation "
-        "byte)\n"
+        f"error: {binary}:2: not UTF-8 text, so not a JSON-lines file (invalid continuation byte)\n"
     )
