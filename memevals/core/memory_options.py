@@ -10,6 +10,7 @@ another mode is an error" exists once.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, Self
@@ -105,8 +106,11 @@ class MemoryOptions:
             given = [n for n in ("memory_args", "memory_cache") if getattr(self, n) is not None]
             raise ValueError(f"{', '.join(given)} applies only with memory=<name>")
         if self.context not in modes:
+            close = difflib.get_close_matches(str(self.context), modes, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise ValueError(
-                f"context={self.context!r} is not supported; allowed values: {', '.join(modes)}"
+                f"context={self.context!r} is not supported{hint}; allowed values: "
+                f"{', '.join(modes)} (or memory=<name> for a memory system)"
             )
         reject_options_outside(
             "truncated",

@@ -164,6 +164,11 @@ def test_budget_smaller_than_one_turn_is_a_clear_error(convs: list[Conversation]
     ("kwargs", "message"),
     [
         ({"context": "windowed"}, r"context='windowed' is not supported; allowed values: full, "),
+        (
+            {"context": "rga"},
+            r"^context='rga' is not supported \(did you mean 'rag'\?\); allowed values: full, "
+            r"truncated, rag, oracle, none \(or memory=<name> for a memory system\)$",
+        ),
         ({"context": "rag", "retrieval_unit": "turn"}, r"retrieval_unit='turn'.*dialog, "),
         ({"context": "rag", "retriever": "dpr"}, r"retriever='dpr'.*bm25, embedding"),
         ({"context": "rag", "top_k": 0}, r"top_k must be an integer >= 1, got 0"),
