@@ -25,7 +25,9 @@ from typing import Any
 import pytest
 from cli_support import SUPPORT, run_python
 from inspect_ai.log import EvalLog, read_eval_log
+from cli_support import TESTS
 from offline_page import open_offline
+from scratch import SCRATCH
 from shared_runs import SharedRuns
 
 from memevals.core.agent_memory import AGENT_KEY
@@ -50,6 +52,9 @@ RUNS: dict[str, list[str]] = {
 }
 #: The write-pass figures of the page's table (`agent_figures` keys) and the record fields
 #: they total over the passes this run made.
+#: The agent run's screenshots (docs/img has them, refreshed with MEMEVALS_DOC_IMAGES=1).
+ARTIFACTS = SCRATCH / "report-agent"
+DOC_IMAGES = ("leaderboard", "question")
 WRITE_FIELDS = {
     "write_model_calls": "model_calls",
     "write_input_tokens": "input_tokens",
@@ -158,6 +163,8 @@ def test_four_subjects_and_the_write_pass_cost(
     shown = dict(zip(headers, cells, strict=True))
     name, log = _log(built["root"], "agent")
     expected = _expected(log)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    tab.locator("section#leaderboard").screenshot(path=str(ARTIFACTS / "leaderboard.png"))
     assert shown["run"] == f"{MODEL} | protocol memevals | agent(files)"
     assert shown["mode"] == "files"
     assert expected["write_passes"] == expected["histories"] == 2
@@ -216,6 +223,26 @@ def test_the_question_view_shows_the_stored_files(
         assert text == whole[:RESULT_CHARS]
         cut = ", cut" if len(whole) > RESULT_CHARS else ""
         assert chars == f" ({len(whole)} characters{cut})"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    tab.locator("#q-detail").screenshot(path=str(ARTIFACTS / "question.png"))
+
+
+def test_docs_show_the_agent_run(built: dict[str, Any]) -> None:
+    """docs/img holds the agent run's leaderboard and an opened question (the screenshots the
+    tests above write; refreshed with MEMEVALS_DOC_IMAGES=1)."""
+    docs = TESTS.parent / "docs" / "img"
+    if os.environ.get("MEMEVALS_DOC_IMAGES") == "1":
+        from PIL import Image
+
+        for name in DOC_IMAGES:
+            # a 64-colour palette keeps the committed images small
+            with Image.open(ARTIFACTS / f"{name}.png") as image:
+                # the top of an opened question: its runs and the first stored files
+                top = image.crop((0, 0, image.width, min(image.height, 1400)))
+                small = top.convert("RGB").quantize(colors=64)
+                small.save(docs / f"report-agent-{name}.png", optimize=True)
+    for name in DOC_IMAGES:
+        assert (docs / f"report-agent-{name}.png").stat().st_size > 1000, name
 
 
 def _run(metadata: dict[str, Any]) -> Run:
