@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import SUPPORT, run_python
+from cli_support import SUPPORT, TESTS, run_python
 from inspect_ai.log import EvalLog, read_eval_log
-from cli_support import TESTS
 from offline_page import open_offline
 from scratch import SCRATCH
 from shared_runs import SharedRuns
