@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
@@ -190,6 +191,8 @@ def read_judged_log(path: str) -> EvalLog:
     Returns:
         The log.
     """
+    if Path(path).is_dir():
+        raise ValueError(f"{path}: a folder; name one Inspect log file (.eval or .json) in it")
     try:
         return read_eval_log(path)
     except FileNotFoundError:
@@ -199,7 +202,24 @@ def read_judged_log(path: str) -> EvalLog:
         raise ValueError(f"{path}: not an Inspect log ({reason[:200]})") from exc
 
 
-def _pick(names: list[str], wanted: str | None, location: str, which: str) -> str:
+def _no_judge(log: EvalLog, location: str) -> ValueError:
+    """The error for a log that holds no judge score: a failed run, or one never judged."""
+    if log.status != "success":
+        return ValueError(
+            f"{location}: the run did not finish (status {log.status}) and holds no judge "
+            f"score; rerun it (inspect eval-retry {location})"
+        )
+    official = (log.eval.metadata or {}).get("protocol") == "official"
+    scorer = "memevals/official_judge" if official else "memevals/llm_judge"
+    return ValueError(
+        f"{location}: holds no judge score; judge it first (inspect score {location} --scorer "
+        f"{scorer} --model-role grader=..., docs/judges.md)"
+    )
+
+
+def _pick(log: EvalLog, names: list[str], wanted: str | None, location: str, which: str) -> str:
+    if not names:
+        raise _no_judge(log, location)
     if wanted is not None:
         if wanted not in names:
             raise ValueError(f"{location}: no judge score {wanted!r}; judge scores: {names}")
@@ -228,19 +248,28 @@ def compared_scores(
     log_a = read_judged_log(path_a)
     names_a = judge_score_names(log_a)
     if path_b is None:
+        if not names_a:
+            raise _no_judge(log_a, path_a)
         if scorer_a is None and scorer_b is None and len(names_a) != 2:
             raise ValueError(
                 f"{path_a}: holds {len(names_a)} judge scores {names_a}; with one log, "
                 "it needs exactly two (or name them with --scorer-a/--scorer-b)"
             )
-        score_a = scorer_a or names_a[0]
-        score_b = scorer_b or names_a[1]
+        # with one log, a judge not named is the first of the others
+        score_a = scorer_a or next((n for n in names_a if n != scorer_b), names_a[0])
+        score_b = scorer_b or next((n for n in names_a if n != score_a), score_a)
         log_b, names_b = log_a, names_a
     else:
         log_b = read_judged_log(path_b)
         names_b = judge_score_names(log_b)
-        score_a = _pick(names_a, scorer_a, path_a, "a")
-        score_b = _pick(names_b, scorer_b, path_b, "b")
+        score_a = _pick(log_a, names_a, scorer_a, path_a, "a")
+        score_b = _pick(log_b, names_b, scorer_b, path_b, "b")
+    if score_a == score_b and (path_b is None or Path(path_a).resolve() == Path(path_b).resolve()):
+        # one judge against itself agrees by construction: 1.000, which would mean nothing
+        raise ValueError(
+            f"{path_a}: judge A and judge B are the same score ({score_a!r} of {names_a}); "
+            "name two different ones with --scorer-a/--scorer-b, or give a second log"
+        )
     if score_a not in names_a or score_b not in names_b:
         raise ValueError(f"judge scores available: A {names_a}, B {names_b}")
     return log_a, log_b, score_a, score_b
