@@ -86,8 +86,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = load_runs(ns.runs)
     except RunError as exc:
         parser.error(str(exc))
+    # a failed or cancelled run has no results to pair (its samples errored), as in compare
+    for run in runs:
+        if not run.has_results:
+            left_out = f"{PROG}: {run.path}: no results (status {run.status}); left out"
+            print(left_out, file=sys.stderr)
+    runs = [run for run in runs if run.has_results]
     if len(runs) < 2:
-        parser.error(f"need at least two runs to compare, found {len(runs)} in {ns.runs}")
+        parser.error(
+            f"need at least two runs with results to compare, found {len(runs)} in {ns.runs}"
+        )
     try:
         for other in runs[1:]:
             check_same_benchmark(runs[0], other)
