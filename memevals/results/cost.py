@@ -341,6 +341,14 @@ def _notes(task: Task) -> list[str]:
     md = task.metadata or {}
     if md.get("chain_of_note"):
         notes.append("chain_of_note makes one extra call per history session: not included")
+    memory = md.get("memory")
+    if isinstance(memory, Mapping) and memory.get("memory"):
+        # the system retrieves at run time: the prompts counted hold only the question
+        notes.append(
+            f"memory={memory['memory']}: the context the memory system gives each question "
+            f"(top_k={memory.get('top_k')} items) is retrieved at run time and not included, "
+            "nor are the calls a system makes while ingesting the histories"
+        )
     return notes
 
 

@@ -47,7 +47,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog_name(sys.argv[0], "memevals.tools.estimate"),
         description="Count a task's input tokens, the share a prompt cache can reuse, and the "
@@ -83,7 +83,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--limit", type=int, help="only the first N samples")
     parser.add_argument("--per-sample", action="store_true", help="list every sample")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
     ns = parser.parse_args(argv)
+    # checked before the task is built and counted (a minute for all of LoCoMo)
+    for option, value in (
+        ("--price-in", ns.price_in),
+        ("--price-out", ns.price_out),
+        ("--cached-price-ratio", ns.cached_price_ratio),
+        ("--cache-write-ratio", ns.cache_write_ratio),
+        ("--limit", ns.limit),
+    ):
+        if value is not None and value < 0:
+            parser.error(f"{option} {value}: must not be negative")
     try:
         rule = CacheRule(ns.cache_min_tokens, ns.cache_block)
         est = estimate(
