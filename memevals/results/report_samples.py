@@ -35,6 +35,8 @@ class AxisFigures:
     chart: DotChart | None
     too_few: bool
     missing: list[str]
+    #: the runs that log the field but have no scored sample of their score (all unscored)
+    unscored: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -145,14 +147,22 @@ def _axis_figures(
     report: Report, benchmark: str, idx: Sequence[int], axis: AnalysisAxis
 ) -> AxisFigures:
     too_few = False
-    missing = []
+    missing: list[str] = []
+    unscored: list[str] = []
     marks = []
     for i in idx:
         run, row = report.runs[i], _row_of(report, report.runs[i])
         kind = next(iter(row.kinds), None) if row is not None else None
         groups = _axis_groups(run, report.details[i], axis, kind)
         if not groups:
-            missing.append(run.label)
+            logged = any(
+                bucket(axis, d.get("metadata", {}).get(axis.key)) is not None
+                for d in report.details[i].values()
+            )
+            if logged:
+                unscored.append(f"{run.label} ({score_title(kind or '')})")
+            else:
+                missing.append(run.label)
             continue
         for b in _bucket_order(axis, groups):
             values = groups[b]
@@ -167,7 +177,7 @@ def _axis_figures(
         unit = all(0.0 <= m.value <= 1.0 for m in marks)
         xlabel = f"score per bucket of {axis.title}"
         chart = DotChart(f"axis-{benchmark}-{axis.key}", marks, xlabel, unit=unit)
-    return AxisFigures(axis.title, axis.key, chart, too_few, missing)
+    return AxisFigures(axis.title, axis.key, chart, too_few, missing, unscored)
 
 
 def _row_of(report: Report, run: Run) -> Row | None:
