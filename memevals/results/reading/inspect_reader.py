@@ -41,7 +41,9 @@ def read_inspect_run(path: str) -> Run:
         # for fields to be left out (both parse sample by sample), even with their events.
         log = read_eval_log(path)
     except Exception as exc:
-        raise RunError(f"{path}: not a readable Inspect log ({exc})") from exc
+        # one line: a format parser's message (pydantic's) spans several
+        reason = " ".join(str(exc).split())
+        raise RunError(f"{path}: not a readable Inspect log ({reason[:200]})") from exc
     return read_inspect_log(log, path)
 
 
