@@ -1,0 +1,195 @@
+"""Mistakes a new user makes with the memevals-* tools get one line naming the fix, and no tool
+states a figure or a reason that is not so (found by working through docs/compare.md,
+paired.md, report.md, cost.md and judges.md command by command):
+
+- memevals-judge-agreement: one judge named with --scorer-a on a log that holds one judge (an
+  IndexError before), one judge against itself (agreement 1.000 by construction before), a
+  folder, a log nobody judged, a failed run;
+- memevals-diff: a failed run is left out as memevals-compare leaves it out (before, its errored
+  samples were paired and the comparison refused for "1 only in B");
+- memevals-estimate: a negative --limit (which counted all but the last sample) or price is
+  refused before the task is built; a memory system's run says that its retrieved context is not
+  counted;
+- memevals-report: a run whose samples log an analysis axis but have no scored value is said to
+  be unscored, not to "not log" the axis;
+- memevals-compare: a JSON file that is no Inspect log is named in one line.
+
+The runs are mockllm's on conftest's shared LoCoMo build (two questions, no context), and the
+faulty model's (tests/support/faulty_model.py) for a run that failed; each is made once per
+pytest run (shared_runs).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cli_support import run_python
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import read_eval_log, write_eval_log
+from inspect_ai.model import get_model
+from shared_runs import SharedRuns
+
+from memevals.results.judge_labels import judge_score_names
+
+BIN = Path(sys.executable).parent
+IDS = ["conv-26-q0", "conv-26-q1"]
+
+
+def _tool(name: str, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A memevals console script, run in this process."""
+    return run_python([str(BIN / name), *map(str, args)], cwd=cwd, timeout=600)
+
+
+def _one_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The error line of a failed command (after argparse's usage lines, if any)."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.stderr.strip().splitlines()[-1]
+
+
+def _run(
+    shared_runs: SharedRuns, task: Callable[..., Task], name: str, model: str, **options: object
+) -> Path:
+    """The one log of a run of memevals/locomo (no context) on IDS, made once per pytest run."""
+
+    def produce(folder: Path) -> None:
+        import faulty_model  # noqa: F401  (registers the faulty/ provider)
+
+        args = {"fault_rate": 1.0, "faults": "fatal"} if model.startswith("faulty/") else {}
+        inspect_eval(
+            task(context="none", protocol="memevals", **options),
+            model=get_model(model, **args),
+            model_roles={"grader": get_model("mockllm/model")},
+            sample_id=IDS,
+            log_dir=str(folder / "logs"),
+            display="none",
+        )
+
+    folder = shared_runs.folder({"new-user-mistakes": [name, model, options]}, produce)
+    [log] = (folder / "logs").iterdir()
+    return log
+
+
+@pytest.fixture
+def runs(locomo_task: Callable[..., Task], shared_runs: SharedRuns) -> dict[str, Path]:
+    return {
+        "plain": _run(shared_runs, locomo_task, "plain", "mockllm/model"),
+        "judged": _run(shared_runs, locomo_task, "judged", "mockllm/model", judge=True),
+        "failed": _run(shared_runs, locomo_task, "failed", "faulty/answerer"),
+    }
+
+
+def test_judge_agreement_mistakes_get_one_line(runs: dict[str, Path], tmp_path: Path) -> None:
+    judged = runs["judged"]
+    [name] = judge_score_names(read_eval_log(str(judged)))
+    cases = {
+        # one judge named: the other is not there (an IndexError traceback before)
+        (str(judged), "--scorer-a", name): f"judge A and judge B are the same score ('{name}'",
+        (str(judged), "--scorer-b", name): f"judge A and judge B are the same score ('{name}'",
+        # the same judge twice: agreement 1.000 by construction before
+        (str(judged), str(judged)): f"judge A and judge B are the same score ('{name}'",
+        (str(judged.parent),): "a folder; name one Inspect log file (.eval or .json) in it",
+        (str(runs["plain"]), str(judged)): "holds no judge score; judge it first (inspect score "
+        f"{runs['plain']} --scorer memevals/llm_judge --model-role grader=...",
+        (str(runs["failed"]), str(judged)): "the run did not finish (status error) and holds no "
+        f"judge score; rerun it (inspect eval-retry {runs['failed']})",
+    }
+    for args, message in cases.items():
+        proc = _tool("memevals-judge-agreement", *args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == "", (args, proc.stdout)
+        assert _one_line(proc) == proc.stderr.strip(), proc.stderr
+        assert message in proc.stderr, (args, proc.stderr)
+
+
+def test_diff_leaves_a_failed_run_out(runs: dict[str, Path], tmp_path: Path) -> None:
+    failed = runs["failed"]
+    assert read_eval_log(str(failed), header_only=True).status == "error"
+    left_out = f"memevals-diff: {failed}: no results (status error); left out"
+
+    proc = _tool("memevals-diff", failed, runs["plain"], cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert left_out in proc.stderr.splitlines()
+    assert _one_line(proc) == (
+        "memevals-diff: error: need at least two runs with results to compare, found 1 in "
+        f"['{failed}', '{runs['plain']}']"
+    )
+
+    # the other two are compared: F1 on both questions, nothing said about sample sets
+    proc = _tool(
+        "memevals-diff", failed, runs["plain"], runs["judged"], "--resamples", "20", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [left_out]
+    assert "| overall | 2 | 1 |" in proc.stdout and "sample set" not in proc.stdout
+
+
+def test_estimate_refuses_negative_values_before_building_the_task(tmp_path: Path) -> None:
+    for option, value in (("--limit", "-1"), ("--price-in", "-1"), ("--cached-price-ratio", "-2")):
+        # a task that does not exist: refused first, so the values were checked before it
+        proc = _tool("memevals-estimate", "no_such_task", option, value, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == ""
+        shown = value if option == "--limit" else str(float(value))
+        message = f"memevals-estimate: error: {option} {shown}: must not be negative"
+        assert _one_line(proc) == message
+
+
+def test_estimate_says_a_memory_systems_context_is_not_counted(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    env = {"MEMEVALS_DATA_DIR": str(data_dir)}
+    args = ["locomo", "-T", "memory=bm25", "-T", "top_k=3", "--limit", "2"]
+    proc = run_python([str(BIN / "memevals-estimate"), *args], cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "note: memory=bm25: the context the memory system gives each question (top_k=3 items) "
+        "is retrieved at run time and not included, nor are the calls a system makes while "
+        "ingesting the histories"
+    ) in proc.stdout
+    plain = run_python(
+        [str(BIN / "memevals-estimate"), "locomo", "-T", "context=none", "--limit", "2"],
+        cwd=tmp_path,
+        env=env,
+    )
+    assert plain.returncode == 0 and "memory" not in plain.stdout
+
+
+def test_report_says_unscored_not_unlogged(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The judged run's grader (mockllm) never wrote a verdict: every judge value is unscored.
+    With its F1 taken out of the log, the judge is the run's first score, the one the report
+    breaks down by the record's analysis axes; its samples log the axes' fields, so the report
+    says no sample has a value (before: that its samples "do not log" them)."""
+    log = read_eval_log(str(runs["judged"]))
+    for sample in log.samples or []:
+        sample.scores = {
+            name: score
+            for name, score in (sample.scores or {}).items()
+            if not isinstance(score.value, int | float)
+        }
+    judge_only = tmp_path / "judge_only.eval"
+    write_eval_log(log, str(judge_only))
+    page = tmp_path / "r.html"
+    proc = _tool("memevals-report", judge_only, "-o", page, "--resamples", "20", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text(encoding="utf-8")
+    assert "2 sample(s) left unscored by judge" in text
+    assert "its samples do not log" not in text
+    said = re.findall(r"locomo, ([^:<]+): no chart for [^<]*\(judge\): no sample has a value of "
+                      r"the score \(every one errored or was left unscored\)", text)  # fmt: skip
+    assert said and len(said) == len(set(said)), text
+
+
+def test_compare_names_a_json_that_is_no_log_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("{}", encoding="utf-8")
+    for tool in ("memevals-compare", "memevals-diff"):
+        proc = _tool(tool, "x.json", "x.json", cwd=tmp_path)
+        assert proc.returncode == 2
+        line = _one_line(proc)
+        assert line.startswith(f"{tool}: error: x.json: not a readable Inspect log (1 validation")
+    proc = _tool("memevals-report", "x.json", "-o", tmp_path / "r.html", cwd=tmp_path)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "r.html").exists()
