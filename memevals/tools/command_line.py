@@ -9,7 +9,7 @@ from typing import Any
 
 from memevals.inspect_tasks.inspect_internals import InspectInternalsError, parse_cli_args
 
-__all__ = ["parse_task_args", "prog_name"]
+__all__ = ["output_problem", "parse_task_args", "prog_name"]
 
 
 def parse_task_args(pairs: Sequence[str]) -> dict[str, Any]:
@@ -47,3 +47,32 @@ def prog_name(argv0: str, module: str) -> str:
     if not name or name.endswith(".py") or name in ("-c", "-m"):
         return f"python -m {module}"
     return name
+
+
+def output_problem(
+    option: str, path: Path | None, example: str = "", *, folder: bool = False
+) -> str | None:
+    """Why an output path cannot be written, in one line, checked before any run is read (the
+    writers create missing folders above it; an existing folder where a file is asked for, or
+    a file where a folder is, would end in a traceback after the work).
+
+    Args:
+        option: the option as the user typed it (`--csv`).
+        path: its value (None: not given).
+        example: a file name to suggest inside a folder given for a file (`compare.csv`).
+        folder: the option names a folder to write into (`--png-dir`), not a file.
+
+    Returns:
+        The message, or None when the path can be written.
+    """
+    if path is None:
+        return None
+    if folder:
+        if path.exists() and not path.is_dir():
+            return f"{option} {path}: a file; name the folder to write into"
+    elif path.is_dir():
+        return f"{option} {path}: a folder; name the file to write (e.g. {path / example})"
+    above = next((p for p in path.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        return f"{option} {path}: {above} is a file, not a folder"
+    return None

@@ -28,6 +28,7 @@ from memevals.results.formatting import UNDEFINED, too_few_note, too_few_text
 from memevals.results.memory_figures import memory_figures
 from memevals.results.rows import NO_JUDGE, KindScores, Row, above_ceiling, disambiguate
 from memevals.results.runs import Run, read_inspect_log
+from memevals.tools.command_line import output_problem
 
 # The library's names, re-exported for what imports them from here (memevals-report's modules,
 # tests, notebooks written before memevals.results).
@@ -102,6 +103,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         args.remove("--paired")
         return int(next(iter(found)).load()(args))
+    parser = _parser()
+    ns = parser.parse_args(args)
+    for problem in (
+        output_problem("--csv", ns.csv, "compare.csv"),
+        output_problem("--png-dir", ns.png_dir, folder=True),
+    ):
+        if problem:
+            parser.error(problem)
+    try:
+        rows = load_rows(ns.logs)
+    except (FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
+    if not rows:
+        print("memevals-compare: no log with results", file=sys.stderr)
+        return 1
+    print(markdown_tables(rows, wide=ns.wide))
+    if ns.csv:
+        write_csv(rows, ns.csv)
+        print(f"CSV: {ns.csv}", file=sys.stderr)
+    if ns.png_dir is not None and not ns.no_png:  # charts only where asked for
+        for benchmark in sorted({r.benchmark for r in rows}):
+            out = plot_benchmark(rows, benchmark, ns.png_dir / f"{safe_file_stem(benchmark)}.png")
+            print(f"chart: {out}", file=sys.stderr)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memevals-compare",
         description="Tabulate and plot Inspect logs of memevals tasks across models, judges "
@@ -126,23 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="one wide table per benchmark (a row per run, a column per figure) instead of the "
         f"default tables that fit {MAX_WIDTH} columns",
     )
-    ns = parser.parse_args(args)
-    try:
-        rows = load_rows(ns.logs)
-    except (FileNotFoundError, ValueError) as exc:
-        parser.error(str(exc))
-    if not rows:
-        print("memevals-compare: no log with results", file=sys.stderr)
-        return 1
-    print(markdown_tables(rows, wide=ns.wide))
-    if ns.csv:
-        write_csv(rows, ns.csv)
-        print(f"CSV: {ns.csv}", file=sys.stderr)
-    if ns.png_dir is not None and not ns.no_png:  # charts only where asked for
-        for benchmark in sorted({r.benchmark for r in rows}):
-            out = plot_benchmark(rows, benchmark, ns.png_dir / f"{safe_file_stem(benchmark)}.png")
-            print(f"chart: {out}", file=sys.stderr)
-    return 0
+    return parser
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from memevals.results.paired import (
     find_mismatches,
 )
 from memevals.results.runs import Run, RunError, RunSample, load_runs
+from memevals.tools.command_line import output_problem
 
 # The library's names that tests and perf scripts written before memevals.results import from
 # here; anything new imports them from memevals.results.
@@ -82,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if ns.resamples < 1:
         parser.error(f"--resamples must be at least 1, got {ns.resamples}")
+    _check_outputs(parser, ns)
     try:
         runs = load_runs(ns.runs)
     except RunError as exc:
@@ -118,6 +120,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: pass --allow-mismatch to compare them anyway", file=sys.stderr)
         return 1
     print(markdown(comparisons, ns.allow_mismatch))
+    _write_outputs(comparisons, ns)
+    return 0
+
+
+def _check_outputs(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> None:
+    """Each output path can be written (checked before any run is read)."""
+    outputs = [("--csv", ns.csv, "paired.csv"), ("--json", ns.json, "paired.json")]
+    outputs += [("--flips", ns.flips, "flips.csv"), ("--png", ns.png, "paired.png")]
+    for option, path, example in outputs:
+        problem = output_problem(option, path, example)
+        if problem:
+            parser.error(problem)
+    if ns.png is not None and not ns.png.suffix:
+        ns.png = ns.png.with_suffix(".png")  # what matplotlib writes: say that file's name
+
+
+def _write_outputs(comparisons: list[Comparison], ns: argparse.Namespace) -> None:
+    """The files asked for, each said on stderr."""
     if ns.csv:
         write_csv(comparisons, ns.csv)
         print(f"CSV: {ns.csv}", file=sys.stderr)
@@ -130,7 +150,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.png:
         plot_differences(comparisons, ns.png)
         print(f"chart: {ns.png}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":

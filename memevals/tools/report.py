@@ -23,6 +23,7 @@ from memevals.results.report_data import Report, ReportError, build_report, pars
 from memevals.results.report_figures import pareto
 from memevals.results.report_samples import bucket
 from memevals.results.runs import RunError
+from memevals.tools.command_line import output_problem
 
 __all__ = [
     "SECTIONS",
@@ -86,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if ns.resamples < 1:
             raise ReportError(f"--resamples must be at least 1, got {ns.resamples}")
+        problem = output_problem("-o", ns.output, "report.html")
+        if problem:
+            raise ReportError(problem)
         prices = dict(parse_price(p) for p in ns.price)
         view = ns.view
         if view is None and (ns.output.parent / "view" / "index.html").is_file():

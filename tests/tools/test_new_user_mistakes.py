@@ -193,3 +193,40 @@ def test_compare_names_a_json_that_is_no_log_in_one_line(tmp_path: Path) -> None
     proc = _tool("memevals-report", "x.json", "-o", tmp_path / "r.html", cwd=tmp_path)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_an_output_path_that_cannot_be_written_is_one_line_before_any_work(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """A folder given for a file (`--csv report/`) or a file for a folder: one line, exit 2,
+    nothing printed or written (before: a traceback after the tables were printed)."""
+    folder, a_file = tmp_path / "out", tmp_path / "note.txt"
+    folder.mkdir()
+    a_file.write_text("x", encoding="utf-8")
+    plain, judged = str(runs["plain"]), str(runs["judged"])
+    cases = {
+        ("memevals-compare", plain, "--csv", str(folder)): f"memevals-compare: error: --csv "
+        f"{folder}: a folder; name the file to write (e.g. {folder / 'compare.csv'})",
+        ("memevals-compare", plain, "--png-dir", str(a_file)): "memevals-compare: error: "
+        f"--png-dir {a_file}: a file; name the folder to write into",
+        ("memevals-compare", plain, "--csv", str(a_file / "c.csv")): "memevals-compare: error: "
+        f"--csv {a_file / 'c.csv'}: {a_file} is a file, not a folder",
+        ("memevals-diff", plain, judged, "--json", str(folder)): "memevals-diff: error: --json "
+        f"{folder}: a folder; name the file to write (e.g. {folder / 'paired.json'})",
+        ("memevals-diff", plain, judged, "--png", str(folder)): "memevals-diff: error: --png "
+        f"{folder}: a folder; name the file to write (e.g. {folder / 'paired.png'})",
+        ("memevals-report", plain, "-o", str(folder)): f"memevals-report: -o {folder}: a "
+        f"folder; name the file to write (e.g. {folder / 'report.html'})",
+    }
+    for (tool, *args), message in cases.items():
+        proc = _tool(tool, *args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == "", (args, proc.stdout)
+        assert _one_line(proc) == message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["note.txt", "out"]
+    assert list(folder.iterdir()) == []
+
+    # a chart path without a suffix: matplotlib writes a .png, and diff names that file
+    proc = _tool("memevals-diff", plain, judged, "--png", "paired", "--resamples", "20", cwd=folder)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines()[-1] == "chart: paired.png"
+    assert [p.name for p in folder.iterdir()] == ["paired.png"]
