@@ -336,6 +336,18 @@ def grader_calls(task: Task, samples: Sequence[Sample]) -> list[GraderCalls]:
     return out
 
 
+def _without_scorer_model(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The task's arguments with BERTScore off unless a `bertscore*` option is given: the
+    prompts counted do not depend on the scorer, and its default model (roberta-large) is a
+    download an offline estimate would fail on."""
+    fn = _task_functions().get(name)
+    if fn is None or "bertscore" not in task_options(fn):
+        return dict(args)
+    if any(key.startswith("bertscore") for key in args):
+        return dict(args)
+    return {**args, "bertscore": False}
+
+
 def _notes(task: Task) -> list[str]:
     notes: list[str] = []
     md = task.metadata or {}
@@ -363,7 +375,7 @@ def estimate(
     if output_tokens is not None and output_tokens < 0:
         raise ValueError(f"--output-tokens {output_tokens}: must not be negative")
     args = dict(task_args or {})
-    task = build_task(task_name, args)
+    task = build_task(task_name, _without_scorer_model(task_name, args))
     counter = get_token_counter(token_counter)
     samples = list(task.dataset)
     if limit is not None:

@@ -230,3 +230,19 @@ def test_an_output_path_that_cannot_be_written_is_one_line_before_any_work(
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.splitlines()[-1] == "chart: paired.png"
     assert [p.name for p in folder.iterdir()] == ["paired.png"]
+
+
+def test_estimate_of_the_dialogue_task_loads_no_scorer_model(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The prompts do not depend on BERTScore: offline, the estimate counts them without
+    loading its model (before: refused, roberta-large needs a download)."""
+    env = {"MEMEVALS_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+    out = {}
+    for extra in ([], ["-T", "bertscore=false"]):
+        args = ["locomo_dialogue", *extra, "--limit", "2"]
+        proc = run_python([str(BIN / "memevals-estimate"), *args], cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        out[bool(extra)] = proc.stdout.splitlines()
+    assert out[False][0] == "task: locomo_dialogue"
+    assert out[False][1:] == out[True][1:] and "input tokens: " in out[False][3]
