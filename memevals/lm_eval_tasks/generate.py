@@ -41,6 +41,9 @@ DECLARED = "memevals.lm_eval_tasks.declared"
 #: The prompt text every task shares, and the clustered standard errors' aggregation.
 DOCUMENTS = "memevals.lm_eval_tasks.documents"
 CLUSTERED_STDERR = "memevals.lm_eval_tasks.clustered_stderr"
+#: The task class of a benchmark that names none of its own (a key its YAML fixes, given in
+#: `--metadata` too, is refused in one line instead of failing lm-eval's call of the loader).
+TASK_CLASS = "memevals.lm_eval_tasks.task_class.MemevalsTask"
 
 
 def _folder(record: Benchmark, spec: LmEvalSpec) -> str:
@@ -144,7 +147,7 @@ def _base_yaml(record: Benchmark, spec: LmEvalSpec) -> str:
         HEADER.format(name=record.name)
         + "# Settings shared by its tasks (no `task` key, so lm-eval does not list it).\n"
         + _comment(comment)
-        + (f"class: {_function(spec.task_class)}\n" if spec.task_class else "")
+        + f"class: {_function(spec.task_class or TASK_CLASS)}\n"
         + f"dataset_path: memevals/{record.name}\n"
         + "output_type: generate_until\n"
         + "test_split: test\n"

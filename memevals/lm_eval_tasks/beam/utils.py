@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from datasets import DatasetDict
-from lm_eval.api.task import ConfigurableTask
 
 from memevals.benchmarks.beam.samples import BeamOptions, build, parse_abilities
 from memevals.core.build import Build
@@ -26,6 +25,7 @@ from memevals.lm_eval_tasks.build_cache import RecentBuilds
 from memevals.lm_eval_tasks.documents import only_reply, to_docs
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
 from memevals.lm_eval_tasks.memory_contexts import with_memory
+from memevals.lm_eval_tasks.task_class import MemevalsTask
 
 __all__ = [
     "INSPECT_ONLY",
@@ -113,12 +113,8 @@ def doc_to_text(doc: Mapping[str, Any]) -> str:
     return plain_prompt(chat_messages(doc))
 
 
-class BeamTask(ConfigurableTask):  # type: ignore[misc]
-    """A ConfigurableTask whose prompt is the document's whole chat (`chat_messages`)."""
-
-    def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        cfg = {k: v for k, v in (config or {}).items() if k != "class"}
-        super().__init__(config=cfg, **kwargs)
+class BeamTask(MemevalsTask):
+    """A memevals task whose prompt is the document's whole chat (`chat_messages`)."""
 
     def fewshot_context(
         self,
