@@ -91,20 +91,22 @@ def metadata_options(
     task: str,
     metadata: Mapping[str, Any],
     *,
-    ignored: Iterable[str] = (),
+    ignored: Mapping[str, str] | Iterable[str] = (),
     aliases: Mapping[str, str] | None = None,
 ) -> OptionsT:
     """A benchmark's options (its one options class, `core.options.options_from`) from lm-eval's
     `--metadata`, which also holds the model's arguments: a key that is no option is ignored
     unless it looks like a misspelt one. `ignored` fields (Inspect-only ones) are dropped, so
-    a model argument of that name cannot reach the options; an aliased field given under its
-    own name (e.g. a model's `seed`) is dropped with a warning naming the alias.
+    a model argument of that name cannot reach the options, with a one-line warning saying why
+    where `ignored` says it (the user who meant the Inspect option learns it was not used); an
+    aliased field given under its own name (e.g. a model's `seed`) is dropped with a warning
+    naming the alias.
 
     Args:
         cls: the options dataclass.
         task: the task's name, first in every message.
         metadata: what lm-eval passed.
-        ignored: fields that are no lm-eval option.
+        ignored: fields that are no lm-eval option (a mapping: each with why).
         aliases: lm-eval key -> field name.
 
     Returns:
@@ -113,6 +115,9 @@ def metadata_options(
     # a misspelt key is named as every lm-eval task names it, before the options are read
     checked_options(task, metadata, metadata_keys(cls, ignored=ignored, aliases=aliases), {})
     dropped = set(ignored) | set((aliases or {}).values())
+    if isinstance(ignored, Mapping):
+        for key in (k for k in ignored if k in metadata):
+            logger.warning("%s: --metadata key %r is ignored: %s", task, key, ignored[key])
     for key, name in (aliases or {}).items():
         if name in metadata and key not in metadata:
             logger.warning(

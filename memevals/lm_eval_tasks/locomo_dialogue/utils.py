@@ -40,6 +40,7 @@ _NOT_HERE = not_taken(DialogueOptions, INSPECT_ONLY)
 _MEMORY_SYSTEM_OPTIONS = tuple(
     o.name for o in shared_options(MemoryOptions.names()) if o.group == "memory"
 )
+_NO_MEMORY = "the dialogue task has no memory-system mode"
 #: Inspect options that only make sense when images are sent, which lm-eval cannot do.
 _IMAGE_ONLY_OPTIONS = ("max_images", "image_timeout")
 
@@ -49,7 +50,7 @@ def _refused(task: str, metadata: Mapping[str, Any]) -> None:
     systems_given = [k for k in _MEMORY_SYSTEM_OPTIONS if k in metadata]
     if systems_given:
         raise option_checks.OptionError(
-            f"{task}: {', '.join(systems_given)}: the dialogue task has no memory-system mode; "
+            f"{task}: {', '.join(systems_given)}: {_NO_MEMORY}; "
             "its context options are context, max_context_tokens and the context=rag options"
         )
     images_given = [k for k in _IMAGE_ONLY_OPTIONS if k in metadata]
@@ -72,7 +73,7 @@ def dialogue_docs(**metadata: Any) -> DatasetDict:
         DialogueOptions,
         task,
         {"bertscore": False, **metadata},
-        ignored=(*_NOT_HERE, *_MEMORY_SYSTEM_OPTIONS),
+        ignored={**_NOT_HERE, **dict.fromkeys(_MEMORY_SYSTEM_OPTIONS, _NO_MEMORY)},
         aliases=ALIASES,
     )
     if options.bertscore:  # load the model once, now, so a missing one fails before any call

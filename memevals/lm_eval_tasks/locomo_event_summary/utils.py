@@ -9,6 +9,8 @@ from datasets import DatasetDict
 
 from memevals.benchmarks.locomo_event_summary.samples import EventSummaryOptions, build
 from memevals.benchmarks.locomo_event_summary.scoring import rouge_scores
+from memevals.core.memory_options import MemoryOptions
+from memevals.core.options import shared_options
 from memevals.lm_eval_tasks import option_checks
 from memevals.lm_eval_tasks.clustered_stderr import with_clusters
 from memevals.lm_eval_tasks.documents import doc_item, only_reply, prompt_tokens_of, to_docs
@@ -25,10 +27,32 @@ INSPECT_ONLY = {
     "grader_max_tokens": GRADER,
 }
 
+#: Context and memory-system options of the QA tasks, refused here (lm-eval would otherwise
+#: ignore them, and the task would run on the whole conversation while the user asked for
+#: less): the summary reads the whole conversation at once. The prompt-size counter is not one.
+_CONTEXT_OPTIONS = tuple(
+    o.name
+    for o in shared_options(MemoryOptions.names())
+    if o.group in ("context", "memory") and o.name != "token_counter"
+)
+
+
+def _refused(task: str, metadata: Mapping[str, Any]) -> None:
+    """A context or memory-system option other than the whole conversation."""
+    given = [k for k in _CONTEXT_OPTIONS if k in metadata]
+    if given and not (given == ["context"] and metadata["context"] == "full"):
+        shown = ", ".join(f"{k}={metadata[k]!r}" for k in given)
+        raise option_checks.OptionError(
+            f"{task}: {shown}: the event summary reads the whole conversation at once, so it "
+            "takes no context or memory-system option; run it without them (an lm_eval call "
+            "of its own when other tasks need them)"
+        )
+
 
 def event_summary_docs(**metadata: Any) -> DatasetDict:
     """LoCoMo event summarisation: one document per conversation and speaker."""
     task = "locomo_event_summary"
+    _refused(task, metadata)
     options = option_checks.metadata_options(
         EventSummaryOptions, task, metadata, ignored=not_taken(EventSummaryOptions, INSPECT_ONLY)
     )

@@ -1,0 +1,83 @@
+"""What a new user's `--metadata` mistakes give through the real `lm_eval` command (its console
+script, in this process): an option a task's YAML fixes (`categories`: Python's "got multiple
+values for keyword argument" from lm-eval's call of the loader before), a context option given
+to the event summary (ignored before: the whole conversation ran), both refused in one line
+naming the fix before any document is built; an Inspect-only option (`max_tokens`, `judge`:
+dropped without a word before) runs, with one warning line each saying why and what to use.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import run_python
+
+from memevals.lm_eval_tasks import include_path
+
+pytest.importorskip("lm_eval")
+
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def _lm_eval(task: str, metadata: dict[str, object], cwd: Path) -> tuple[int, str, Path]:
+    """`lm_eval --model dummy` on one document of `task`: (exit status, stderr, output dir)."""
+    out = cwd / "out"
+    res = run_python(
+        [
+            str(Path(sys.executable).parent / "lm_eval"),
+            *("--model", "dummy", "--tasks", task, "--limit", "1"),
+            *("--include_path", include_path(), "--metadata", json.dumps(metadata)),
+            *("--output_path", str(out)),
+        ],
+        cwd=cwd,
+        env=OFFLINE,
+        timeout=600,
+    )
+    return res.returncode, res.stderr, out
+
+
+def _refusal(task: str, metadata: dict[str, object], cwd: Path) -> str:
+    """The last line of a run that must stop before any result (lm-eval's own traceback)."""
+    code, err, out = _lm_eval(task, metadata, cwd)
+    assert code == 1, err[-3000:]
+    assert not out.exists()
+    last = err.strip().splitlines()[-1]
+    assert err.count(last.split(": ", 1)[1]) == 1, err[-3000:]  # said once
+    return last
+
+
+def test_a_key_the_task_fixes_is_one_line_naming_the_task(data_dir: Path, tmp_path: Path) -> None:
+    last = _refusal("locomo_single_hop", {"categories": "temporal"}, tmp_path)
+    assert last == (
+        "memevals.lm_eval_tasks.option_checks.OptionError: locomo_single_hop: --metadata "
+        "categories='temporal': each lm-eval task fixes it (this one categories='single_hop'); "
+        "choose the tasks with --tasks instead, e.g. --tasks locomo_temporal"
+    )
+
+
+def test_event_summary_refuses_a_context_option(data_dir: Path, tmp_path: Path) -> None:
+    last = _refusal("locomo_event_summary", {"context": "rag", "top_k": 5}, tmp_path)
+    assert last == (
+        "memevals.lm_eval_tasks.option_checks.OptionError: locomo_event_summary: "
+        "context='rag', top_k=5: the event summary reads the whole conversation at once, so it "
+        "takes no context or memory-system option; run it without them (an lm_eval call of its "
+        "own when other tasks need them)"
+    )
+
+
+def test_inspect_only_options_run_with_one_warning_each(data_dir: Path, tmp_path: Path) -> None:
+    code, err, out = _lm_eval(
+        "locomo_single_hop", {"max_tokens": 100, "judge": "official"}, tmp_path
+    )
+    assert code == 0, err[-3000:]
+    assert out.is_dir()
+    warned = [line for line in err.splitlines() if "is ignored:" in line]
+    assert warned == [
+        "locomo[single_hop]: --metadata key 'max_tokens' is ignored: lm-eval's answer length is "
+        "the YAML's generation_kwargs: set it with --gen_kwargs max_gen_toks=N",
+        "locomo[single_hop]: --metadata key 'judge' is ignored: not an lm-eval option: lm-eval "
+        "runs are judged afterwards (python -m memevals.tools.judge)",
+    ]
