@@ -278,12 +278,14 @@ class PairedFigures:
 
 @dataclass(frozen=True)
 class CostPlot:
-    """A score against one cost of one benchmark (chart None: no --price for dollars)."""
+    """A score against one cost of one benchmark (chart None: no dollars, for `reason`)."""
 
     benchmark: str
     kind: str
     xlabel: str
     chart: ScatterChart | None
+    #: why there is no chart, in words that follow "no dollar chart: "
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -589,11 +591,25 @@ def cost(report: Report) -> CostFigures:
                     f"cost-{benchmark}-{name}", points, pareto(points), xlabel, ylabel, log
                 )
                 plots.append(CostPlot(benchmark, kind, xlabel, chart))
-            elif name == "dollars" and not report.prices:
-                plots.append(CostPlot(benchmark, kind, xlabel, None))
+            elif name == "dollars":
+                plots.append(CostPlot(benchmark, kind, xlabel, None, _no_dollars(report, rows)))
     memory = [(r.label, [r.memory.get(c) for c in MEMORY_COLUMNS]) for r in report.rows if r.memory]
     agent = [(r.label, [r.agent.get(c) for c in AGENT_SHOWN]) for r in report.rows if r.agent]
     return CostFigures(plots, drawn, MEMORY_COLUMNS, memory, AGENT_SHOWN, agent)
+
+
+def _no_dollars(report: Report, rows: list[Row]) -> str:
+    """Why a benchmark gets no dollar chart: no price, a price for none of its models (a
+    misspelt model would otherwise pass unsaid), or no token usage reported."""
+    if not report.prices:
+        return "no --price MODEL=IN,OUT given"
+    models = sorted({r.model for r in rows})
+    if not set(models) & set(report.prices):
+        return (
+            f"--price names none of its models ({', '.join(models)}); it was given for "
+            + ", ".join(sorted(report.prices))
+        )
+    return "no priced run has both a score and the token usage its provider reported"
 
 
 def _cost_axes(

@@ -246,3 +246,30 @@ def test_estimate_of_the_dialogue_task_loads_no_scorer_model(
         out[bool(extra)] = proc.stdout.splitlines()
     assert out[False][0] == "task: locomo_dialogue"
     assert out[False][1:] == out[True][1:] and "input tokens: " in out[False][3]
+
+
+def test_report_says_a_price_names_none_of_the_models(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """`--price` for a model no run used (a misspelt name) draws no dollar chart and says why
+    (before: nothing was said; only a missing --price was)."""
+    page = tmp_path / "r.html"
+    said = {}
+    for price in (
+        [],
+        ["--price", "openai/gpt-4o-mini=0.15,0.60"],
+        ["--price", "mockllm/model=1,2"],
+    ):
+        proc = _tool(
+            "memevals-report", runs["plain"], "-o", page, "--resamples", "20", *price, cwd=tmp_path
+        )
+        assert proc.returncode == 0, proc.stderr
+        text = page.read_text(encoding="utf-8")
+        said[tuple(price)] = re.findall(r"locomo: no dollar chart: ([^<]*)</p>", text)
+        drawn = "locomo: F1 vs dollars (log scale)" in text
+        assert drawn == (price[-1:] == ["mockllm/model=1,2"]), price
+    assert list(said.values()) == [
+        ["no --price MODEL=IN,OUT given."],
+        ["--price names none of its models (mockllm/model); it was given for openai/gpt-4o-mini."],
+        [],
+    ]
