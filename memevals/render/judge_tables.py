@@ -27,7 +27,11 @@ def judge_table(run: JudgeRun) -> str:
         f"{run.benchmark}: {len(run.verdicts)} samples judged; log {run.log.location}",
         f"{'scorer':<{width}}  {'metric':<{mwidth}}  value",
     ]
-    lines += [f"{s:<{width}}  {m:<{mwidth}}  {v:.4f}" for s, m, v in run.table]
+    # a count (an int) whole, a figure to four decimals
+    lines += [
+        f"{s:<{width}}  {m:<{mwidth}}  {v if isinstance(v, int) else f'{v:.4f}'}"
+        for s, m, v in run.table
+    ]
     return "\n".join(lines)
 
 

@@ -154,7 +154,8 @@ class JudgeRun:
 
 
 def aggregate_table(log: EvalLog) -> list[tuple[str, str, float]]:
-    """(scorer, metric, value) rows, as the Inspect log reports them.
+    """(scorer, metric, value) rows, as the Inspect log reports them; a count (a `count`
+    metric's row, or a key aggregated by a count alone: `unscored`, `unclear`) as an int.
 
     Args:
         log: the judging run's log.
@@ -167,7 +168,10 @@ def aggregate_table(log: EvalLog) -> list[tuple[str, str, float]]:
         return rows
     for score in log.results.scores:
         for name, m in score.metrics.items():
-            rows.append((score.name, name, float(m.value)))
+            value = float(m.value)
+            figures = (m.params or {}).get("figures")
+            counted = name.rsplit("/", 1)[-1] == "count" or figures == ["count"]
+            rows.append((score.name, name, int(value) if counted and value.is_integer() else value))
     return rows
 
 

@@ -21,6 +21,7 @@ pytest run (shared_runs).
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -39,6 +40,11 @@ from memevals.results.judge_labels import judge_score_names
 
 BIN = Path(sys.executable).parent
 IDS = ["conv-26-q0", "conv-26-q1"]
+#: test_diff_factors' and test_honest_figures' lm-eval run (shared): LoCoMo with retrieval
+LM_EVAL_RAG = [
+    "--model", "dummy", "--tasks", "locomo_temporal,locomo_open_domain", "--limit", "4",
+    "--metadata", json.dumps({"context": "rag"}),
+]  # fmt: skip
 
 
 def _tool(name: str, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -273,3 +279,23 @@ def test_report_says_a_price_names_none_of_the_models(
         ["--price names none of its models (mockllm/model); it was given for openai/gpt-4o-mini."],
         [],
     ]
+
+
+def test_memevals_judge_prints_counts_whole(
+    shared_lm_eval: Callable[[list[str]], Path], tmp_path: Path
+) -> None:
+    """mockllm's reply is no verdict: every sample is `unclear`. The table and its JSON give
+    the counts whole (`unclear 8`, before `unclear 8.0000`) and the scores to four decimals."""
+    run_dir = shared_lm_eval(LM_EVAL_RAG)
+    args = [run_dir, "--grader", "mockllm/model", "--log-dir", tmp_path / "logs"]
+    proc = _tool("memevals-judge", *args, "--output-dir", tmp_path / "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    [judged] = re.findall(r"^locomo: (\d+) samples judged", proc.stdout, re.M)
+    table = {tuple(ln.split()[:2]): ln.split()[2] for ln in lines[2:] if len(ln.split()) == 3}
+    assert table["locomo_official_judge", "unclear"] == judged == "8"
+    assert table["locomo_official_judge", "unscored"] == "0"
+    assert table["locomo_official_judge", "mean"] == "0.0000"
+    summary = json.loads((tmp_path / "out" / "judge_locomo.json").read_text(encoding="utf-8"))
+    values = {m["metric"]: m["value"] for m in summary["metrics"]}
+    assert values["unclear"] == 8 and isinstance(values["unclear"], int)
