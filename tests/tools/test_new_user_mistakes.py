@@ -299,3 +299,31 @@ def test_memevals_judge_prints_counts_whole(
     summary = json.loads((tmp_path / "out" / "judge_locomo.json").read_text(encoding="utf-8"))
     values = {m["metric"]: m["value"] for m in summary["metrics"]}
     assert values["unclear"] == 8 and isinstance(values["unclear"], int)
+
+
+def test_n_counts_a_sample_of_several_epochs_once(
+    locomo_task: Callable[..., Task], shared_runs: SharedRuns, tmp_path: Path
+) -> None:
+    """Two questions, two epochs: compare's `n` and the CSV's `samples` are 2, as `scored`
+    (before: 4, Inspect's count of sample-epochs)."""
+
+    def produce(folder: Path) -> None:
+        inspect_eval(
+            locomo_task(context="none", protocol="memevals"),
+            model=get_model("mockllm/model"),
+            sample_id=IDS,
+            epochs=2,
+            log_dir=str(folder / "logs"),
+            display="none",
+        )
+
+    logs = shared_runs.folder({"new-user-mistakes": "epochs"}, produce) / "logs"
+    assert read_eval_log(str(next(logs.iterdir())), header_only=True).results.completed_samples == 4
+    proc = _tool("memevals-compare", logs, "--csv", tmp_path / "c.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "| 1   | mockllm/model | -           | memevals | none    | locomo | 2   |" in proc.stdout
+    )
+    assert re.search(r"\| scored +\| 2 +\|", proc.stdout)
+    header, row = (tmp_path / "c.csv").read_text(encoding="utf-8").splitlines()
+    assert dict(zip(header.split(","), row.split(","), strict=True))["samples"] == "2"

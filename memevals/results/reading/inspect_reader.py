@@ -90,7 +90,7 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
         repeated={k: tuple(v) for k, v in reader.repeated.items()},
         status=str(log.status),
         has_results=bool(log.results is not None and log.results.scores),
-        completed=log.results.completed_samples if log.results is not None else None,
+        completed=_completed(log),
         grader_role=_grader_role(log),
         usage=_usage(log),
     )
@@ -157,6 +157,15 @@ def _reductions(log: EvalLog, reader: ScoreReader) -> dict[str, dict[str, float]
                     reduced = out.setdefault(f"{name}@{reduction.reducer}", {})
                     reduced[str(sample.sample_id)] = number
     return out
+
+
+def _completed(log: EvalLog) -> int | None:
+    """Samples completed, each counted once: Inspect counts every epoch (3 samples of 2
+    epochs: 6)."""
+    if log.results is None:
+        return None
+    epochs = log.eval.config.epochs or 1
+    return log.results.completed_samples // max(1, epochs)
 
 
 def _grader_role(log: EvalLog) -> str | None:
