@@ -26,6 +26,7 @@ import dataclasses
 import difflib
 import functools
 import hashlib
+import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -241,6 +242,31 @@ def available_memory_systems() -> list[str]:
     return sorted(_entry_points())
 
 
+def _check_arg_names(name: str, factory: Any, args: Mapping[str, Any]) -> None:
+    """A memory_args key the factory does not take, named with the closest one and the list.
+    A factory that passes **kwargs on to the class it returns is read through that class; one
+    whose signature cannot be read checks its own."""
+    try:
+        signature = inspect.signature(factory, eval_str=True)
+        made = signature.return_annotation
+        params = signature.parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params) and isinstance(made, type):
+            params = inspect.signature(made).parameters.values()
+    except (TypeError, ValueError, NameError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return
+    names = [p.name for p in params if p.kind is not inspect.Parameter.POSITIONAL_ONLY]
+    for key in args:
+        if key not in names:
+            close = difflib.get_close_matches(key, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(
+                f"memory={name!r}: memory_args {key!r} is not an argument of {name}{hint}; "
+                f"arguments: {', '.join(names) or 'none'}"
+            )
+
+
 def load_memory_system(name: str, args: Mapping[str, Any] | None = None) -> MemorySystem:
     """The system registered as `name`, built with `args` (ValueError naming the closest name,
     or the argument the system refused)."""
@@ -253,6 +279,7 @@ def load_memory_system(name: str, args: Mapping[str, Any] | None = None) -> Memo
             f"{', '.join(sorted(eps)) or 'none'} (entry-point group {ENTRY_POINT_GROUP!r})"
         )
     factory = eps[name].load()
+    _check_arg_names(name, factory, args or {})
     try:
         system = factory(**dict(args or {}))
     except TypeError as exc:

@@ -331,8 +331,15 @@ def test_systems_are_found_by_name_with_a_suggestion() -> None:
         r"\(did you mean 'bm25'\?\)",
     ):
         load_memory_system("bm52")
-    with pytest.raises(ValueError, match="bad memory_args"):
+    with pytest.raises(
+        ValueError,
+        match=r"^memory='bm25': memory_args 'colour' is not an argument of bm25; arguments: unit$",
+    ):
         load_memory_system("bm25", {"unit": "turn", "colour": "red"})
+    with pytest.raises(
+        ValueError, match=r"memory_args 'unt' is not an argument of bm25 \(did you mean 'unit'\?\)"
+    ):
+        load_memory_system("bm25", {"unt": "turn"})
     with pytest.raises(ValueError, match="unit='paragraph' is not one of auto, turn, session"):
         load_memory_system("bm25", {"unit": "paragraph"})
 

@@ -460,7 +460,10 @@ def test_entry_point_and_bad_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     for args, message in bad:
         with pytest.raises(ValueError, match=message):
             graphiti_system(**args)
-    with pytest.raises(ValueError, match="bad memory_args"):
+    with pytest.raises(
+        ValueError,
+        match=r"memory_args 'top' is not an argument of graphiti; arguments: llm_base_url, ",
+    ):
         load_memory_system("graphiti", {"llm_base_url": "http://x/v1", "top": 3})
     neo4j = graphiti_system(backend="neo4j", uri="bolt://127.0.0.1:7687")
     assert neo4j.args["uri"] == "bolt://127.0.0.1:7687"

@@ -367,7 +367,10 @@ def test_entry_point_and_bad_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     for args, message in bad:
         with pytest.raises(ValueError, match=f"memory=langmem: {message}"):
             langmem_system(**args)
-    with pytest.raises(ValueError, match="bad memory_args"):
+    with pytest.raises(
+        ValueError,
+        match=r"memory_args 'top' is not an argument of langmem; arguments: llm_base_url, ",
+    ):
         load_memory_system("langmem", {"llm_base_url": "http://x/v1", "top": 3})
 
 

@@ -291,7 +291,9 @@ def test_entry_point_and_bad_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     assert mem0_system().args["llm_base_url"] == "http://127.0.0.1:9/v1"
     with pytest.raises(ValueError, match="turns_per_add must be an integer >= 1, not 0"):
         mem0_system(turns_per_add=0)
-    with pytest.raises(ValueError, match="bad memory_args"):
+    with pytest.raises(
+        ValueError, match=r"memory_args 'top' is not an argument of mem0; arguments: llm_base_url, "
+    ):
         load_memory_system("mem0", {"llm_base_url": "http://x/v1", "top": 3})
     import mem0.memory.telemetry as telemetry
 

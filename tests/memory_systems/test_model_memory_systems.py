@@ -239,7 +239,13 @@ def test_entry_points_build_the_systems() -> None:
     assert isinstance(load_memory_system("summaries", {}), summaries.SummariesSystem)
     with pytest.raises(ValueError, match="retriever='nope' is not supported"):
         load_memory_system("observations", {"retriever": "nope"})
-    with pytest.raises(ValueError, match="bad memory_args"):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"^memory='summaries': memory_args 'max_tokens' is not an argument of summaries; "
+            r"arguments: retriever, embedding_model$"
+        ),
+    ):
         load_memory_system("summaries", {"max_tokens": 5})
 
 
