@@ -303,7 +303,7 @@ def estimate_samples(samples: Sequence[Sample], counter: TokenCounter) -> list[S
     return out
 
 
-def grader_calls(task: Task, samples: Sequence[Sample]) -> list[GraderCalls]:
+def grader_calls(task: Task, samples: Sequence[Sample], runs: int = 1) -> list[GraderCalls]:
     """The grader calls of the task's judge scorers (its record's judge scores), per sample
     from the record's declaration (`JudgeSpec.calls`); a task without a record: one per sample
     for each scorer named like a judge.
@@ -311,6 +311,7 @@ def grader_calls(task: Task, samples: Sequence[Sample]) -> list[GraderCalls]:
     Args:
         task: the built task.
         samples: the samples counted.
+        runs: how many times each sample is judged (`-T judge_runs`).
 
     Returns:
         One entry per judge scorer, in scorer order.
@@ -320,7 +321,7 @@ def grader_calls(task: Task, samples: Sequence[Sample]) -> list[GraderCalls]:
     record = records().get(benchmark) or record_for_task(task.name)
     if record is None:
         judged = [n for n in names if "judge" in n]
-        one = tuple(1 for _ in samples)
+        one = tuple(runs for _ in samples)
         return [GraderCalls(n, one, "one per sample (assumed: no record)") for n in judged]
     out: list[GraderCalls] = []
     for name in names:
@@ -329,9 +330,9 @@ def grader_calls(task: Task, samples: Sequence[Sample]) -> list[GraderCalls]:
             continue
         judge = record.judge
         if judge is None:
-            out.append(GraderCalls(name, tuple(1 for _ in samples), "one per sample"))
+            out.append(GraderCalls(name, tuple(runs for _ in samples), "one per sample"))
             continue
-        per_sample = tuple(int(judge.calls(s.metadata or {})) for s in samples)
+        per_sample = tuple(runs * int(judge.calls(s.metadata or {})) for s in samples)
         out.append(GraderCalls(name, per_sample, judge.calls_note))
     return out
 
@@ -410,6 +411,7 @@ def estimate(
         output_tokens_per_sample=per_sample,
         output_tokens_source=source,
         notes=notes,
-        grader_calls=grader_calls(task, samples),
+        # each judged judge_runs times (the note says so too)
+        grader_calls=grader_calls(task, samples, int(args.get("judge_runs") or 1)),
         agent_writes=writes,
     )

@@ -327,3 +327,18 @@ def test_n_counts_a_sample_of_several_epochs_once(
     assert re.search(r"\| scored +\| 2 +\|", proc.stdout)
     header, row = (tmp_path / "c.csv").read_text(encoding="utf-8").splitlines()
     assert dict(zip(header.split(","), row.split(","), strict=True))["samples"] == "2"
+
+
+def test_estimate_counts_each_judge_run(data_dir: Path, tmp_path: Path) -> None:
+    """`-T judge_runs=3` judges each sample three times: 6 grader calls for 2 samples (before:
+    2, with a note saying each sample is judged N times)."""
+    env = {"MEMEVALS_DATA_DIR": str(data_dir)}
+    args = ["locomo", "-T", "context=none", "-T", "judge=true", "-T", "protocol=memevals"]
+    lines = {}
+    for runs in ("1", "3"):
+        run_args = [*args, "-T", f"judge_runs={runs}", "--limit", "2"]
+        proc = run_python([str(BIN / "memevals-estimate"), *run_args], cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        [lines[runs]] = [ln for ln in proc.stdout.splitlines() if ln.startswith("grader calls")]
+    assert lines["1"].startswith("grader calls (llm_judge): 2 = 1.00 per sample (min 1, max 1)")
+    assert lines["3"].startswith("grader calls (llm_judge): 6 = 3.00 per sample (min 3, max 3)")
