@@ -3,6 +3,7 @@ memory model and no tool loop, so retrieval happens before the first document is
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 
@@ -18,7 +19,13 @@ from memevals.core.memory_system import MemorySystemError
 from memevals.core.prompt_item import PromptItem
 from memevals.lm_eval_tasks.option_checks import OptionError
 
-__all__ = ["with_memory"]
+__all__ = ["SYSTEM_KEYS", "with_memory"]
+
+#: What each document records of the system, as the Inspect task's metadata records it: lm-eval
+#: keeps no task metadata of ours, and without the version and arguments a reader could not
+#: tell this run's system from an Inspect run's of the same name (memevals-diff refused to
+#: pair them as two systems).
+SYSTEM_KEYS = ("memory", "memory_version", "memory_args")
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +38,8 @@ def with_memory(
     fails, saying so). A failure names the task and the sample and stops the run: a failure is
     never scored as an empty context. A system that returns no items has answered: the
     document gets the benchmark's no-context rendering and is scored, its metadata saying
-    `memory_returned` 0 and `memory_items` 0 (the log line counts them)."""
+    `memory_returned` 0 and `memory_items` 0 (the log line counts them). Each document also
+    records the system's name, version and arguments (`SYSTEM_KEYS`)."""
     if subject is None:
         return list(items)
     if subject.answers:
@@ -39,12 +47,15 @@ def with_memory(
             f"{task}: memory_answers: lm-eval generates the answers itself; run the system's "
             "own answers through Inspect"
         )
+    settings = subject.run.settings()
+    system = {k: settings[k] for k in SYSTEM_KEYS}
     out = []
     for item in items:
         try:
-            out.append(subject.fill(item, None))
+            filled = subject.fill(item, None)
         except MemorySystemError as exc:
             raise MemorySystemError(f"{task}: sample {item.id}: {exc}") from exc
+        out.append(dataclasses.replace(filled, metadata={**filled.metadata, **system}))
     totals = ingest_totals([i.metadata[INGEST_KEY] for i in out])
     latency = latency_percentiles([float(i.metadata[LATENCY_KEY]) for i in out])
     logger.info(

@@ -4,6 +4,9 @@ values for keyword argument" from lm-eval's call of the loader before), a contex
 to the event summary (ignored before: the whole conversation ran), both refused in one line
 naming the fix before any document is built; an Inspect-only option (`max_tokens`, `judge`:
 dropped without a word before) runs, with one warning line each saying why and what to use.
+And a run of a memory system records it as the Inspect task does (name, version, arguments), so
+`memevals-diff` pairs it with an Inspect run of the same system as a comparison of models (it
+refused before: "the runs differ in more than one factor (model, memory system)").
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import run_python
+from shared_runs import SharedRuns
 
 from memevals.lm_eval_tasks import include_path
 
@@ -22,7 +26,9 @@ pytest.importorskip("lm_eval")
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 
 
-def _lm_eval(task: str, metadata: dict[str, object], cwd: Path) -> tuple[int, str, Path]:
+def _lm_eval(
+    task: str, metadata: dict[str, object], cwd: Path, *extra: str
+) -> tuple[int, str, Path]:
     """`lm_eval --model dummy` on one document of `task`: (exit status, stderr, output dir)."""
     out = cwd / "out"
     res = run_python(
@@ -30,10 +36,10 @@ def _lm_eval(task: str, metadata: dict[str, object], cwd: Path) -> tuple[int, st
             str(Path(sys.executable).parent / "lm_eval"),
             *("--model", "dummy", "--tasks", task, "--limit", "1"),
             *("--include_path", include_path(), "--metadata", json.dumps(metadata)),
-            *("--output_path", str(out)),
+            *("--output_path", str(out), *extra),
         ],
         cwd=cwd,
-        env=OFFLINE,
+        env={**OFFLINE, "MEMEVALS_CACHE_DIR": str(cwd / "cache")},
         timeout=600,
     )
     return res.returncode, res.stderr, out
@@ -81,3 +87,37 @@ def test_inspect_only_options_run_with_one_warning_each(data_dir: Path, tmp_path
         "locomo[single_hop]: --metadata key 'judge' is ignored: not an lm-eval option: lm-eval "
         "runs are judged afterwards (python -m memevals.tools.judge)",
     ]
+
+
+def test_a_memory_run_pairs_with_the_inspect_run_of_the_same_system(
+    shared_runs: SharedRuns, data_dir: Path, tmp_path: Path
+) -> None:
+    inspect_run = shared_runs.inspect(
+        [
+            *("eval", "memevals/locomo_temporal", "--model", "mockllm/model", "--limit", "1"),
+            *("-T", "memory=bm25", "--log-dir", "logs", "--display", "none"),
+        ],
+        env={**OFFLINE, "MEMEVALS_CACHE_DIR": "{run}/cache"},
+    )
+    assert inspect_run.returncode == 0, inspect_run.stderr[-3000:]
+    [log] = inspect_run.logs()
+    code, err, out = _lm_eval("locomo_temporal", {"memory": "bm25"}, tmp_path, "--log_samples")
+    assert code == 0, err[-3000:]
+    [samples] = out.glob("*/samples_locomo_temporal_*.jsonl")
+    doc = json.loads(samples.read_text(encoding="utf-8").splitlines()[0])["doc"]
+    metadata = doc["metadata"] if isinstance(doc["metadata"], dict) else json.loads(doc["metadata"])
+    assert {k: metadata[k] for k in ("memory", "memory_version", "memory_args")} == {
+        "memory": "bm25",
+        "memory_version": "2",
+        "memory_args": {"unit": "auto"},
+    }
+    diff = run_python(
+        [str(Path(sys.executable).parent / "memevals-diff"), str(log), str(samples)],
+        cwd=tmp_path,
+        env=OFFLINE,
+    )
+    assert diff.returncode == 0, (diff.stdout + diff.stderr)[-3000:]
+    assert (
+        "The runs differ in one declared factor, the model (model: A='mockllm/model', "
+        "B='dummy'); everything else is the same."
+    ) in diff.stdout, diff.stdout[-3000:]
