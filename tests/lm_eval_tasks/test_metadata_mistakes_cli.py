@@ -1,12 +1,14 @@
 """What a new user's `--metadata` mistakes give through the real `lm_eval` command (its console
-script, in this process): an option a task's YAML fixes (`categories`: Python's "got multiple
-values for keyword argument" from lm-eval's call of the loader before), a context option given
-to the event summary (ignored before: the whole conversation ran), both refused in one line
-naming the fix before any document is built; an Inspect-only option (`max_tokens`, `judge`:
-dropped without a word before) runs, with one warning line each saying why and what to use.
-And a run of a memory system records it as the Inspect task does (name, version, arguments), so
-`memevals-diff` pairs it with an Inspect run of the same system as a comparison of models (it
-refused before: "the runs differ in more than one factor (model, memory system)").
+script, in this process): an option a task's YAML fixes (`categories`, `variant`: Python's "got
+multiple values for keyword argument" from lm-eval's call of the loader before) and a context
+option given to the event summary (ignored before: the whole conversation ran) are refused in
+one line naming the fix before any document is built; `--num_fewshot 2` (before: two other
+questions, each with its whole conversation, put silently before the prompt) is refused before
+any model call; an Inspect-only option (`max_tokens`, `judge`: dropped without a word before)
+runs, with one warning line each saying why and what to use. And a run of a memory system
+records it as the Inspect task does (name, version, arguments), so `memevals-diff` pairs it with
+an Inspect run of the same system as a comparison of models (it refused before: "the runs differ
+in more than one factor (model, memory system)").
 """
 
 from __future__ import annotations
@@ -45,9 +47,9 @@ def _lm_eval(
     return res.returncode, res.stderr, out
 
 
-def _refusal(task: str, metadata: dict[str, object], cwd: Path) -> str:
+def _refusal(task: str, metadata: dict[str, object], cwd: Path, *extra: str) -> str:
     """The last line of a run that must stop before any result (lm-eval's own traceback)."""
-    code, err, out = _lm_eval(task, metadata, cwd)
+    code, err, out = _lm_eval(task, metadata, cwd, *extra)
     assert code == 1, err[-3000:]
     assert not out.exists()
     last = err.strip().splitlines()[-1]
@@ -55,12 +57,42 @@ def _refusal(task: str, metadata: dict[str, object], cwd: Path) -> str:
     return last
 
 
-def test_a_key_the_task_fixes_is_one_line_naming_the_task(data_dir: Path, tmp_path: Path) -> None:
-    last = _refusal("locomo_single_hop", {"categories": "temporal"}, tmp_path)
+@pytest.mark.parametrize(
+    ("task", "metadata", "fixed", "meant"),
+    [
+        (
+            "locomo_single_hop",
+            {"categories": "temporal"},
+            "categories='single_hop'",
+            "locomo_temporal",
+        ),
+        # refused before LongMemEval's files are read (the shared data has none)
+        (
+            "longmemeval_s_abstention",
+            {"variant": "oracle"},
+            "variant='s'",
+            "longmemeval_oracle_abstention",
+        ),
+    ],
+)
+def test_a_key_the_task_fixes_is_one_line_naming_the_task(
+    task: str, metadata: dict[str, object], fixed: str, meant: str, tmp_path: Path
+) -> None:
+    [(key, value)] = metadata.items()
+    last = _refusal(task, metadata, tmp_path)
     assert last == (
-        "memevals.lm_eval_tasks.option_checks.OptionError: locomo_single_hop: --metadata "
-        "categories='temporal': each lm-eval task fixes it (this one categories='single_hop'); "
-        "choose the tasks with --tasks instead, e.g. --tasks locomo_temporal"
+        f"memevals.lm_eval_tasks.option_checks.OptionError: {task}: --metadata "
+        f"{key}={value!r}: each lm-eval task fixes it (this one {fixed}); "
+        f"choose the tasks with --tasks instead, e.g. --tasks {meant}"
+    )
+
+
+def test_few_shot_examples_are_refused(data_dir: Path, tmp_path: Path) -> None:
+    last = _refusal("locomo_single_hop", {}, tmp_path, "--num_fewshot", "2")
+    assert last == (
+        "memevals.lm_eval_tasks.option_checks.OptionError: locomo_single_hop: --num_fewshot 2: "
+        "the memevals tasks take no few-shot examples (each would be another question with its "
+        "whole conversation, drawn from the test documents); run without --num_fewshot"
     )
 
 

@@ -25,7 +25,7 @@ from memevals.lm_eval_tasks.build_cache import RecentBuilds
 from memevals.lm_eval_tasks.documents import only_reply, to_docs
 from memevals.lm_eval_tasks.inspect_only import GENERATION, YAML_TASK, not_taken
 from memevals.lm_eval_tasks.memory_contexts import with_memory
-from memevals.lm_eval_tasks.task_class import MemevalsTask
+from memevals.lm_eval_tasks.task_class import MemevalsTask, no_fewshot
 
 __all__ = [
     "INSPECT_ONLY",
@@ -128,10 +128,7 @@ class BeamTask(MemevalsTask):
     ) -> str:
         """The document's chat, rendered by the model's chat template when lm-eval applies one
         (`--apply_chat_template`), else as plain text. BEAM has no few-shot examples."""
-        if num_fewshot:
-            raise option_checks.OptionError(
-                "beam: the tasks take no few-shot examples (num_fewshot 0)"
-            )
+        no_fewshot(str(self.config.task), num_fewshot)
         messages = chat_messages(doc, system_instruction)
         if apply_chat_template and chat_template is not None:
             return chat_template(messages, add_generation_prompt=not gen_prefix)
