@@ -242,12 +242,18 @@ def _judge_label(run: Run, kinds: Mapping[str, KindScores]) -> str:
     ]
     if not judged:
         return NO_JUDGE
-    if run.grader_role is not None:
-        return run.grader_role
-    if run.framework == "inspect":  # no grader role: the model under test judged itself
-        return f"self ({run.model})"
     graders = sorted({g for n in judged for g in run.judges.get(n.split("@", 1)[0], ())})
-    return ", ".join(graders) or "?"
+    if run.grader_role is not None:
+        first = [run.grader_role]
+    elif run.framework == "inspect":  # no grader role: the model under test judged itself
+        first = [f"self ({run.model})"]
+    else:
+        return ", ".join(graders) or "?"
+    # a judge appended later (inspect score --action append) names its own grader
+    named = run.grader_role.split(", ") if run.grader_role else [run.model]
+    # a scorer may add words to the name it records ("<model> (the model under test)")
+    others = [g for g in graders if not any(g == n or g.startswith(f"{n} (") for n in named)]
+    return ", ".join([*first, *others])
 
 
 def row_from_run(run: Run) -> Row | None:

@@ -21,6 +21,7 @@ pytest run (shared_runs).
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import subprocess
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_support import run_python
+from cli_support import run_inspect_cli, run_python
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log, write_eval_log
@@ -342,3 +343,25 @@ def test_estimate_counts_each_judge_run(data_dir: Path, tmp_path: Path) -> None:
         [lines[runs]] = [ln for ln in proc.stdout.splitlines() if ln.startswith("grader calls")]
     assert lines["1"].startswith("grader calls (llm_judge): 2 = 1.00 per sample (min 1, max 1)")
     assert lines["3"].startswith("grader calls (llm_judge): 6 = 3.00 per sample (min 3, max 3)")
+
+
+def test_a_judge_appended_later_is_named_in_the_judge_model(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """docs/judges.md's re-judging: `inspect score --action append` with another grader. The
+    run's judge model names both graders (before: only the run's grader role, mockllm/model)."""
+    rejudged = tmp_path / "rejudged.eval"
+    args = ["score", str(runs["judged"]), "--scorer", "memevals/llm_judge", "--model-role"]
+    args += ["grader=mockllm/other", "--action", "append", "--output-file", str(rejudged)]
+    proc = run_inspect_cli(args, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _tool("memevals-compare", rejudged, "--csv", tmp_path / "c.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "| 1   | mockllm/model | mockllm/model, mockllm/other | memevals |" in proc.stdout
+    assert "#### judge1" in proc.stdout
+    with (tmp_path / "c.csv").open(encoding="utf-8") as fh:
+        [record] = list(csv.DictReader(fh))
+    assert record["judge_model"] == "mockllm/model, mockllm/other"
+    # the original run, one grader: unchanged
+    proc = _tool("memevals-compare", runs["judged"], cwd=tmp_path)
+    assert "| 1   | mockllm/model | mockllm/model | memevals |" in proc.stdout
