@@ -79,6 +79,12 @@ def samples_files(paths: Iterable[str | Path]) -> list[Path]:
                 f"inspect score {path} --scorer memevals/llm_judge "
                 "(or memevals/official_judge for a protocol=official run)"
             )
+        elif path.name.startswith("results_") and path.suffix == ".json" and path.is_file():
+            raise SamplesError(
+                f"{path}: lm-eval's results file, which holds no replies; pass the "
+                f"samples_*.jsonl files beside it (run with --log_samples) or their folder "
+                f"{path.parent}"
+            )
         elif path.is_file():
             out.append(path)
         else:

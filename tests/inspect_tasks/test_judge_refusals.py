@@ -129,7 +129,7 @@ def test_judge_agreement_names_a_file_that_is_no_log(
     assert err.startswith(f"error: {bad}: not an Inspect log (") and err.count("\n") == 1
 
 
-def test_memevals_judge_names_an_inspect_log_and_a_binary_file(
+def test_memevals_judge_names_an_inspect_log_a_results_file_and_a_binary_file(
     tmp_path: Path, logs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     from memevals.tools.judge import main as judge_main
@@ -148,4 +148,11 @@ def test_memevals_judge_names_an_inspect_log_and_a_binary_file(
     err = capsys.readouterr().err
     assert err == (
         f"error: {binary}:2: not UTF-8 text, so not a JSON-lines file (invalid continuation byte)\n"
+    )
+    results = tmp_path / "results_2026-12-03T10-00-00.json"
+    results.write_text('{"results": {}}\n', encoding="utf-8")
+    assert judge_main([str(results), "--grader", "mockllm/model"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {results}: lm-eval's results file, which holds no replies; pass the "
+        f"samples_*.jsonl files beside it (run with --log_samples) or their folder {tmp_path}\n"
     )
