@@ -24,6 +24,9 @@ def main(argv: list[str]) -> int:
         from memevals.lm_eval_tasks import generate
 
         return generate.main(argv[1:])
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
     if argv:
         print(f"unknown command {argv[0]!r}; use `generate [--check]` or nothing", file=sys.stderr)
         return 2

@@ -303,3 +303,14 @@ def test_lm_eval_indexes_every_generated_name() -> None:
     for record in records().values():
         assert set(record.lm_eval_names()) <= names, record.name
     assert not any(n.startswith("_") for n in names)  # bases are not tasks
+
+
+def test_the_module_command_answers_help_and_names_an_unknown_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from memevals.lm_eval_tasks.__main__ import __doc__ as usage
+    from memevals.lm_eval_tasks.__main__ import main
+
+    assert main(["--help"]) == 0 and capsys.readouterr().out == f"{usage}\n"
+    assert main(["gen"]) == 2
+    assert capsys.readouterr().err == "unknown command 'gen'; use `generate [--check]` or nothing\n"
