@@ -222,6 +222,14 @@ def test_the_question_view_shows_the_stored_files(
         assert text == whole[:RESULT_CHARS]
         cut = ", cut" if len(whole) > RESULT_CHARS else ""
         assert chars == f" ({len(whole)} characters{cut})"
+    # a count is shown whole, a 0-1 score to three decimals
+    cells = tab.locator("#q-detail table tr").evaluate_all(
+        "trs => trs.map(tr => [tr.cells[0].textContent, tr.cells[2].textContent])"
+    )
+    [scores] = [text for run, text in cells if run.endswith("agent(files)")]
+    tokens = sample.scores["prompt_tokens"].value if sample.scores else None
+    assert isinstance(tokens, int | float) and tokens > 1 and float(tokens).is_integer()
+    assert f"prompt_tokens={int(tokens)} " in f"{scores} " and "f1=0.000" in scores
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     tab.locator("#q-detail").screenshot(path=str(ARTIFACTS / "question.png"))
 

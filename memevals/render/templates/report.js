@@ -31,6 +31,8 @@ DATA.questions.forEach(function(q,qi){q.r.forEach(function(r,ri){rows.push([qi,r
 function verdict(r){if(r.err)return "errored";if(r.s===null)return "unscored";
   if(r.s>=1)return "right";if(r.s<=0)return "wrong";return "partial";}
 function fmt(v){return v===null||v===undefined?"\u2013":(Math.round(v*1000)/1000).toFixed(3);}
+/* a sample's score: a whole number above 1 is a count (prompt tokens, k), shown whole */
+function fmtSample(v){return typeof v==="number"&&Number.isInteger(v)&&Math.abs(v)>1?String(v):fmt(v);}
 function el(tag,text,cls){var e=document.createElement(tag);if(text!==undefined)e.textContent=text;
   if(cls)e.className=cls;return e;}
 var sel={b:document.getElementById("q-benchmark"),c:document.getElementById("q-category"),
@@ -84,7 +86,7 @@ function open(qi){var q=DATA.questions[qi];var d=document.getElementById("q-deta
       name.appendChild(a);}
     tr.appendChild(name);tr.appendChild(el("td",r.reply,"reply"));
     tr.appendChild(el("td",Object.keys(r.scores).map(function(k){
-      return k+"="+fmt(r.scores[k]);}).join(" ")));
+      return k+"="+fmtSample(r.scores[k]);}).join(" ")));
     tr.appendChild(el("td",r.label||"\u2013"));
     var ret=el("td","","retrieved");r.ret.forEach(function(id){
       ret.appendChild(el("span",id+" ",q.ev.indexOf(id)>=0?"hit":"miss"));});
