@@ -47,6 +47,7 @@ from memevals.results.lm_eval_samples import (
     samples_files,
     unique_questions,
 )
+from memevals.results.reading.lm_eval_reader import read_lm_eval_runs
 
 __all__ = [
     "POSTHOC_SCORERS",
@@ -276,11 +277,25 @@ def _judge_task(
         name=f"{benchmark}_judge",
         metadata={
             "benchmark": benchmark,
+            # the lm-eval run's options (context, top_k, protocol, ...): compare, diff and the
+            # report read the replay as the run whose replies it judged
+            "lm_eval_options": _run_options(benchmark, samples),
             "lm_eval_model": model_name,
             "lm_eval_files": sorted({str(s.file) for s in samples}),
             "lm_eval_tasks": sorted({s.task for s in samples}),
         },
     )
+
+
+def _run_options(benchmark: str, samples: Sequence[LmEvalSample]) -> dict[str, Any]:
+    """The options (`--metadata`) of the lm-eval run the samples come from, when every file
+    agrees on them (else none: the replay is then labelled by the record's defaults)."""
+    try:
+        runs = read_lm_eval_runs(sorted({s.file for s in samples}))
+    except ValueError:
+        return {}
+    found = [dict(r.options) for r in runs if r.benchmark == benchmark]
+    return found[0] if found and all(f == found[0] for f in found) else {}
 
 
 def _check_settings(max_connections: int, judge_runs: int) -> None:

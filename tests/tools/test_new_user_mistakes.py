@@ -301,6 +301,16 @@ def test_memevals_judge_prints_counts_whole(
     values = {m["metric"]: m["value"] for m in summary["metrics"]}
     assert values["unclear"] == 8 and isinstance(values["unclear"], int)
 
+    # the replay's log is read as the lm-eval run it judged: its model and context, not
+    # Inspect's "none/none" model and the record's default context (full)
+    proc = _tool("memevals-compare", run_dir, tmp_path / "logs", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    keys = [ln for ln in proc.stdout.splitlines() if re.match(r"\| [12] ", ln)]
+    assert [[c.strip() for c in ln.split("|")[2:7]] for ln in keys] == [
+        ["dummy", "-", "official", "rag(dialog, k=5, bm25)", "lm-eval: locomo"],
+        ["dummy", "mockllm/model", "official", "rag(dialog, k=5, bm25)", "locomo_judge"],
+    ], proc.stdout
+
 
 def test_n_counts_a_sample_of_several_epochs_once(
     locomo_task: Callable[..., Task], shared_runs: SharedRuns, tmp_path: Path

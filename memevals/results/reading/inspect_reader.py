@@ -58,7 +58,8 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
         The run.
     """
     metadata = dict(log.eval.metadata or {})
-    options = dict(log.eval.task_args or {})
+    # a replay of lm-eval replies (memevals-judge) records the lm-eval run's options
+    options = dict(log.eval.task_args or {}) or dict(metadata.get("lm_eval_options") or {})
     task = log.eval.task.rsplit("/", 1)[-1]
     record = record_of(str(metadata.get("benchmark") or task), task)
     benchmark = record.name if record else str(metadata.get("benchmark") or task)
@@ -68,7 +69,8 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
     by_id = _epochs_by_sample(log, record, reader)
     epoch_md = tuple(s.metadata or {} for s in log.samples or [])
     run = Run(
-        label=f"{log.eval.model}{subject_of(used)} ({Path(path).name})",
+        label=f"{metadata.get('lm_eval_model') or log.eval.model}{subject_of(used)} "
+        f"({Path(path).name})",
         path=path,
         framework="inspect",
         benchmark=benchmark,
@@ -77,7 +79,9 @@ def read_inspect_log(log: EvalLog, path: str) -> Run:
         used_context=used_context(used),
         data_checksums=metadata.get("data_sha256"),
         judges={k: tuple(sorted(v)) for k, v in reader.judges.items()},
-        model=log.eval.model,
+        # a replay of lm-eval replies (memevals-judge) runs the "none" model: name the one
+        # whose replies it judged
+        model=str(metadata.get("lm_eval_model") or log.eval.model),
         protocol=protocol_of(options, metadata, epoch_md),
         task=task,
         record=record,
