@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from memevals.inspect_tasks.inspect_internals import InspectInternalsError, parse_cli_args
 
-__all__ = ["output_problem", "parse_task_args", "prog_name"]
+__all__ = ["output_problem", "parse_task_args", "print_out", "prog_name"]
 
 
 def parse_task_args(pairs: Sequence[str]) -> dict[str, Any]:
@@ -76,3 +78,19 @@ def output_problem(
     if above is not None and not above.is_dir():
         return f"{option} {path}: {above} is a file, not a folder"
     return None
+
+
+def print_out(text: str) -> None:
+    """Print the command's output; a reader that stops early (`| head`) ends the output, not
+    the command: the files asked for are still written, and no traceback is printed.
+
+    Args:
+        text: what goes to stdout.
+    """
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        # whatever is printed later, and Python's flush at exit, goes nowhere
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

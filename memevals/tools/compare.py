@@ -28,7 +28,7 @@ from memevals.results.formatting import UNDEFINED, too_few_note, too_few_text
 from memevals.results.memory_figures import memory_figures
 from memevals.results.rows import NO_JUDGE, KindScores, Row, above_ceiling, disambiguate
 from memevals.results.runs import Run, read_inspect_log
-from memevals.tools.command_line import output_problem
+from memevals.tools.command_line import output_problem, print_out
 
 # The library's names, re-exported for what imports them from here (memevals-report's modules,
 # tests, notebooks written before memevals.results).
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not rows:
         print("memevals-compare: no log with results", file=sys.stderr)
         return 1
-    print(markdown_tables(rows, wide=ns.wide))
+    print_out(markdown_tables(rows, wide=ns.wide))
     if ns.csv:
         write_csv(rows, ns.csv)
         print(f"CSV: {ns.csv}", file=sys.stderr)

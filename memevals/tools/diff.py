@@ -29,7 +29,7 @@ from memevals.results.paired import (
     find_mismatches,
 )
 from memevals.results.runs import Run, RunError, RunSample, load_runs
-from memevals.tools.command_line import output_problem
+from memevals.tools.command_line import output_problem, print_out
 
 # The library's names that tests and perf scripts written before memevals.results import from
 # here; anything new imports them from memevals.results.
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  - {described(m)}", file=sys.stderr)
         print(f"{PROG}: pass --allow-mismatch to compare them anyway", file=sys.stderr)
         return 1
-    print(markdown(comparisons, ns.allow_mismatch))
+    print_out(markdown(comparisons, ns.allow_mismatch))
     _write_outputs(comparisons, ns)
     return 0
 

@@ -35,7 +35,7 @@ from memevals.results.cost import (
     shared_prefix_tokens,
 )
 from memevals.results.formatting import dollars
-from memevals.tools.command_line import parse_task_args, prog_name
+from memevals.tools.command_line import parse_task_args, print_out, prog_name
 
 # The library's names, re-exported for what imports them from here (tests, perf scripts and
 # docs written before memevals.results).
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as exc:
         parser.error(str(exc))
-    print(text)
+    print_out(text)
     return 0
 
 

@@ -375,3 +375,21 @@ def test_a_judge_appended_later_is_named_in_the_judge_model(
     # the original run, one grader: unchanged
     proc = _tool("memevals-compare", runs["judged"], cwd=tmp_path)
     assert "| 1   | mockllm/model | mockllm/model | memevals |" in proc.stdout
+
+
+def test_a_reader_that_stops_early_ends_the_output_not_the_command(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """`memevals-compare ... --csv c.csv | head`: the pipe is closed before the tables are
+    printed (a real process: only a process has a pipe to break); the CSV is still written and
+    no traceback is printed (before: BrokenPipeError, and no CSV)."""
+    cmd = [str(BIN / "memevals-compare"), str(runs["plain"]), "--csv", str(tmp_path / "c.csv")]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before anything is printed
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0, stderr
+    assert "Traceback" not in stderr and stderr.splitlines()[-1] == f"CSV: {tmp_path / 'c.csv'}"
+    assert (tmp_path / "c.csv").read_text(encoding="utf-8").startswith("benchmark,model,")
