@@ -109,6 +109,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # one line, whatever the reader's message (a validation error spans several)
         print(f"{PROG}: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    if ns.view is not None and "://" not in ns.view:
+        bundle = ns.output.parent / ns.view
+        if not (bundle / "index.html").is_file():  # links written, but they open nothing yet
+            print(
+                f"{PROG}: --view {ns.view}: no Inspect View bundle at {bundle} (no index.html); "
+                f"the question links open once it is there (inspect view bundle --output-dir "
+                f"{bundle})",
+                file=sys.stderr,
+            )
     size = ns.output.stat().st_size
     print(
         f"{PROG}: wrote {ns.output} ({size / 1e6:.2f} MB, {len(report.runs)} runs)", file=sys.stderr

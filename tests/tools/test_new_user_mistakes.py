@@ -393,3 +393,23 @@ def test_a_reader_that_stops_early_ends_the_output_not_the_command(
     assert proc.wait(timeout=300) == 0, stderr
     assert "Traceback" not in stderr and stderr.splitlines()[-1] == f"CSV: {tmp_path / 'c.csv'}"
     assert (tmp_path / "c.csv").read_text(encoding="utf-8").startswith("benchmark,model,")
+
+
+def test_report_warns_of_a_view_bundle_that_is_not_there(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    """`--view` misspelt or not yet bundled: the page is written, and one line says its
+    question links open nothing yet (before: nothing was said)."""
+    page = tmp_path / "site" / "index.html"
+    args = [runs["plain"], "-o", page, "--resamples", "20", "--view", "veiw"]
+    proc = _tool("memevals-report", *args, cwd=tmp_path)
+    assert proc.returncode == 0 and page.is_file(), proc.stderr
+    bundle = tmp_path / "site" / "veiw"
+    assert proc.stderr.splitlines()[0] == (
+        f"memevals-report: --view veiw: no Inspect View bundle at {bundle} (no index.html); the "
+        f"question links open once it is there (inspect view bundle --output-dir {bundle})"
+    )
+    (bundle).mkdir()
+    (bundle / "index.html").write_text("<html></html>", encoding="utf-8")
+    proc = _tool("memevals-report", *args, cwd=tmp_path)
+    assert proc.returncode == 0 and "--view" not in proc.stderr, proc.stderr
