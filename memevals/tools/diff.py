@@ -94,6 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             left_out = f"{PROG}: {run.path}: no results (status {run.status}); left out"
             print(left_out, file=sys.stderr)
     runs = [run for run in runs if run.has_results]
+    seen: set[tuple[str, str]] = set()
+    for run in runs:
+        where = (str(Path(run.path).resolve()), run.benchmark)
+        if where in seen:  # a run against itself differs in nothing: B - A is 0 by construction
+            parser.error(f"{run.path}: named twice; compare two different runs")
+        seen.add(where)
     if len(runs) < 2:
         parser.error(
             f"need at least two runs with results to compare, found {len(runs)} in {ns.runs}"

@@ -413,3 +413,13 @@ def test_report_warns_of_a_view_bundle_that_is_not_there(
     (bundle / "index.html").write_text("<html></html>", encoding="utf-8")
     proc = _tool("memevals-report", *args, cwd=tmp_path)
     assert proc.returncode == 0 and "--view" not in proc.stderr, proc.stderr
+
+
+def test_diff_refuses_a_run_named_twice(runs: dict[str, Path], tmp_path: Path) -> None:
+    """A log given twice (itself, or its folder and itself): B − A would be 0 by construction,
+    with p = 1; one line instead (before: a table comparing the run with itself)."""
+    plain = runs["plain"]
+    for args in ((plain, plain), (plain.parent, plain)):
+        proc = _tool("memevals-diff", *args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stdout == ""
+        assert _one_line(proc).endswith(": named twice; compare two different runs")
