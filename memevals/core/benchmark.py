@@ -203,6 +203,10 @@ class LmEvalMetric:
     higher_is_better: bool = True
     #: comment lines written above it (our words on when it is reported)
     comment: str = ""
+    #: the declared score (its ScoreSpec.scorer) whose dict value holds this metric under its
+    #: name, as the Inspect task logs it; None: the metric is a score of its own label, or no
+    #: declared score. The results tools take its kind from that score.
+    score: str | None = None
 
     def __post_init__(self) -> None:
         if self.aggregation not in LM_EVAL_AGGREGATIONS and "." not in self.aggregation:
@@ -226,16 +230,17 @@ def clustered(metric: str) -> LmEvalMetric:
     return LmEvalMetric(f"{metric}_stderr_clustered", "clustered", higher_is_better=False)
 
 
-def means_then_clustered(*metrics: str) -> tuple[LmEvalMetric, ...]:
+def means_then_clustered(*metrics: str, score: str | None = None) -> tuple[LmEvalMetric, ...]:
     """Mean metrics (higher is better), then the clustered standard error of each, in order.
 
     Args:
         metrics: the metrics' names.
+        score: the declared score whose dict value holds the means (LmEvalMetric.score).
 
     Returns:
         Their LmEvalMetrics, the means first.
     """
-    return (*(LmEvalMetric(m) for m in metrics), *(clustered(m) for m in metrics))
+    return (*(LmEvalMetric(m, score=score) for m in metrics), *(clustered(m) for m in metrics))
 
 
 @dataclass(frozen=True)
@@ -389,6 +394,31 @@ class Benchmark:
     scorers: tuple[str, ...] = ()
     #: anything else a shared layer may read by name
     extra: Mapping[str, Any] = field(default_factory=_empty)
+
+    def __post_init__(self) -> None:
+        scorers = [s.scorer for s in self.scores]
+        for metric in self.lm_eval.metric_entries() if self.lm_eval is not None else ():
+            if metric.score is not None and metric.score not in scorers:
+                raise ValueError(
+                    f"benchmark {self.name!r}: lm-eval metric {metric.name!r} names score "
+                    f"{metric.score!r}, which is not one of its scores {scorers}"
+                )
+
+    def lm_eval_score(self, metric: str) -> ScoreSpec | None:
+        """The declared score an lm-eval metric reports: the one whose label it is, else the
+        one whose dict value holds it (LmEvalMetric.score).
+
+        Args:
+            metric: the metric's name, as a samples record lists it.
+
+        Returns:
+            Its ScoreSpec, or None (an lm-eval diagnostic no score declares).
+        """
+        own = next((s for s in self.scores if s.label == metric), None)
+        if own is not None or self.lm_eval is None:
+            return own
+        entry = next((m for m in self.lm_eval.metric_entries() if m.name == metric), None)
+        return self.score(entry.score) if entry is not None and entry.score else None
 
     def task(self, name: str) -> TaskSpec:
         """The task of that name.

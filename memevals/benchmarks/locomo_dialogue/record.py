@@ -44,11 +44,15 @@ RECORD = declare(
         custom_dataset=f"{_LM_EVAL_MODULE}.dialogue_docs",
         process_results=f"{_LM_EVAL_MODULE}.dialogue_results",
         metric_list=(
-            *means_then_clustered("bleu1", "bleu2", "rougeL"),
+            *means_then_clustered("bleu1", "bleu2", "rougeL", score="dialogue_overlap"),
             LmEvalMetric("corpus_bleu1", f"{_LM_EVAL_MODULE}.corpus_bleu1"),
             LmEvalMetric("corpus_bleu2", f"{_LM_EVAL_MODULE}.corpus_bleu2"),
             LmEvalMetric("prompt_tokens", higher_is_better=False),
-            LmEvalMetric("bertscore_f1", comment="Reported only with bertscore=true."),
+            LmEvalMetric(
+                "bertscore_f1",
+                comment="Reported only with bertscore=true.",
+                score="dialogue_bertscore",
+            ),
         ),
         max_gen_toks=DEFAULT_MAX_TOKENS,
         comment="LoCoMo dialogue generation: one document per held-out turn (photos as their "

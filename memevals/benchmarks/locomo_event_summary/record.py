@@ -40,7 +40,7 @@ RECORD = declare(
         custom_dataset=f"{_LM_EVAL_MODULE}.event_summary_docs",
         process_results=f"{_LM_EVAL_MODULE}.event_summary_results",
         metric_list=(
-            *means_then_clustered("rouge1", "rouge2", "rougeL"),
+            *means_then_clustered("rouge1", "rouge2", "rougeL", score="event_summary_scorer"),
             LmEvalMetric("prompt_tokens", higher_is_better=False),
         ),
         max_gen_toks=DEFAULT_MAX_TOKENS,

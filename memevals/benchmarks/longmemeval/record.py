@@ -45,6 +45,7 @@ _LM_EVAL = LmEvalSpec(
                 "are skipped)."
                 if (metric, k) == ("recall_any", 5)
                 else "",
+                score="longmemeval_retrieval",
             )
             for k in (5, 10)
             for metric in ("recall_any", "recall_all", "ndcg_any")
@@ -53,6 +54,7 @@ _LM_EVAL = LmEvalSpec(
             LmEvalMetric(
                 f"turn_{metric}@{k}",
                 comment="retrieval_unit=turn only." if (metric, k) == ("recall_all", 5) else "",
+                score="longmemeval_retrieval",
             )
             for k in (5, 10, 50)
             for metric in ("recall_all", "ndcg_any")

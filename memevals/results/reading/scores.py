@@ -11,13 +11,7 @@ from inspect_ai.log import EvalSample
 
 from memevals.core.benchmark import Benchmark
 from memevals.results.reading.model import RunError, RunSample
-from memevals.results.reading.records import (
-    FLAGS,
-    appended_spec,
-    as_float,
-    declared_spec,
-    spec_by_label,
-)
+from memevals.results.reading.records import FLAGS, appended_spec, as_float, declared_spec
 
 # ---------------------------------------------------------------------------------------------
 # Samples
@@ -171,7 +165,8 @@ class ScoreReader:
             number = as_float(record.get(name))
             if number is None:  # not a per-document number (no value, or an aggregation's pair)
                 continue
-            spec = spec_by_label(self.record, str(name))
+            # a metric that is a key of a dict-valued score takes that score's kind
+            spec = self.record.lm_eval_score(str(name)) if self.record is not None else None
             if self.record is not None and spec is None:
                 continue  # not declared: an lm-eval diagnostic of this task
             self.kinds.setdefault(str(name), spec.kind if spec else None)
