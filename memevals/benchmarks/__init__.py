@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import pkgutil
 from importlib.metadata import entry_points
 
 from memevals.core.benchmark import Benchmark
 from memevals.core.criteria_judge import CriterionSpec
 
-__all__ = ["ENTRY_POINT_GROUP", "judge_criteria", "record_for_task", "records"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "judge_criteria",
+    "load_upstream_judges",
+    "record_for_task",
+    "records",
+]
 
 #: The entry-point group through which another package adds a benchmark record.
 ENTRY_POINT_GROUP = "memevals.benchmarks"
@@ -43,6 +50,17 @@ def records() -> dict[str, Benchmark]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         _add(found, ep.load(), f"entry point {ep.name} = {ep.value}")
     return found
+
+
+@functools.cache
+def load_upstream_judges() -> None:
+    """Import every benchmark folder's `official_judge` module, which registers its upstream
+    label rule in memevals.core.upstream_judge.LABEL_RULES: a process that re-judges a log
+    (`inspect score --scorer memevals/official_judge`) built no task that would have."""
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        name = f"{__name__}.{info.name}.official_judge"
+        if info.ispkg and importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
 
 
 def _add(found: dict[str, Benchmark], record: object, source: str) -> None:

@@ -26,6 +26,7 @@ from inspect_ai.model import ChatMessage, ChatMessageUser, GenerateConfig
 from inspect_ai.scorer import Metric, Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
+from memevals.benchmarks import load_upstream_judges
 from memevals.core.protocol import OFFICIAL, Protocol
 from memevals.core.upstream_judge import OFFICIAL_JUDGE_KEY, OfficialJudge
 from memevals.inspect_tasks.judge_scorer import (
@@ -61,6 +62,7 @@ def official_request(state: TaskState) -> OfficialJudge | None:
     value = state.metadata.get(OFFICIAL_JUDGE_KEY)
     if value is None:
         return None
+    load_upstream_judges()  # the request names its rule; its benchmark registers it
     try:
         return OfficialJudge.from_metadata(value)
     except ValueError as exc:

@@ -156,3 +156,24 @@ def test_memevals_judge_names_an_inspect_log_a_results_file_and_a_binary_file(
         f"error: {results}: lm-eval's results file, which holds no replies; pass the "
         f"samples_*.jsonl files beside it (run with --log_samples) or their folder {tmp_path}\n"
     )
+
+
+def test_a_fresh_inspect_score_process_rejudges_an_official_log(
+    inspect_cli: Any, tmp_path: Path, logs: dict[str, Path]
+) -> None:
+    """The upstream label rule a LoCoMo request names (LoCoMo-Plus's) is registered by its
+    benchmark's module, which a process that only re-scores never imported on its own."""
+    from inspect_ai.log import read_eval_log
+
+    scored = tmp_path / "scored.eval"
+    res = inspect_cli(
+        "score", str(logs["official"]), "--scorer", "memevals/official_judge",
+        "--model-role", "grader=mockllm/other", "--action", "append",
+        "--output-file", str(scored), process=True,
+    )  # fmt: skip
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    [sample] = read_eval_log(str(scored)).samples or []
+    judged = sample.scores["official_judge"] if sample.scores else None
+    assert judged is not None and judged.metadata is not None
+    # mockllm's reply is no verdict: the label is upstream's default, counted as unclear
+    assert judged.value == {"judge": 0.0, "unscored": 0.0, "unclear": 1.0}, judged.value
