@@ -199,7 +199,10 @@ def _scored_runs(paths: Sequence[str]) -> tuple[list[tuple[Run, Row]], list[Run]
             + "; ".join(f"{r.path} (status {r.status})" for r in failed)
         )
     scored = [
-        (r, w) for r, w in kept if any(is_compared(r.kinds.get(k), r.record) for k in w.kinds)
+        (r, w)
+        for r, w in kept
+        # a retrieval score is in the row's aux figures (LongMemEval unjudged: nothing else)
+        if any(is_compared(r.kinds.get(k), r.record) for k in (*w.kinds, *w.aux))
     ]
     if not scored:
         raise ReportError(
