@@ -188,12 +188,6 @@ def appended_spec(record: Benchmark | None, scorer: str) -> tuple[ScoreSpec | No
     return (spec, bare[len(base) :]) if spec is not None else (None, "")
 
 
-def spec_by_label(record: Benchmark | None, label: str) -> ScoreSpec | None:
-    if record is None:
-        return None
-    return next((s for s in record.scores if s.label == label), None)
-
-
 def protocol_of(
     options: Mapping[str, Any],
     task_metadata: Mapping[str, Any],
