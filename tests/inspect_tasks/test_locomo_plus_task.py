@@ -101,6 +101,22 @@ def test_cognitive_task_and_gap_fix(cognitive_task: Any) -> None:
     }
 
 
+def test_official_judge_settings_refused_before_the_data(tmp_path: Path) -> None:
+    """protocol=official judges once with upstream's judge at its own length: judge_runs=3 or
+    judge_max_tokens is refused when the task is built, before the data (an empty data_dir) is
+    read, not after every answer is generated."""
+    fix = "add -T protocol=memevals"
+    with pytest.raises(ValueError, match=r"^judge_runs: protocol=official judges once") as err:
+        locomo_plus(judge_runs=3, data_dir=str(tmp_path))
+    assert str(err.value).endswith(f"repeated judging applies to protocol=memevals: {fix}")
+    with pytest.raises(ValueError) as err:
+        locomo_plus(judge_max_tokens=100, data_dir=str(tmp_path))
+    assert str(err.value).startswith(
+        "judge_max_tokens: protocol=official judges with upstream's 512 tokens; the judge's "
+        f"limit applies to protocol=memevals: {fix}"
+    )
+
+
 def test_bad_parameters_fail_before_any_model_call(data_dir: Path) -> None:
     with pytest.raises(ValueError, match="unknown LoCoMo-Plus category 'memory'"):
         locomo_plus(protocol="memevals", categories="memory")

@@ -43,6 +43,7 @@ from memevals.benchmarks.locomo_plus.memory import (
     trigger_query,
 )
 from memevals.benchmarks.locomo_plus.official import PlusTexts, load_plus_texts
+from memevals.benchmarks.locomo_plus.official_judge import JUDGE_MAX_TOKENS as UPSTREAM_JUDGE_TOKENS
 from memevals.benchmarks.locomo_plus.prompts import (
     COGNITIVE,
     build_official_plus_items,
@@ -68,6 +69,7 @@ __all__ = [
     "annotate_cognitive_items",
     "build",
     "check_official",
+    "check_official_judge",
     "check_sample_order",
     "cue_distance",
     "memory_subject",
@@ -135,6 +137,17 @@ def check_official(options: LocomoPlusOptions, context: str) -> None:
         )
 
 
+def check_official_judge(options: LocomoPlusOptions) -> None:
+    """Under protocol=official the judge is upstream's, once, at its own length: judge_runs or
+    judge_max_tokens is refused when the task is built, not after every answer is generated."""
+    options.protocol.check_judge_runs(options.judge_runs)
+    if options.judge_max_tokens != JUDGE_MAX_TOKENS:
+        raise ValueError(
+            f"judge_max_tokens: protocol=official judges with upstream's {UPSTREAM_JUDGE_TOKENS} "
+            f"tokens; the judge's limit applies to protocol=memevals: {MEMEVALS.fix()}"
+        )
+
+
 def build(options: LocomoPlusOptions) -> Build:
     """The samples, the run's log metadata, the reader's generation settings and the memory
     subject. Options are checked before any file is read; a bad one raises ValueError naming it.
@@ -153,6 +166,7 @@ def build(options: LocomoPlusOptions) -> Build:
     texts: PlusTexts | None = None
     if options.protocol.official:
         check_official(options, memory.context)
+        check_official_judge(options)
         texts = load_plus_texts(options.data_dir)
     # Checked even before loading: rag over observations or summaries cannot see the cue.
     cognitive = cognitive_context(memory) if COGNITIVE in wanted else cognitive_full
