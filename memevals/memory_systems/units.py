@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from memevals.core.memory_system import History, IngestReport, MemoryItem, MemoryQuery, TextModel
+from memevals.core.options import checked_value
 from memevals.core.retrievers import (
     EmbeddingRetriever,
     Index,
@@ -112,8 +113,7 @@ class UnitSystem:
     version = "2"  # 2: embedding stores keep their vectors
 
     def __init__(self, retriever: str, unit: str = "auto", embedding_model: str | None = None):
-        if unit not in UNITS:
-            raise ValueError(f"unit={unit!r} is not one of {', '.join(UNITS)}")
+        checked_value("unit", unit, UNITS)  # the closest unit named (unit='turnz')
         self.name = retriever
         self.unit = unit
         self.embedding_model = embedding_model

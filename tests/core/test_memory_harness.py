@@ -340,7 +340,13 @@ def test_systems_are_found_by_name_with_a_suggestion() -> None:
         ValueError, match=r"memory_args 'unt' is not an argument of bm25 \(did you mean 'unit'\?\)"
     ):
         load_memory_system("bm25", {"unt": "turn"})
-    with pytest.raises(ValueError, match="unit='paragraph' is not one of auto, turn, session"):
+    with pytest.raises(
+        ValueError, match=r"^unit='turnz' is not supported \(did you mean 'turn'\?\); allowed"
+    ):
+        load_memory_system("bm25", {"unit": "turnz"})
+    with pytest.raises(
+        ValueError, match="unit='paragraph' is not supported; allowed values: auto, turn, session"
+    ):
         load_memory_system("bm25", {"unit": "paragraph"})
 
 
