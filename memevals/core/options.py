@@ -538,6 +538,12 @@ def _refuse_agent(where: str, values: Mapping[str, Any]) -> None:
             f"{where}: context={AGENT_CONTEXT} needs a tool loop, which lm-eval does not have; "
             "run it with Inspect (docs/lm-eval.md#no-agent-mode)"
         )
+    given = [k for k in AGENT_OPTIONS if values.get(k) is not None]
+    if given:  # an agent option alone would be dropped unseen: lm-eval has no agent mode
+        raise OptionValueError(
+            f"{where}: {given[0]} is an option of context={AGENT_CONTEXT}, which needs a tool "
+            "loop that lm-eval does not have; run it with Inspect (docs/lm-eval.md#no-agent-mode)"
+        )
 
 
 def options_from(

@@ -423,3 +423,17 @@ def test_lm_eval_refuses_the_agent_mode(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert "context=agent needs a tool loop, which lm-eval does not have" in done.stderr
+
+
+def test_lm_eval_refuses_an_agent_option_given_alone() -> None:
+    """An agent option without context=agent reaches lm-eval's options (the Inspect tasks take
+    them out first): refused in one line rather than dropped unseen."""
+    from memevals.benchmarks.locomo.samples import LocomoOptions
+    from memevals.core.options import OptionValueError, options_from
+
+    with pytest.raises(OptionValueError) as err:
+        options_from(LocomoOptions, {"agent_memory": "files"}, where="locomo", strict=False)
+    assert str(err.value) == (
+        "locomo: agent_memory is an option of context=agent, which needs a tool loop that "
+        "lm-eval does not have; run it with Inspect (docs/lm-eval.md#no-agent-mode)"
+    )
