@@ -45,14 +45,15 @@ def estimate_text(
         f"task: {est.task} {args}".rstrip(),
         f"token counter: {est.token_counter} (+{MESSAGE_OVERHEAD} per message, "
         f"+{REQUEST_OVERHEAD} per request)",
-        f"samples: {len(est.samples):,}",
+        _samples_line(est),
     ]
     if not sizes:
         return "\n".join([*lines, "no samples"])
+    unit = "sample" if est.sample_count is None else "call"
     lines += [
-        f"input tokens: {est.input_tokens:,} total; per sample mean {statistics.fmean(sizes):,.0f}"
+        f"input tokens: {est.input_tokens:,} total; per {unit} mean {statistics.fmean(sizes):,.0f}"
         f", median {statistics.median(sizes):,.0f}, min {min(sizes):,}, max {max(sizes):,}",
-        f"shared prefix with the previous sample: {est.shared_prefix_tokens:,} tokens = "
+        f"shared prefix with the previous {unit}: {est.shared_prefix_tokens:,} tokens = "
         f"{percent(est.shared_share)} of input",
     ]
     costs = est.costs(price_in or 0.0, price_out or 0.0, cached_ratio, write_ratio, rule)
@@ -62,7 +63,7 @@ def estimate_text(
         f"{percent(costs.cached_tokens / max(1, est.input_tokens))}"
     )
     lines.append(
-        f"output tokens: {est.output_tokens_per_sample:,} per sample ({est.output_tokens_source})"
+        f"output tokens: {est.output_tokens_per_sample:,} per {unit} ({est.output_tokens_source})"
         f" = {est.output_tokens:,}"
     )
     if price_in is not None or price_out is not None:
@@ -73,6 +74,17 @@ def estimate_text(
     if per_sample:
         lines += ["", *_per_sample_table(est, rule)]
     return "\n".join(lines)
+
+
+def _samples_line(est: Estimate) -> str:
+    """The number of samples, and of model calls where a sample makes several (each counted
+    in the figures below)."""
+    if est.sample_count is None:
+        return f"samples: {len(est.samples):,}"
+    return (
+        f"samples: {est.sample_count:,} ({len(est.samples):,} model calls; the token figures "
+        "below are per call)"
+    )
 
 
 def _agent_lines(est: Estimate) -> list[str]:

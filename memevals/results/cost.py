@@ -45,12 +45,14 @@ Accounting rules (stated because a bill depends on them):
 from __future__ import annotations
 
 import difflib
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 from inspect_ai.util import registry_info
 
 from memevals.benchmarks import record_for_task, records
@@ -145,6 +147,9 @@ class Estimate:
     output_tokens_source: str
     notes: list[str]
     grader_calls: list[GraderCalls] = field(default_factory=list)
+    #: samples, where the task calls the model more than once per sample (the event summary's
+    #: incremental=true): `samples` then holds one entry per call. None: one call per sample
+    sample_count: int | None = None
     #: `context=agent`: each history's write-pass input tokens under every `agent_memory`
     #: (history id -> agent_memory -> tokens; empty in other modes)
     agent_writes: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -303,22 +308,28 @@ def estimate_samples(samples: Sequence[Sample], counter: TokenCounter) -> list[S
     return out
 
 
-def grader_calls(task: Task, samples: Sequence[Sample], runs: int = 1) -> list[GraderCalls]:
-    """The grader calls of the task's judge scorers (its record's judge scores), per sample
-    from the record's declaration (`JudgeSpec.calls`); a task without a record: one per sample
-    for each scorer named like a judge.
+def grader_calls(
+    task: Task, samples: Sequence[Sample], runs: int = 1, options: Mapping[str, Any] | None = None
+) -> list[GraderCalls]:
+    """The grader calls of the task's judge scorers (its record's judge scores, or every score
+    of a record whose judge has no criterion: a fact-by-fact check such as the event summary's
+    FactScore), per sample from the record's declaration (`JudgeSpec.calls`, which reads the
+    sample's metadata over the task's `-T` options); a task without a record: one per sample for
+    each scorer named like a judge.
 
     Args:
         task: the built task.
         samples: the samples counted.
         runs: how many times each sample is judged (`-T judge_runs`).
+        options: the task's `-T` options (a judge's count may depend on them).
 
     Returns:
         One entry per judge scorer, in scorer order.
     """
     names = [registry_info(s).name.rpartition("/")[2] for s in task.scorer or []]
     benchmark = str((task.metadata or {}).get("benchmark") or "")
-    record = records().get(benchmark) or record_for_task(task.name)
+    # the record declaring the task first: the event summary's samples name LoCoMo's benchmark
+    record = record_for_task(task.name) or records().get(benchmark)
     if record is None:
         judged = [n for n in names if "judge" in n]
         one = tuple(runs for _ in samples)
@@ -326,15 +337,45 @@ def grader_calls(task: Task, samples: Sequence[Sample], runs: int = 1) -> list[G
     out: list[GraderCalls] = []
     for name in names:
         spec = record.score(name)
-        if spec is None or spec.kind != "judge":
-            continue
         judge = record.judge
+        fact_check = judge is not None and judge.criterion is None
+        if spec is None or (spec.kind != "judge" and not fact_check):
+            continue
         if judge is None:
             out.append(GraderCalls(name, tuple(runs for _ in samples), "one per sample"))
             continue
-        per_sample = tuple(runs * int(judge.calls(s.metadata or {})) for s in samples)
+        given = dict(options or {})
+        per_sample = tuple(
+            runs * int(judge.calls({**given, **(s.metadata or {})})) for s in samples
+        )
         out.append(GraderCalls(name, per_sample, judge.calls_note))
     return out
+
+
+def _model_calls(
+    task: Task, samples: Sequence[Sample], args: Mapping[str, Any]
+) -> list[Sample] | None:
+    """One entry per model call where a sample makes several (the event summary's
+    incremental=true), from the `model_calls` function of the record's module; None where each
+    sample makes one call, its input."""
+    record = record_for_task(task.name)
+    if record is None:
+        return None
+    module = importlib.import_module(f"memevals.benchmarks.{record.name}.record")
+    prompts = getattr(module, "model_calls", None)
+    if prompts is None:
+        return None
+    per_sample = prompts([s.metadata or {} for s in samples], args)
+    if per_sample is None:
+        return None
+    return [
+        Sample(
+            id=f"{sample.id} call {k}",
+            input=[ChatMessageSystem(content=system), ChatMessageUser(content=user)],
+        )
+        for sample, calls in zip(samples, per_sample, strict=True)
+        for k, (system, user) in enumerate(calls, 1)
+    ]
 
 
 def _without_scorer_model(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -390,6 +431,14 @@ def estimate(
             f"{NOTE_SHARE:.0%} of each session; its output tokens and the answer pass's tool "
             "results are not included"
         )
+    calls = _model_calls(task, samples, args)
+    if calls is not None:
+        carried = (len(calls) - len(samples)) * int(task.config.max_tokens or 0)
+        notes.append(
+            f"incremental=true: one call per session ({len(calls):,} calls); each call after a "
+            "sample's first also carries the summary so far, counted here as the first call's "
+            f"'(no events yet)': up to max_tokens more per call, at most {carried:,} tokens more"
+        )
     if output_tokens is None:
         max_tokens = task.config.max_tokens
         if max_tokens is None:
@@ -407,11 +456,12 @@ def estimate(
         task=task_name,
         task_args=args,
         token_counter=counter.name,
-        samples=estimate_samples(samples, counter),
+        samples=estimate_samples(samples if calls is None else calls, counter),
         output_tokens_per_sample=per_sample,
         output_tokens_source=source,
         notes=notes,
         # each judged judge_runs times (the note says so too)
-        grader_calls=grader_calls(task, samples, int(args.get("judge_runs") or 1)),
+        grader_calls=grader_calls(task, samples, int(args.get("judge_runs") or 1), args),
         agent_writes=writes,
+        sample_count=None if calls is None else len(samples),
     )

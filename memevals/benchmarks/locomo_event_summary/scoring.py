@@ -49,6 +49,7 @@ __all__ = [
     "decompose_prompt",
     "fact_score",
     "factscore",
+    "grader_calls",
     "parse_facts",
     "parse_support",
     "rouge_scores",
@@ -481,6 +482,37 @@ class Grading:
     facts_per_call: int = DEFAULT_FACTS_PER_CALL
     retries: int = 1
     grader_max_tokens: int = 2048  # the grader's token limit per reply (temperature 0)
+
+
+def grader_calls(reference: str, events: int, summary_lines: int, grading: Grading) -> int:
+    """The grader calls FactScore makes for one summary when every reply is readable and the
+    grader finds one fact per line (it may find more: then the support checks are more).
+
+    Args:
+        reference: the reference text (the sample's target).
+        events: the reference's annotated events (its facts under reference_facts=events).
+        summary_lines: non-empty lines of the summary (0: an empty summary, not sent).
+        grading: the scorer's options.
+
+    Returns:
+        The reference's decomposition, the summary's decomposition and both support checks.
+    """
+    per_call, batch = grading.lines_per_call, grading.facts_per_call
+    if grading.reference_facts == "events":
+        ref_calls, ref_facts = 0, events
+    else:
+        ref_calls, ref_facts = (
+            len(split_chunks(reference, per_call)),
+            len(split_chunks(reference, 1)),
+        )
+    if summary_lines < 1:
+        return ref_calls
+    return (
+        ref_calls
+        + math.ceil(summary_lines / per_call)
+        + math.ceil(summary_lines / batch)
+        + math.ceil(ref_facts / batch)
+    )
 
 
 #: A grader asked with its call settings: (messages as (role, text) pairs, settings) -> reply.
