@@ -354,28 +354,28 @@ def grader_calls(
 
 def _model_calls(
     task: Task, samples: Sequence[Sample], args: Mapping[str, Any]
-) -> list[Sample] | None:
+) -> tuple[list[Sample] | None, str]:
     """One entry per model call where a sample makes several (the event summary's
-    incremental=true), from the `model_calls` function of the record's module; None where each
-    sample makes one call, its input."""
+    incremental=true), from the `model_calls` function of the record's module, with its
+    `MODEL_CALLS_NOTE`; (None, "") where each sample makes one call, its input."""
     record = record_for_task(task.name)
     if record is None:
-        return None
+        return None, ""
+    # the record's module, by the record's name: results names no benchmark
     module = importlib.import_module(f"memevals.benchmarks.{record.name}.record")
     prompts = getattr(module, "model_calls", None)
-    if prompts is None:
-        return None
-    per_sample = prompts([s.metadata or {} for s in samples], args)
+    per_sample = None if prompts is None else prompts([s.metadata or {} for s in samples], args)
     if per_sample is None:
-        return None
-    return [
+        return None, ""
+    calls = [
         Sample(
             id=f"{sample.id} call {k}",
             input=[ChatMessageSystem(content=system), ChatMessageUser(content=user)],
         )
-        for sample, calls in zip(samples, per_sample, strict=True)
-        for k, (system, user) in enumerate(calls, 1)
+        for sample, prompted in zip(samples, per_sample, strict=True)
+        for k, (system, user) in enumerate(prompted, 1)
     ]
+    return calls, str(getattr(module, "MODEL_CALLS_NOTE", ""))
 
 
 def _without_scorer_model(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -431,13 +431,13 @@ def estimate(
             f"{NOTE_SHARE:.0%} of each session; its output tokens and the answer pass's tool "
             "results are not included"
         )
-    calls = _model_calls(task, samples, args)
+    calls, calls_note = _model_calls(task, samples, args)
     if calls is not None:
+        # a later call may carry what the call before returned: at most its max_tokens
         carried = (len(calls) - len(samples)) * int(task.config.max_tokens or 0)
         notes.append(
-            f"incremental=true: one call per session ({len(calls):,} calls); each call after a "
-            "sample's first also carries the summary so far, counted here as the first call's "
-            f"'(no events yet)': up to max_tokens more per call, at most {carried:,} tokens more"
+            f"{len(calls):,} model calls for {len(samples):,} samples: {calls_note}; at most "
+            f"{carried:,} tokens more in all (max_tokens per call after a sample's first)"
         )
     if output_tokens is None:
         max_tokens = task.config.max_tokens

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from event_summary_grader import fact_reply
 from in_process import run
 from inspect_ai import eval as inspect_eval
@@ -67,13 +68,14 @@ def _tokens(messages: Sequence[tuple[str, str]]) -> int:
     return REQUEST_OVERHEAD + sum(MESSAGE_OVERHEAD + count(text) for _, text in messages)
 
 
+@pytest.mark.parametrize(("reference_facts", "grader_calls"), [("decompose", 12), ("events", 8)])
 def test_whole_conversation_estimate_matches_a_run_with_readable_grader(
-    data_dir: Path, tmp_path: Path
+    data_dir: Path, tmp_path: Path, reference_facts: str, grader_calls: int
 ) -> None:
     """The model under test writes the reference itself (the estimate assumes a summary as long
     as the reference) and the grader answers every fact prompt readably, one fact per line:
     the grader calls then match the estimate exactly, as do the input tokens."""
-    task = locomo_event_summary(data_dir=str(data_dir))
+    task = locomo_event_summary(data_dir=str(data_dir), reference_facts=reference_facts)
     targets = {str((s.metadata or {})["speaker"]): s.target for s in list(task.dataset)[:2]}
 
     def writer(messages: list[ChatMessage], *_: Any) -> ModelOutput:
@@ -92,7 +94,7 @@ def test_whole_conversation_estimate_matches_a_run_with_readable_grader(
         log_dir=str(tmp_path / "logs"),
     )
     calls = _calls(log)
-    out = _estimate(data_dir)
+    out = _estimate(data_dir, "-T", f"reference_facts={reference_facts}")
     rows = _rows(out)
     assert set(rows) == set(calls)
     for sid, (summary, graded) in calls.items():
@@ -101,7 +103,7 @@ def test_whole_conversation_estimate_matches_a_run_with_readable_grader(
         # every reply was readable: no retries, so the count is the procedure's own
         assert all(json.loads(e.output.completion) for e in graded)
     real = sum(len(graded) for _, graded in calls.values())
-    assert real == _grader_total(out) == 12, out
+    assert real == _grader_total(out) == grader_calls, out
 
 
 def test_incremental_estimate_counts_one_call_per_session(data_dir: Path, tmp_path: Path) -> None:
@@ -121,6 +123,7 @@ def test_incremental_estimate_counts_one_call_per_session(data_dir: Path, tmp_pa
     made = sum(len(summary) for summary, _ in calls.values())
     assert made == len(rows) == 38
     assert f"samples: 2 ({made} model calls; the token figures below are per call)" in out
+    assert f"note: {made} model calls for 2 samples: incremental=true makes one call per " in out
     real_total = 0
     for sid, (summary, graded) in calls.items():
         for k, event in enumerate(summary, 1):

@@ -71,6 +71,12 @@ def model_calls(
     return [[step(None) for step in steps_of(md)] for md in metadata]
 
 
+#: What model_calls counts and what it cannot know (the estimate prints it, with the bound).
+MODEL_CALLS_NOTE = (
+    "incremental=true makes one call per session; each call after a sample's first also "
+    "carries the summary so far, counted here as the first call's '(no events yet)'"
+)
+
 #: The thin lm-eval module (named, not imported: the framework layer sits above the records).
 _LM_EVAL_MODULE = "memevals.lm_eval_tasks.locomo_event_summary.utils"
 
