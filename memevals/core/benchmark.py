@@ -11,7 +11,7 @@ benchmark.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -343,6 +343,13 @@ class LmEvalSpec:
         return (*(t.name for t in self.tasks), *(g.name for g in self.groups))
 
 
+#: (samples' metadata, the task's options) -> per sample the (system, user) prompts of its model
+#: calls, or None when each sample makes one call (Benchmark.model_calls)
+ModelCalls = Callable[
+    [Sequence[Mapping[str, Any]], Mapping[str, Any]], list[list[tuple[str, str]]] | None
+]
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """A benchmark's declared record."""
@@ -392,6 +399,12 @@ class Benchmark:
     #: in `memevals.scorers` (the plain-function API)
     scoring_module: str | None = None
     scorers: tuple[str, ...] = ()
+    #: the (system, user) prompts of each sample's model calls where a sample makes several
+    #: (the cost estimate reads them): (samples' metadata, the task's options) -> per sample its
+    #: calls, or None when each sample makes one call, its input
+    model_calls: ModelCalls | None = None
+    #: what model_calls counts and what it cannot know (the estimate prints it)
+    model_calls_note: str = ""
     #: anything else a shared layer may read by name
     extra: Mapping[str, Any] = field(default_factory=_empty)
 

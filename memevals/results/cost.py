@@ -45,7 +45,6 @@ Accounting rules (stated because a bill depends on them):
 from __future__ import annotations
 
 import difflib
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -356,15 +355,12 @@ def _model_calls(
     task: Task, samples: Sequence[Sample], args: Mapping[str, Any]
 ) -> tuple[list[Sample] | None, str]:
     """One entry per model call where a sample makes several (the event summary's
-    incremental=true), from the `model_calls` function of the record's module, with its
-    `MODEL_CALLS_NOTE`; (None, "") where each sample makes one call, its input."""
+    incremental=true), from the record's `model_calls`, with its note; (None, "") where each
+    sample makes one call, its input."""
     record = record_for_task(task.name)
-    if record is None:
+    if record is None or record.model_calls is None:
         return None, ""
-    # the record's module, by the record's name: results names no benchmark
-    module = importlib.import_module(f"memevals.benchmarks.{record.name}.record")
-    prompts = getattr(module, "model_calls", None)
-    per_sample = None if prompts is None else prompts([s.metadata or {} for s in samples], args)
+    per_sample = record.model_calls([s.metadata or {} for s in samples], args)
     if per_sample is None:
         return None, ""
     calls = [
@@ -375,7 +371,7 @@ def _model_calls(
         for sample, prompted in zip(samples, per_sample, strict=True)
         for k, (system, user) in enumerate(prompted, 1)
     ]
-    return calls, str(getattr(module, "MODEL_CALLS_NOTE", ""))
+    return calls, record.model_calls_note
 
 
 def _without_scorer_model(name: str, args: Mapping[str, Any]) -> dict[str, Any]:

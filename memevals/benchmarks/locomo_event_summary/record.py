@@ -94,6 +94,8 @@ RECORD = declare(
         inputs=("speaker", "reference_events"), calls=_fact_calls, calls_note=_FACT_CALLS_NOTE
     ),
     data=(LOCOMO_FILE,),
+    model_calls=model_calls,
+    model_calls_note=MODEL_CALLS_NOTE,
     inspect_module="memevals.inspect_tasks.locomo_event_summary",
     lm_eval=LmEvalSpec(
         tasks=(LmEvalTask("locomo_event_summary"),),
