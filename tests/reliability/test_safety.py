@@ -200,19 +200,29 @@ def test_memevals_source_has_no_unsafe_pattern() -> None:
 def test_lm_eval_yaml_has_no_python_tags() -> None:
     """lm-eval reads our YAML with its own loader, which resolves `!function` tags: every such
     tag must name a function of our own lm-eval modules (the shared `documents`, `clustered_stderr`
-    and `declared`, or the folder's own `utils`), and no other tag may appear."""
+    and `declared`, or the folder's own `utils`) or, on a `class:` line, our task class; no other
+    tag may appear."""
     tags: list[str] = []
+    classes: set[str] = set()
     for path in sorted((PACKAGE / "lm_eval_tasks").rglob("*.yaml")):
         for line in path.read_text(encoding="utf-8").splitlines():
             if "!" in line:
                 for tag in re.findall(r"!(\S+)\s+(\S+)", line):
                     tags.append(f"{path.name}: !{tag[0]} {tag[1]}")
                     assert tag[0] == "function", (path, line)
+                    if line.startswith("class:"):  # the task class every base names
+                        classes.add(tag[1])
+                        continue
                     shared = "documents|clustered_stderr|declared"
                     own = rf"memevals\.lm_eval_tasks\.({shared}|{path.parent.name}\.utils)\.\w+"
                     assert re.fullmatch(own, tag[1]), line
                 assert "!!python" not in line, (path, line)
     assert tags, "expected the task YAML to reference utils functions"
+    # the task classes are ours: the shared one, or BEAM's built on it
+    assert classes == {
+        "memevals.lm_eval_tasks.task_class.MemevalsTask",
+        "memevals.lm_eval_tasks.beam.utils.BeamTask",
+    }, classes
 
 
 # -- downloads ----------------------------------------------------------------------------------
