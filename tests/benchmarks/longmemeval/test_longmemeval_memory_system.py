@@ -297,7 +297,7 @@ def test_skipped_as_rag_skips() -> None:
         ),
         ({"memory": "bm25", "context_window": 8000}, "context_window applies only to"),
         ({"memory": "bm26"}, "memory='bm26' is not a registered memory system"),
-        ({"memory": "bm25", "memory_args": "unit=dialog"}, "unit='dialog' is not supported; allowed"),
+        ({"memory": "bm25", "memory_args": "unit=dialog"}, "unit='dialog' is not supported"),
         ({"memory_cache": False}, "memory_cache applies only with memory=<name>"),
     ],
 )
