@@ -22,6 +22,7 @@ import logging
 import math
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -356,6 +357,17 @@ def _vectors_file(model: Any, batch_size: int, texts: Sequence[str]) -> Path:
     return cache_dir() / "embeddings" / key[:2] / f"{key}.npy"
 
 
+def _encoded(model: Any, batch_size: int, texts: Sequence[str]) -> np.ndarray:
+    vectors: np.ndarray = model.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    return vectors
+
+
 def _cached_vectors(model: Any, batch_size: int, texts: Sequence[str]) -> np.ndarray:
     """The model's normalised vectors of `texts`, from the embedding cache when this model has
     encoded exactly these texts before (its file holds the same bytes the encoding gave), else
@@ -368,16 +380,11 @@ def _cached_vectors(model: Any, batch_size: int, texts: Sequence[str]) -> np.nda
             return stored
     except (OSError, ValueError):
         pass  # not there yet, or unreadable: encode again
-    vectors: np.ndarray = model.encode(
-        list(texts),
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
+    vectors = _encoded(model, batch_size, texts)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.npy")
+        # one writer's own file: two threads (or processes) encoding the same texts never share it
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.npy")
         np.save(tmp, vectors, allow_pickle=False)
         os.replace(tmp, path)  # whole or absent: a reader never sees half a file
     except OSError as exc:
@@ -392,7 +399,11 @@ class _EmbeddingIndex:
     batch_size: int
 
     def rank(self, query: str) -> list[int]:
-        return self.rank_many([query])[0]
+        # one query (a memory system's retrieval, timed per sample): encoded now, not cached,
+        # so no retrieval pays a cache file; a build's batch of questions goes through rank_many
+        if self.vectors.shape[0] == 0:
+            return []
+        return _ranking(self.vectors @ _encoded(self.model, self.batch_size, [query])[0])
 
     def rank_many(self, queries: Sequence[str]) -> list[list[int]]:
         if self.vectors.shape[0] == 0 or not queries:

@@ -54,6 +54,12 @@ def test_the_same_texts_are_read_back_not_encoded(
     assert len(calls) == 2  # the query; the units came from the cache
     assert r.index(units).rank_many(["When did Caroline go to the support group?"]) == ranked
     assert len(calls) == 2
+    # one query (a memory system's timed retrieval) is encoded, not cached: no file per question
+    files = sorted((tmp_path / "cache" / "embeddings").rglob("*.npy"))
+    assert len(files) == 2  # the units and the batch of one question above
+    assert r.index(units).rank("When did Caroline go to the support group?") == ranked[0]
+    assert len(calls) == 3
+    assert sorted((tmp_path / "cache" / "embeddings").rglob("*.npy")) == files
 
 
 def test_other_texts_are_encoded(retriever: tuple[EmbeddingRetriever, list]) -> None:
