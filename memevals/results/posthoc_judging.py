@@ -47,6 +47,7 @@ from memevals.results.lm_eval_samples import (
     samples_files,
     unique_questions,
 )
+from memevals.results.reading.inspect_reader import counts_only
 from memevals.results.reading.lm_eval_reader import read_lm_eval_runs
 
 __all__ = [
@@ -170,8 +171,7 @@ def aggregate_table(log: EvalLog) -> list[tuple[str, str, float]]:
     for score in log.results.scores:
         for name, m in score.metrics.items():
             value = float(m.value)
-            figures = (m.params or {}).get("figures")
-            counted = name.rsplit("/", 1)[-1] == "count" or figures == ["count"]
+            counted = name.rsplit("/", 1)[-1] == "count" or counts_only(m.params)
             rows.append((score.name, name, int(value) if counted and value.is_integer() else value))
     return rows
 

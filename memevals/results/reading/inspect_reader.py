@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from inspect_ai.log import EvalLog, read_eval_log
 
@@ -132,6 +133,20 @@ def _epochs_by_sample(
     return by_id
 
 
+def counts_only(params: Mapping[str, Any] | None) -> bool:
+    """Whether a keyed metric row (memevals' `keyed` metrics log their key's figures in the
+    row's params) aggregates its key by nothing but a count (`unscored`, `unclear`).
+
+    Args:
+        params: the row's params.
+
+    Returns:
+        True for a count-only key.
+    """
+    figures = (params or {}).get("figures")
+    return isinstance(figures, list) and bool(figures) and set(figures) <= {"count"}
+
+
 def _counted_only(log: EvalLog) -> frozenset[str]:
     """The scores a log aggregates by nothing but a count: flags, not scores. A key of a
     dict-valued score logs its metrics' names in its rows' params (`figures`); a log written
@@ -142,8 +157,7 @@ def _counted_only(log: EvalLog) -> frozenset[str]:
         if names == {"count"}:
             out.add(score.name)
         for m in score.metrics.values():
-            figures = (m.params or {}).get("figures")
-            if isinstance(figures, list) and figures and set(figures) <= {"count"}:
+            if counts_only(m.params):
                 out.add(str(m.params["key"]))
     return frozenset(out)
 
