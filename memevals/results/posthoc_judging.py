@@ -48,7 +48,7 @@ from memevals.results.lm_eval_samples import (
     unique_questions,
 )
 from memevals.results.reading.inspect_reader import counts_only
-from memevals.results.reading.lm_eval_reader import read_lm_eval_runs
+from memevals.results.reading.lm_eval_reader import lm_eval_options
 
 __all__ = [
     "POSTHOC_SCORERS",
@@ -279,7 +279,7 @@ def _judge_task(
             "benchmark": benchmark,
             # the lm-eval run's options (context, top_k, protocol, ...): compare, diff and the
             # report read the replay as the run whose replies it judged
-            "lm_eval_options": _run_options(benchmark, samples),
+            "lm_eval_options": _run_options(samples),
             "lm_eval_model": model_name,
             "lm_eval_files": sorted({str(s.file) for s in samples}),
             "lm_eval_tasks": sorted({s.task for s in samples}),
@@ -287,14 +287,13 @@ def _judge_task(
     )
 
 
-def _run_options(benchmark: str, samples: Sequence[LmEvalSample]) -> dict[str, Any]:
+def _run_options(samples: Sequence[LmEvalSample]) -> dict[str, Any]:
     """The options (`--metadata`) of the lm-eval run the samples come from, when every file
     agrees on them (else none: the replay is then labelled by the record's defaults)."""
-    try:
-        runs = read_lm_eval_runs(sorted({s.file for s in samples}))
+    try:  # the results files beside the samples: the samples themselves are read already
+        found = [lm_eval_options(f) for f in sorted({s.file for s in samples})]
     except ValueError:
         return {}
-    found = [dict(r.options) for r in runs if r.benchmark == benchmark]
     return found[0] if found and all(f == found[0] for f in found) else {}
 
 

@@ -85,6 +85,26 @@ def _lm_eval_config(results: Path | None) -> tuple[str, dict[str, Any]]:
     return model, options
 
 
+def _results_beside(samples_file: Path) -> Path | None:
+    """The results file lm-eval wrote with a samples file (same call, same date)."""
+    if not SAMPLES_FILE.match(samples_file.name):
+        return None
+    return samples_file.with_name(f"results_{date_of(samples_file)}.json")
+
+
+def lm_eval_options(samples_file: Path) -> dict[str, Any]:
+    """The options (`--metadata`, as the run reader reads them) of the lm-eval call that wrote a
+    samples file, from the results file beside it; none without one.
+
+    Args:
+        samples_file: an lm-eval `samples_*.jsonl` file.
+
+    Returns:
+        Option name -> value.
+    """
+    return _lm_eval_config(_results_beside(samples_file))[1]
+
+
 def date_of(path: Path) -> str:
     m = SAMPLES_FILE.match(path.name)
     return m.group("date") if m else path.name
@@ -167,10 +187,7 @@ def _lm_eval_run(files: Sequence[Path], entries: list[_Doc]) -> Run:
             groups=groups_of(e.metadata, record),
         )
         metadata[e.sid] = e.metadata
-    results = None
-    if SAMPLES_FILE.match(first.path.name):
-        results = first.path.with_name(f"results_{date_of(first.path)}.json")
-    model, options = _lm_eval_config(results)
+    model, options = _lm_eval_config(_results_beside(first.path))
     where = str(files[0].parent if len(files) > 1 else files[0])
     run = Run(
         label=f"{model}{subject_of(options)} ({files[0].parent.name})",
