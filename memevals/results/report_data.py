@@ -24,7 +24,7 @@ from memevals.results.paired import (
     find_mismatches,
 )
 from memevals.results.rows import Row, disambiguate, row_from_run
-from memevals.results.runs import Run, is_compared, load_runs
+from memevals.results.runs import Run, is_compared, left_out_note, load_runs
 
 __all__ = ["TEXT_LIMIT", "Report", "ReportError", "build_report", "parse_price"]
 
@@ -242,7 +242,7 @@ def build_report(
     disambiguate(rows)
     runs = [r for r, _ in scored]
     comparisons, notes = _comparisons(runs, baseline, resamples, seed)
-    notes += [f"{r.path}: no results (status {r.status}); left out" for r in failed]
+    notes += [left_out_note(r) for r in failed]
     return Report(
         title=title,
         runs=runs,

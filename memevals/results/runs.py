@@ -80,6 +80,7 @@ __all__ = [
     "effective",
     "effective_options",
     "is_compared",
+    "left_out_note",
     "load_runs",
     "memory_settings",
     "option_default",
@@ -142,3 +143,15 @@ def load_runs(paths: Iterable[str]) -> list[Run]:
         else:
             runs += read_lm_eval_runs(source)
     return runs
+
+
+def left_out_note(run: Run) -> str:
+    """What the tools say of a run they leave out: a failed or cancelled run has no results.
+
+    Args:
+        run: a run without results.
+
+    Returns:
+        The note, naming the run and its status.
+    """
+    return f"{run.path}: no results (status {run.status}); left out"

@@ -27,7 +27,7 @@ from memevals.results.columns import table_records
 from memevals.results.formatting import UNDEFINED, too_few_note, too_few_text
 from memevals.results.memory_figures import memory_figures
 from memevals.results.rows import NO_JUDGE, KindScores, Row, above_ceiling, disambiguate
-from memevals.results.runs import Run, read_inspect_log
+from memevals.results.runs import Run, left_out_note, read_inspect_log
 from memevals.tools.command_line import output_problem, print_out
 
 # The library's names, re-exported for what imports them from here (memevals-report's modules,
@@ -41,10 +41,7 @@ __all__ = [
 
 
 def _left_out(run: Run) -> None:
-    print(
-        f"memevals-compare: {run.path}: no results (status {run.status}); left out",
-        file=sys.stderr,
-    )
+    print(f"memevals-compare: {left_out_note(run)}", file=sys.stderr)
 
 
 def row_from_run(run: Run) -> Row | None:

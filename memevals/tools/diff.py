@@ -28,7 +28,7 @@ from memevals.results.paired import (
     compare_runs,
     find_mismatches,
 )
-from memevals.results.runs import Run, RunError, RunSample, load_runs
+from memevals.results.runs import Run, RunError, RunSample, left_out_note, load_runs
 from memevals.tools.command_line import output_problem, print_out
 
 # The library's names that tests and perf scripts written before memevals.results import from
@@ -91,8 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # a failed or cancelled run has no results to pair (its samples errored), as in compare
     for run in runs:
         if not run.has_results:
-            left_out = f"{PROG}: {run.path}: no results (status {run.status}); left out"
-            print(left_out, file=sys.stderr)
+            print(f"{PROG}: {left_out_note(run)}", file=sys.stderr)
     runs = [run for run in runs if run.has_results]
     seen: set[tuple[str, str]] = set()
     for run in runs:
